@@ -1,0 +1,158 @@
+package agentik
+
+import "context"
+
+// AgentInfo describes an agent (GET {prefix}).
+type AgentInfo struct {
+	ID           string       `json:"id"`
+	Name         string       `json:"name"`
+	Description  string       `json:"description,omitempty"`
+	Version      string       `json:"version,omitempty"`
+	Model        string       `json:"model,omitempty"`
+	Capabilities Capabilities `json:"capabilities"`
+}
+
+// Capabilities of an agent.
+type Capabilities struct {
+	ImageInput  bool `json:"image_input"`
+	ImageOutput bool `json:"image_output"`
+	Streaming   bool `json:"streaming"`
+}
+
+// ConversationInfo is the snapshot of a conversation as the API shows it.
+// Owner is the principal that created it; it never travels on the wire.
+type ConversationInfo struct {
+	ID                  string      `json:"id"`
+	Title               string      `json:"title,omitempty"`
+	Temporal            bool        `json:"temporal"`
+	CreatedAt           Time        `json:"created_at"`
+	UpdatedAt           Time        `json:"updated_at"`
+	SupportsImageInput  bool        `json:"supports_image_input"`
+	SupportsImageOutput bool        `json:"supports_image_output"`
+	Working             bool        `json:"working"`
+	Tokens              *TurnTokens `json:"tokens,omitempty"` // running totals
+	Owner               string      `json:"-"`
+}
+
+// Busy policies: what a message that arrives while a turn runs does.
+const (
+	BusyEnqueue   = "enqueue"   // stored now, answered after the running turn
+	BusyInterrupt = "interrupt" // the running turn is cancelled, then this one answered
+	BusyReject    = "reject"    // refused with EBusy, nothing stored
+)
+
+// ValidBusyPolicy reports whether p is "" (the default) or a known policy.
+func ValidBusyPolicy(p string) bool {
+	return p == "" || p == BusyEnqueue || p == BusyInterrupt || p == BusyReject
+}
+
+// CreateRequest asks for a new conversation.
+type CreateRequest struct {
+	Temporal bool   `json:"temporal,omitempty"`
+	Title    string `json:"title,omitempty"`
+}
+
+// SendRequest is a user message to store and answer.
+type SendRequest struct {
+	Content []Content       `json:"content"`
+	Context *MessageContext `json:"context,omitempty"`
+	IfBusy  string          `json:"if_busy,omitempty"`
+}
+
+// SendResult identifies the stored user message.
+type SendResult struct {
+	MessageID string `json:"message_id"`
+	Seq       int64  `json:"seq"`
+}
+
+// ListRequest pages the conversation list, newest updated_at first. Before is
+// the Next token of the previous page ("" for the first page).
+type ListRequest struct {
+	Limit  int
+	Before string
+}
+
+// ConversationList is one page of conversations.
+type ConversationList struct {
+	Conversations []ConversationInfo `json:"conversations"`
+	Next          string             `json:"next,omitempty"`
+}
+
+// MessagesRequest pages a journal by seq. After gives the page above it,
+// Before the newest page below it; Offset skips entries; Limit defaults to 50
+// and is at most 500. Results are always in ascending seq order.
+type MessagesRequest struct {
+	After  int64
+	Before int64
+	Offset int
+	Limit  int
+}
+
+// Paging limits of MessagesRequest.
+const (
+	DefaultMessagesLimit = 50
+	MaxMessagesLimit     = 500
+)
+
+// MessagePage is one page of a journal. Cursor is the conversation's latest
+// durable cursor when the page was read: subscribe from it to miss nothing.
+type MessagePage struct {
+	Messages []Message `json:"messages"`
+	HasMore  bool      `json:"has_more"`
+	Cursor   int64     `json:"cursor"`
+}
+
+// LiveOnly as the after argument of Events asks for live events only.
+const LiveOnly int64 = -1
+
+// Stream is a subscription. C is closed when the stream ends; Err then says
+// why (nil after Close or when the context ended, ErrSlowSubscriber when the
+// subscriber fell behind and must resume from its last cursor, or the error
+// that ended it). Close is idempotent and safe to call concurrently with
+// receiving from C.
+type Stream[T any] interface {
+	C() <-chan T
+	Err() error
+	Close() error
+}
+
+// ErrSlowSubscriber ends a stream whose reader fell behind. Resuming from the
+// last received cursor loses nothing.
+var ErrSlowSubscriber = Errorf(EUnavailable, "subscriber too slow; resume from the last cursor")
+
+// Agent is the core's front: every facade speaks to it. Implementations are
+// safe for concurrent use. Every method that takes a context acts for the
+// principal in it (see WithPrincipal): conversations of other principals are
+// ENotFound. Errors are *Error values with codes from this package.
+type Agent interface {
+	Info() AgentInfo
+	CreateConversation(ctx context.Context, req CreateRequest) (ConversationInfo, error)
+	// Conversation returns a handle to an existing conversation.
+	Conversation(ctx context.Context, id string) (Conversation, error)
+	ListConversations(ctx context.Context, req ListRequest) (ConversationList, error)
+	DeleteConversation(ctx context.Context, id string) error
+	RenameConversation(ctx context.Context, id, title string) (ConversationInfo, error)
+	// Events streams agent events with a cursor greater than after (LiveOnly
+	// for live events only), then live ones, until ctx ends or Close.
+	Events(ctx context.Context, after int64) (Stream[AgentEvent], error)
+}
+
+// Conversation is a handle to one conversation. Handles are cheap; Close
+// releases this handle (idempotent) and never deletes anything.
+type Conversation interface {
+	ID() string
+	Info(ctx context.Context) (ConversationInfo, error)
+	// Send stores the user message (durably, unless temporal) and returns once
+	// it is committed; the answer arrives as events.
+	Send(ctx context.Context, req SendRequest) (SendResult, error)
+	// Interrupt cancels the running turn; false when idle.
+	Interrupt(ctx context.Context) (bool, error)
+	Messages(ctx context.Context, req MessagesRequest) (MessagePage, error)
+	// Events streams durable events with a cursor greater than after (LiveOnly
+	// for live events only), then live durable and online events. When a turn
+	// is running at subscription time the stream first carries working and the
+	// partial text so far as one append_text.
+	Events(ctx context.Context, after int64) (Stream[Event], error)
+	Rename(ctx context.Context, title string) (ConversationInfo, error)
+	Close() error
+}

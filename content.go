@@ -1,0 +1,134 @@
+package agentik
+
+import (
+	"encoding/base64"
+	"encoding/json"
+)
+
+// Content types.
+const (
+	ContentText  = "text"
+	ContentImage = "image"
+)
+
+// Image MIME types the core accepts.
+var ImageMIMEs = []string{"image/png", "image/jpeg", "image/webp", "image/gif"}
+
+// Content is one part of a message: text, or an image carried as base64.
+type Content struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	Data string `json:"data,omitempty"` // base64 (standard alphabet, padded)
+	MIME string `json:"mime,omitempty"`
+}
+
+// Text returns a text content part.
+func Text(s string) Content { return Content{Type: ContentText, Text: s} }
+
+// Image returns an image content part of raw bytes.
+func Image(mime string, raw []byte) Content {
+	return Content{Type: ContentImage, MIME: mime, Data: base64.StdEncoding.EncodeToString(raw)}
+}
+
+// Validate checks one part: a known type, non-empty text, an allowed image
+// MIME with valid non-empty base64. Errors have code EInvalid.
+func (c Content) Validate() error {
+	switch c.Type {
+	case ContentText:
+		if c.Text == "" {
+			return Errorf(EInvalid, "text content is empty")
+		}
+	case ContentImage:
+		if !knownImageMIME(c.MIME) {
+			return Errorf(EInvalid, "image mime %q is not one of image/png, image/jpeg, image/webp, image/gif", c.MIME)
+		}
+		if c.Data == "" {
+			return Errorf(EInvalid, "image data is empty")
+		}
+		if _, err := base64.StdEncoding.DecodeString(c.Data); err != nil {
+			return Errorf(EInvalid, "image data is not valid base64")
+		}
+	case "":
+		return Errorf(EInvalid, "content part has no type")
+	default:
+		return Errorf(EInvalid, "unknown content type %q", c.Type)
+	}
+	return nil
+}
+
+// ValidateContent checks a message body: at least one part, each valid.
+func ValidateContent(parts []Content) error {
+	if len(parts) == 0 {
+		return Errorf(EInvalid, "content is empty")
+	}
+	for _, p := range parts {
+		if err := p.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HasImage reports whether any part is an image.
+func HasImage(parts []Content) bool {
+	for _, p := range parts {
+		if p.Type == ContentImage {
+			return true
+		}
+	}
+	return false
+}
+
+// JoinText concatenates the text parts.
+func JoinText(parts []Content) string {
+	if len(parts) == 1 && parts[0].Type == ContentText {
+		return parts[0].Text
+	}
+	var n int
+	for _, p := range parts {
+		n += len(p.Text)
+	}
+	b := make([]byte, 0, n)
+	for _, p := range parts {
+		if p.Type == ContentText {
+			b = append(b, p.Text...)
+		}
+	}
+	return string(b)
+}
+
+func knownImageMIME(m string) bool {
+	for _, k := range ImageMIMEs {
+		if m == k {
+			return true
+		}
+	}
+	return false
+}
+
+// MessageContext says who sent a message through which facade.
+type MessageContext struct {
+	Origin   *Origin           `json:"origin,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Origin identifies the sender of a message.
+type Origin struct {
+	Channel     string `json:"channel,omitempty"`
+	User        string `json:"user,omitempty"`
+	DisplayName string `json:"display_name,omitempty"`
+}
+
+// TurnTokens counts the tokens of one turn.
+type TurnTokens struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+}
+
+// Add returns the sum of t and u.
+func (t TurnTokens) Add(u TurnTokens) TurnTokens {
+	return TurnTokens{Input: t.Input + u.Input, Output: t.Output + u.Output}
+}
+
+// RawJSON is a JSON value kept verbatim (tool arguments).
+type RawJSON = json.RawMessage

@@ -1,0 +1,120 @@
+package agentik
+
+// Durable event types: stored, replayable by cursor.
+const (
+	EvUserMessage         = "user_message"
+	EvAssistantMessage    = "assistant_message"
+	EvToolCall            = "tool_call"
+	EvToolResult          = "tool_result"
+	EvToolFailed          = "tool_failed"
+	EvError               = "error"
+	EvInterrupted         = "interrupted"
+	EvConversationClosing = "conversation_closing"
+	EvCompactionTriggered = "compaction_triggered"
+)
+
+// Online event types: live only, never stored, no cursor.
+const (
+	EvWorking        = "working"
+	EvStartReasoning = "start_reasoning"
+	EvStartResponse  = "start_response"
+	EvAppendText     = "append_text"
+	EvAppendImage    = "append_image"
+	EvEnd            = "end"
+)
+
+// Interrupt reasons.
+const (
+	ReasonUser       = "user"
+	ReasonBusyPolicy = "busy_policy"
+	ReasonRestart    = "restart"
+	ReasonShutdown   = "shutdown"
+)
+
+// End reasons.
+const (
+	EndCompleted   = "completed"
+	EndInterrupted = "interrupted"
+	EndError       = "error"
+)
+
+// Event is one item of a conversation's event stream. Durable events have a
+// Cursor (strictly increasing across the agent, never reused) and are stored
+// in the same transaction as the journal message they carry; online events
+// have Cursor 0 and are never stored. Which fields are set depends on Type:
+//
+//	user_message … error          Message (tool_failed: a tool_result with is_error)
+//	interrupted                   ReplyTo, Reason
+//	compaction_triggered          Dropped, SummaryTokens, Compaction
+//	append_text                   Text
+//	append_image                  Data, MIME
+//	end                           ReplyTo, Tokens, Reason
+//	working                       ReplyTo
+type Event struct {
+	Cursor         int64       `json:"cursor,omitempty"`
+	ConversationID string      `json:"conversation_id"`
+	Date           Time        `json:"date"`
+	Type           string      `json:"type"`
+	Message        *Message    `json:"message,omitempty"`
+	ReplyTo        string      `json:"reply_to,omitempty"`
+	Reason         string      `json:"reason,omitempty"`
+	Text           string      `json:"text,omitempty"`
+	Data           string      `json:"data,omitempty"`
+	MIME           string      `json:"mime,omitempty"`
+	Tokens         *TurnTokens `json:"tokens,omitempty"`
+	Dropped        int         `json:"dropped,omitempty"`
+	SummaryTokens  int         `json:"summary_tokens,omitempty"`
+	Compaction     *Compaction `json:"compaction,omitempty"`
+}
+
+// Compaction describes a working-memory compaction (SPEC §3).
+type Compaction struct {
+	FromSeq      int64  `json:"from_seq,omitempty"` // first journal seq summarised
+	ToSeq        int64  `json:"to_seq,omitempty"`   // last journal seq summarised
+	Summary      string `json:"summary,omitempty"`
+	Model        string `json:"model,omitempty"`
+	TokensBefore int    `json:"tokens_before,omitempty"`
+	TokensAfter  int    `json:"tokens_after,omitempty"`
+	Fallback     bool   `json:"fallback,omitempty"` // exchanges dropped without a summary
+}
+
+// Durable reports whether events of type t are stored and replayable.
+func Durable(t string) bool {
+	switch t {
+	case EvUserMessage, EvAssistantMessage, EvToolCall, EvToolResult, EvToolFailed,
+		EvError, EvInterrupted, EvConversationClosing, EvCompactionTriggered:
+		return true
+	}
+	return false
+}
+
+// MessageEvent returns the durable event that announces journal message m.
+func MessageEvent(m *Message) Event {
+	t := m.Type
+	if t == MsgToolResult && m.IsError {
+		t = EvToolFailed
+	}
+	return Event{ConversationID: m.ConversationID, Date: m.Date, Type: t, Message: m}
+}
+
+// Agent event types.
+const (
+	AgentEvCreated = "created"
+	AgentEvDeleted = "deleted"
+	AgentEvRenamed = "renamed"
+	AgentEvTouched = "touched"
+)
+
+// AgentEvent is one item of the agent-level stream, durable with its own
+// cursor sequence. Owner is the principal of the conversation, used to deliver
+// an event only to its owner; it never travels on the wire.
+type AgentEvent struct {
+	Cursor         int64             `json:"cursor,omitempty"`
+	Date           Time              `json:"date"`
+	Type           string            `json:"type"`
+	Conversation   *ConversationInfo `json:"conversation,omitempty"`
+	ConversationID string            `json:"conversation_id,omitempty"`
+	Title          string            `json:"title,omitempty"`
+	UpdatedAt      Time              `json:"updated_at,omitzero"`
+	Owner          string            `json:"-"`
+}

@@ -1,0 +1,79 @@
+package agentik
+
+import (
+	"context"
+	"errors"
+)
+
+// ModelMessage is one message of the context sent to the model.
+//
+//	user        Content (text and images)
+//	assistant   Content (text), Reasoning, ToolCalls
+//	tool        CallID, Name, Content (the result), IsError
+//	summary     Content (text of a compaction summary)
+type ModelMessage struct {
+	Role      string     `json:"role"`
+	Content   []Content  `json:"content,omitempty"`
+	Reasoning string     `json:"reasoning,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	CallID    string     `json:"call_id,omitempty"`
+	Name      string     `json:"name,omitempty"`
+	IsError   bool       `json:"is_error,omitempty"`
+}
+
+// ToolCall is one call the model asked for.
+type ToolCall struct {
+	ID        string  `json:"id"`
+	Name      string  `json:"name"`
+	Arguments RawJSON `json:"arguments"` // a JSON object
+}
+
+// ModelRequest is one model call.
+type ModelRequest struct {
+	System   string
+	Messages []ModelMessage
+	Tools    []ToolSpec
+}
+
+// Delta kinds.
+const (
+	DeltaReasoning = "reasoning"
+	DeltaText      = "text"
+)
+
+// ModelDelta is one streamed piece of a response.
+type ModelDelta struct {
+	Kind string
+	Text string
+}
+
+// ModelResponse is a complete model answer.
+type ModelResponse struct {
+	Text         string
+	Reasoning    string
+	ToolCalls    []ToolCall
+	Tokens       TurnTokens
+	FinishReason string
+}
+
+// ModelInfo describes the model behind an LLM.
+type ModelInfo struct {
+	Name          string
+	ContextTokens int
+	ImageInput    bool
+}
+
+// LLM is a streaming chat model. Generate calls onDelta for each streamed
+// piece in order (from the calling goroutine) and returns the complete
+// response. A response counts only if the model finished it: a stream cut
+// short is an error. Transient failures (429, 5xx, connection errors) before
+// the first delta are retried inside Generate. Errors wrap ErrContextOverflow
+// when the context was too long, and ctx.Err() when ctx ended. Safe for
+// concurrent use.
+type LLM interface {
+	Info() ModelInfo
+	Generate(ctx context.Context, req ModelRequest, onDelta func(ModelDelta)) (ModelResponse, error)
+}
+
+// ErrContextOverflow marks an LLM error caused by a context too long for the model.
+var ErrContextOverflow = errors.New("context length exceeded")

@@ -1,0 +1,151 @@
+package agentik
+
+import (
+	"context"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ConversationRecord is a stored conversation.
+type ConversationRecord struct {
+	ID        string
+	Owner     string
+	Title     string
+	Temporal  bool
+	CreatedAt Time
+	UpdatedAt Time
+	Tokens    TurnTokens // running totals
+}
+
+// Memory roles. Working memory is what the model sees, in turn order.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+	RoleSummary   = "summary" // a compaction summary; sent to the model as context text
+)
+
+// MemoryEntry is one entry of a conversation's working memory. Order is
+// assigned by the store (increasing per conversation). SourceID is the journal
+// message the entry was made from ("" for summaries); ReplyTo the user message
+// whose turn produced it.
+type MemoryEntry struct {
+	Order    int64        `json:"order,omitempty"`
+	SourceID string       `json:"source_id,omitempty"`
+	ReplyTo  string       `json:"reply_to,omitempty"`
+	Message  ModelMessage `json:"message"`
+}
+
+// Write is one atomic change to a conversation: journal messages with their
+// durable events, working-memory changes and the conversation's updated_at.
+// A Store commits all of it in one transaction or none of it.
+type Write struct {
+	ConversationID string
+	// Events are durable events to append, in order. An event whose Message is
+	// non-nil also appends that message to the journal: the store assigns its
+	// Seq (writing it into the Message) before storing the event.
+	Events []Event
+	// Memory entries are appended to working memory, in order.
+	Memory []MemoryEntry
+	// DropMemoryThrough removes working-memory entries with Order <= it
+	// (compaction). Zero removes nothing. Applied before Memory is appended.
+	DropMemoryThrough int64
+	// Touch, when non-zero, sets updated_at and appends a touched agent event.
+	Touch Time
+	// Tokens are added to the conversation's running totals.
+	Tokens TurnTokens
+}
+
+// Store keeps conversations, journals, working memory, durable events and
+// agent events. Implementations are safe for concurrent use. Cursors come
+// from the store: strictly increasing across the store, never reused, also
+// after deletes and restarts. Errors: ENotFound for unknown conversations,
+// EUnavailable when the database cannot be reached or written; nothing is
+// changed when an error is returned. Close is idempotent.
+type Store interface {
+	// CreateConversation stores c and its created agent event in one
+	// transaction, returning the event with its cursor.
+	CreateConversation(ctx context.Context, c ConversationRecord) (AgentEvent, error)
+	GetConversation(ctx context.Context, id string) (ConversationRecord, error)
+	// ListConversations returns the owner's conversations, newest updated_at
+	// first (ties by id, descending), at most limit, strictly after the page
+	// token before ("" = from the top), and the token of the next page ("" when
+	// there is none). Tokens come from ListToken.
+	ListConversations(ctx context.Context, owner string, limit int, before string) ([]ConversationRecord, string, error)
+	RenameConversation(ctx context.Context, id, title string, at Time) (ConversationRecord, AgentEvent, error)
+	// DeleteConversation removes the conversation and everything it owns and
+	// appends a deleted agent event.
+	DeleteConversation(ctx context.Context, id string, at Time) (AgentEvent, error)
+
+	// Commit applies w atomically and returns its events with cursors set
+	// (and the touched agent event, if any).
+	Commit(ctx context.Context, w Write) ([]Event, *AgentEvent, error)
+
+	Messages(ctx context.Context, conversationID string, req MessagesRequest) ([]Message, bool, error)
+	// Message returns one journal message by id.
+	Message(ctx context.Context, conversationID, id string) (Message, error)
+	// Events returns up to limit durable events of the conversation with a
+	// cursor greater than after, ascending.
+	Events(ctx context.Context, conversationID string, after int64, limit int) ([]Event, error)
+	// LastCursor is the greatest cursor of the conversation's events (0 when none).
+	LastCursor(ctx context.Context, conversationID string) (int64, error)
+	AgentEvents(ctx context.Context, after int64, limit int) ([]AgentEvent, error)
+	LastAgentCursor(ctx context.Context) (int64, error)
+
+	// Memory returns the working memory in order.
+	Memory(ctx context.Context, conversationID string) ([]MemoryEntry, error)
+
+	// OpenTurns returns the user messages whose turn is not closed — no
+	// assistant_message (not interrupted), error, or interrupted event replies
+	// to them — ordered by conversation then seq.
+	OpenTurns(ctx context.Context) ([]Message, error)
+
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// ListToken encodes a conversation-list position.
+func ListToken(updatedAt Time, id string) string {
+	s := strconv.FormatInt(updatedAt.UnixMilli(), 10) + "/" + id
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+// ParseListToken decodes a ListToken; errors have code EInvalid.
+func ParseListToken(tok string) (Time, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return Time{}, "", Errorf(EInvalid, "bad page token")
+	}
+	ms, id, ok := strings.Cut(string(b), "/")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || !ValidID(id) {
+		return Time{}, "", Errorf(EInvalid, "bad page token")
+	}
+	return TimeOf(time.UnixMilli(n)), id, nil
+}
+
+// Bus fans events out to live subscribers inside one process or across the
+// processes sharing a store. Durable events are published after their commit,
+// in cursor order per conversation; the store stays the source of truth, so a
+// subscriber that misses a durable event (cut off, or a lost cross-process
+// notification) recovers it from the store by cursor. Online events may be
+// dropped for a slow subscriber. Publish never blocks on a subscriber. All
+// methods are safe for concurrent use.
+type Bus interface {
+	Publish(ev Event)
+	PublishAgent(ev AgentEvent)
+	// Subscribe registers a subscriber of one conversation's events. Delivery
+	// starts with events published after Subscribe returns.
+	Subscribe(conversationID string) Subscriber[Event]
+	SubscribeAgent() Subscriber[AgentEvent]
+}
+
+// Subscriber receives from a Bus. C is closed when the subscriber is cut off
+// (it fell behind on durable events) or closed. Close is idempotent.
+type Subscriber[T any] interface {
+	C() <-chan T
+	Close()
+}

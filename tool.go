@@ -1,0 +1,36 @@
+package agentik
+
+import "context"
+
+// ToolSpec describes a tool to the model.
+type ToolSpec struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description,omitempty"`
+	Parameters  RawJSON `json:"parameters"`       // JSON Schema of the arguments object
+	Source      string  `json:"source,omitempty"` // builtin, mcp:<server>, a2a:<agent>
+}
+
+// ToolResult is what a tool returns. A failure the model should see is a
+// result with IsError set, not a Go error.
+type ToolResult struct {
+	Content []Content
+	IsError bool
+}
+
+// ErrorResult returns a tool error result with the given text.
+func ErrorResult(text string) ToolResult {
+	return ToolResult{Content: []Content{Text(text)}, IsError: true}
+}
+
+// Tool is one callable tool. Call must return promptly when ctx ends. A Go
+// error from Call is turned into an error result the model sees.
+type Tool interface {
+	Spec() ToolSpec
+	Call(ctx context.Context, args RawJSON) (ToolResult, error)
+}
+
+// ToolSource provides a set of tools that may change over time (MCP servers,
+// remote A2A agents). Tools is called at the start of every model call.
+type ToolSource interface {
+	Tools(ctx context.Context) []Tool
+}

@@ -1,0 +1,74 @@
+package bus
+
+import (
+	"testing"
+
+	"github.com/agentik/agentik"
+)
+
+func TestPublishReachesOnlyTheConversationsSubscribers(t *testing.T) {
+	b := New()
+	a := b.Subscribe("a")
+	other := b.Subscribe("b")
+	defer a.Close()
+	defer other.Close()
+
+	b.Publish(agentik.Event{ConversationID: "a", Type: agentik.EvUserMessage, Cursor: 1})
+	if ev := <-a.C(); ev.Cursor != 1 {
+		t.Fatalf("got cursor %d, want 1", ev.Cursor)
+	}
+	select {
+	case ev := <-other.C():
+		t.Fatalf("subscriber of b got %+v", ev)
+	default:
+	}
+}
+
+func TestSlowSubscriberIsCutOffOnDurableAndSkipsOnline(t *testing.T) {
+	b := NewBuffered(2)
+	slow := b.Subscribe("c")
+	fast := b.Subscribe("c")
+	defer fast.Close()
+
+	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "1"})
+	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "2"})
+	// Buffer full: an online event is dropped, the subscriber stays.
+	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "3"})
+	if b.Subscribers("c") != 2 {
+		t.Fatalf("online overflow cut a subscriber off")
+	}
+	for range 2 {
+		<-fast.C()
+	}
+	// A durable event that does not fit cuts the slow one off.
+	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: 7})
+	var got []agentik.Event
+	for ev := range slow.C() {
+		got = append(got, ev)
+	}
+	if len(got) != 2 || got[0].Text != "1" || got[1].Text != "2" {
+		t.Fatalf("slow subscriber got %+v, want the two buffered deltas then close", got)
+	}
+	if ev := <-fast.C(); ev.Cursor != 7 {
+		t.Fatalf("fast subscriber got %+v, want cursor 7", ev)
+	}
+	if b.Subscribers("c") != 1 {
+		t.Fatalf("subscribers = %d, want 1", b.Subscribers("c"))
+	}
+	slow.Close() // idempotent after a cut-off
+}
+
+func TestAgentEventsAndClose(t *testing.T) {
+	b := New()
+	s := b.SubscribeAgent()
+	b.PublishAgent(agentik.AgentEvent{Cursor: 3, Type: agentik.AgentEvCreated})
+	if ev := <-s.C(); ev.Cursor != 3 {
+		t.Fatalf("got %+v", ev)
+	}
+	s.Close()
+	s.Close()
+	if _, ok := <-s.C(); ok {
+		t.Fatal("channel open after Close")
+	}
+	b.PublishAgent(agentik.AgentEvent{Cursor: 4}) // no subscriber: must not panic
+}

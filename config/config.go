@@ -1,0 +1,242 @@
+// Package config reads Agentik's configuration from the environment into a
+// typed Config: defaults, then environment, then Validate. Every invalid
+// value is reported with the variable that holds it, and secrets are never
+// printed.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// LLM backends.
+const (
+	BackendOpenAI = "openai"
+	BackendDemo   = "demo"
+)
+
+// Config is the whole runtime configuration.
+type Config struct {
+	Port         int    // AGENTIK_PORT
+	Host         string // AGENTIK_HOST: interface to listen on ("" = all)
+	DBPath       string // AGENTIK_DB_PATH
+	DatabaseURL  string // AGENTIK_DATABASE_URL
+	SystemPrompt string // AGENTIK_SYSTEM_PROMPT
+
+	Backend       string // AGENTIK_LLM_BACKEND
+	OpenAIBaseURL string // OPENAI_BASE_URL
+	OpenAIAPIKey  string // OPENAI_API_KEY or OPENAI_API_KEY_FILE
+	OpenAIModel   string // OPENAI_MODEL
+	LLMMaxRetries int    // AGENTIK_LLM_MAX_RETRIES
+
+	ContextTokens int    // AGENTIK_CONTEXT_TOKENS (0 = per model name)
+	ImageInput    string // AGENTIK_IMAGE_INPUT: auto, on, off
+	MaxToolRounds int    // AGENTIK_MAX_TOOL_ROUNDS
+
+	LLMTimeout   time.Duration // AGENTIK_LLM_TIMEOUT
+	ToolTimeout  time.Duration // AGENTIK_TOOL_TIMEOUT
+	DrainTimeout time.Duration // AGENTIK_DRAIN_TIMEOUT
+	TemporalIdle time.Duration // AGENTIK_TEMPORAL_IDLE
+	KeepAlive    time.Duration // AGENTIK_SSE_KEEPALIVE
+
+	MaxBodyBytes int64  // AGENTIK_MAX_BODY_BYTES
+	OnRestart    string // AGENTIK_ON_RESTART: resume or interrupt
+	LogLevel     string // AGENTIK_LOG_LEVEL: debug, info, warn, error
+	LogFormat    string // AGENTIK_LOG_FORMAT: text or json
+}
+
+// Default returns the configuration used when no variable is set.
+func Default() Config {
+	return Config{
+		Port:          8080,
+		DBPath:        "./agentik.db",
+		SystemPrompt:  "You are a helpful assistant. Answer concisely and use the tools you are given when they help.",
+		OpenAIModel:   "gpt-4o-mini",
+		LLMMaxRetries: 2,
+		ImageInput:    "auto",
+		MaxToolRounds: 16,
+		LLMTimeout:    120 * time.Second,
+		ToolTimeout:   60 * time.Second,
+		DrainTimeout:  30 * time.Second,
+		TemporalIdle:  30 * time.Minute,
+		KeepAlive:     15 * time.Second,
+		MaxBodyBytes:  16 << 20,
+		OnRestart:     "resume",
+		LogLevel:      "info",
+		LogFormat:     "text",
+	}
+}
+
+// FieldError is one invalid variable.
+type FieldError struct {
+	Var, Value, Problem string
+}
+
+func (e FieldError) Error() string {
+	if e.Value == "" {
+		return e.Var + ": " + e.Problem
+	}
+	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Problem)
+}
+
+// FromEnv reads the configuration from getenv (os.Getenv when nil) over the
+// defaults and validates it. The error joins one FieldError per bad variable.
+func FromEnv(getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c := Default()
+	var errs []error
+	bad := func(v, val, problem string) { errs = append(errs, FieldError{v, val, problem}) }
+
+	str := func(v string, dst *string) {
+		if s := getenv(v); s != "" {
+			*dst = s
+		}
+	}
+	integer := func(v string, dst *int, min, max int) {
+		s := getenv(v)
+		if s == "" {
+			return
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < min || n > max {
+			bad(v, s, fmt.Sprintf("want an integer from %d to %d", min, max))
+			return
+		}
+		*dst = n
+	}
+	duration := func(v string, dst *time.Duration) {
+		s := getenv(v)
+		if s == "" {
+			return
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d <= 0 {
+			bad(v, s, "want a positive Go duration such as 30s or 2m")
+			return
+		}
+		*dst = d
+	}
+	oneOf := func(v string, dst *string, allowed ...string) {
+		s := strings.ToLower(strings.TrimSpace(getenv(v)))
+		if s == "" {
+			return
+		}
+		for _, a := range allowed {
+			if s == a {
+				*dst = s
+				return
+			}
+		}
+		bad(v, s, "want one of "+strings.Join(allowed, ", "))
+	}
+
+	integer("AGENTIK_PORT", &c.Port, 0, 65535)
+	str("AGENTIK_HOST", &c.Host)
+	str("AGENTIK_DB_PATH", &c.DBPath)
+	str("AGENTIK_DATABASE_URL", &c.DatabaseURL)
+	str("AGENTIK_SYSTEM_PROMPT", &c.SystemPrompt)
+	oneOf("AGENTIK_LLM_BACKEND", &c.Backend, BackendOpenAI, BackendDemo)
+	str("OPENAI_BASE_URL", &c.OpenAIBaseURL)
+	str("OPENAI_API_KEY", &c.OpenAIAPIKey)
+	if f := getenv("OPENAI_API_KEY_FILE"); f != "" && c.OpenAIAPIKey == "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			bad("OPENAI_API_KEY_FILE", f, "cannot be read")
+		} else {
+			c.OpenAIAPIKey = strings.TrimSpace(string(b))
+		}
+	}
+	str("OPENAI_MODEL", &c.OpenAIModel)
+	integer("AGENTIK_LLM_MAX_RETRIES", &c.LLMMaxRetries, 0, 10)
+	integer("AGENTIK_CONTEXT_TOKENS", &c.ContextTokens, 256, 100_000_000)
+	oneOf("AGENTIK_IMAGE_INPUT", &c.ImageInput, "auto", "on", "off")
+	integer("AGENTIK_MAX_TOOL_ROUNDS", &c.MaxToolRounds, 1, 1000)
+	duration("AGENTIK_LLM_TIMEOUT", &c.LLMTimeout)
+	duration("AGENTIK_TOOL_TIMEOUT", &c.ToolTimeout)
+	duration("AGENTIK_DRAIN_TIMEOUT", &c.DrainTimeout)
+	duration("AGENTIK_TEMPORAL_IDLE", &c.TemporalIdle)
+	duration("AGENTIK_SSE_KEEPALIVE", &c.KeepAlive)
+	if s := getenv("AGENTIK_MAX_BODY_BYTES"); s != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil || n < 1024 || n > 1<<30 {
+			bad("AGENTIK_MAX_BODY_BYTES", s, "want an integer from 1024 to 1073741824")
+		} else {
+			c.MaxBodyBytes = n
+		}
+	}
+	oneOf("AGENTIK_ON_RESTART", &c.OnRestart, "resume", "interrupt")
+	oneOf("AGENTIK_LOG_LEVEL", &c.LogLevel, "debug", "info", "warn", "error")
+	oneOf("AGENTIK_LOG_FORMAT", &c.LogFormat, "text", "json")
+
+	if c.Backend == "" {
+		c.Backend = BackendDemo
+		if c.OpenAIBaseURL != "" || c.OpenAIAPIKey != "" {
+			c.Backend = BackendOpenAI
+		}
+	}
+	if c.Backend == BackendOpenAI && c.OpenAIBaseURL == "" {
+		if c.OpenAIAPIKey == "" {
+			bad("OPENAI_BASE_URL", "", "the openai backend needs OPENAI_BASE_URL or OPENAI_API_KEY")
+		} else {
+			c.OpenAIBaseURL = "https://api.openai.com/v1"
+		}
+	}
+	if c.OpenAIBaseURL != "" && !strings.HasPrefix(c.OpenAIBaseURL, "http://") && !strings.HasPrefix(c.OpenAIBaseURL, "https://") {
+		bad("OPENAI_BASE_URL", c.OpenAIBaseURL, "want an http:// or https:// URL")
+	}
+	if c.DatabaseURL != "" {
+		bad("AGENTIK_DATABASE_URL", "", "PostgreSQL is not supported by this build yet; unset it to use SQLite (AGENTIK_DB_PATH)")
+	}
+	return c, errors.Join(errs...)
+}
+
+// ImageInputFor resolves the AGENTIK_IMAGE_INPUT setting for a model name.
+func (c Config) ImageInputFor(model string) bool {
+	switch c.ImageInput {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	m := strings.ToLower(model)
+	for _, p := range []string{"gpt-4o", "gpt-4.1", "gpt-5", "o3", "o4", "claude", "gemini", "llava", "-vl", "vision", "pixtral", "gemma3", "llama4", "minicpm-v"} {
+		if strings.Contains(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// ContextTokensFor resolves the context budget for a model name.
+func (c Config) ContextTokensFor(model string) int {
+	if c.ContextTokens > 0 {
+		return c.ContextTokens
+	}
+	m := strings.ToLower(model)
+	switch {
+	case strings.Contains(m, "gpt-4.1"), strings.Contains(m, "gemini"):
+		return 1_000_000
+	case strings.Contains(m, "gpt-5"), strings.Contains(m, "claude"):
+		return 200_000
+	case strings.Contains(m, "gpt-4o"), strings.Contains(m, "o3"), strings.Contains(m, "o4"), strings.Contains(m, "deepseek"):
+		return 128_000
+	}
+	return 32768
+}
+
+// Redacted returns a copy safe to print: secrets are replaced.
+func (c Config) Redacted() Config {
+	if c.OpenAIAPIKey != "" {
+		c.OpenAIAPIKey = "[redacted]"
+	}
+	if c.DatabaseURL != "" {
+		c.DatabaseURL = "[redacted]"
+	}
+	return c
+}

@@ -1,0 +1,224 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/agentik/agentik"
+)
+
+// The request decoders below are pure functions of the request's bytes so that
+// they can be fuzzed. Each returns an *agentik.Error whose code says what is
+// wrong (malformed, invalid, too_large, unsupported_media_type); none of them
+// lets a request through that the core would have to refuse for its shape.
+
+// readBody reads a request body bounded by limit bytes. A request without a
+// body yields nil; a body must be declared as JSON.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return nil, nil
+	}
+	if err := checkJSONType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
+	}
+	if r.ContentLength > limit {
+		return nil, agentik.Errorf(agentik.ETooLarge, "request body is larger than %d bytes", limit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, agentik.Errorf(agentik.ETooLarge, "request body is larger than %d bytes", limit)
+		}
+		return nil, agentik.WrapError(agentik.EMalformed, "cannot read request body", err)
+	}
+	return b, nil
+}
+
+// checkJSONType accepts application/json and the application/*+json family.
+func checkJSONType(ct string) error {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return agentik.Errorf(agentik.EUnsupportedMed, "request body must be application/json, not %s", ct)
+}
+
+// decodeJSON decodes exactly one JSON value into v. Unknown fields are ignored
+// (SPEC §2); anything after the value is refused, because a body such as
+// `{"a":1}{"b":2}` is not what its sender thinks it is.
+func decodeJSON(b []byte, v any) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return agentik.Errorf(agentik.EMalformed, "request body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			if typeErr.Field == "" {
+				return agentik.Errorf(agentik.EInvalid, "request body must be a JSON object")
+			}
+			return agentik.Errorf(agentik.EInvalid, "field %s: must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		}
+		return agentik.WrapError(agentik.EMalformed, "request body is not valid JSON", err)
+	}
+	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
+		return agentik.Errorf(agentik.EMalformed, "request body has data after the JSON value")
+	}
+	return nil
+}
+
+// jsonKind names a Go kind the way a JSON user would.
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	default:
+		return "a number"
+	}
+}
+
+// decodeCreate decodes a create body; no body means defaults.
+func decodeCreate(b []byte) (agentik.CreateRequest, error) {
+	var req agentik.CreateRequest
+	if len(bytes.TrimSpace(b)) == 0 {
+		return req, nil
+	}
+	err := decodeJSON(b, &req)
+	return req, err
+}
+
+// decodeSend decodes and validates a send body: known busy policy, non-empty
+// valid content.
+func decodeSend(b []byte) (agentik.SendRequest, error) {
+	var req agentik.SendRequest
+	if err := decodeJSON(b, &req); err != nil {
+		return req, err
+	}
+	if !agentik.ValidBusyPolicy(req.IfBusy) {
+		return req, agentik.Errorf(agentik.EInvalid, "if_busy must be one of enqueue, interrupt, reject")
+	}
+	if err := agentik.ValidateContent(req.Content); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// decodeRename decodes a rename body. The title is required; "" clears it.
+func decodeRename(b []byte) (string, error) {
+	var req struct {
+		Title *string `json:"title"`
+	}
+	if err := decodeJSON(b, &req); err != nil {
+		return "", err
+	}
+	if req.Title == nil {
+		return "", agentik.Errorf(agentik.EInvalid, "title is required")
+	}
+	return *req.Title, nil
+}
+
+// parseListQuery reads ?limit&before of the conversation list.
+func parseListQuery(q url.Values) (agentik.ListRequest, error) {
+	limit, err := parseLimit(q)
+	if err != nil {
+		return agentik.ListRequest{}, err
+	}
+	req := agentik.ListRequest{Limit: limit, Before: q.Get("before")}
+	if req.Before != "" {
+		if _, _, err := agentik.ParseListToken(req.Before); err != nil {
+			return agentik.ListRequest{}, agentik.Errorf(agentik.EInvalid, "before is not a page token from this server")
+		}
+	}
+	return req, nil
+}
+
+// parseMessagesQuery reads ?after&before&offset&limit of the journal.
+func parseMessagesQuery(q url.Values) (agentik.MessagesRequest, error) {
+	var req agentik.MessagesRequest
+	var err error
+	if req.After, err = parseNonNegative(q, "after"); err != nil {
+		return req, err
+	}
+	if req.Before, err = parseNonNegative(q, "before"); err != nil {
+		return req, err
+	}
+	offset, err := parseNonNegative(q, "offset")
+	if err != nil {
+		return req, err
+	}
+	if offset > 1<<31-1 {
+		return req, agentik.Errorf(agentik.EInvalid, "offset is too large")
+	}
+	req.Offset = int(offset)
+	req.Limit, err = parseLimit(q)
+	return req, err
+}
+
+// parseLimit reads ?limit: absent is the default, above the maximum is
+// clamped, anything but a positive integer is invalid.
+func parseLimit(q url.Values) (int, error) {
+	s := q.Get("limit")
+	if s == "" {
+		return agentik.DefaultMessagesLimit, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		return 0, agentik.Errorf(agentik.EInvalid, "limit must be a positive integer")
+	}
+	return int(min(n, agentik.MaxMessagesLimit)), nil
+}
+
+// parseNonNegative reads an optional non-negative integer parameter (0 when
+// absent).
+func parseNonNegative(q url.Values, name string) (int64, error) {
+	s := q.Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, agentik.Errorf(agentik.EInvalid, "%s must be a non-negative integer", name)
+	}
+	return n, nil
+}
+
+// parseCursor gives the cursor an event stream starts after: Last-Event-ID
+// when present (it is where the client really is, see the package doc), else
+// ?after=, else agentik.LiveOnly.
+func parseCursor(lastEventID string, q url.Values) (int64, error) {
+	name, s := "Last-Event-ID", strings.TrimSpace(lastEventID)
+	if s == "" {
+		name, s = "after", q.Get("after")
+	}
+	if s == "" {
+		return agentik.LiveOnly, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, agentik.Errorf(agentik.EInvalid, "%s must be a non-negative integer cursor", name)
+	}
+	return n, nil
+}
+
+// errBadID is the answer to a path id that cannot be one of ours.
+func errBadID(id string) error {
+	return agentik.WrapError(agentik.ENotFound, "conversation not found", fmt.Errorf("malformed id %q", id))
+}

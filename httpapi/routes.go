@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+)
+
+// routes registers the agent's endpoints (SPEC §4) under prefix p. This is
+// the whole surface of the facade: one line per endpoint.
+func (s *server) routes(mux *http.ServeMux, p string) {
+	info := p
+	if info == "" { // mounted at the root
+		info = "/{$}"
+	}
+	table := []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{"GET", info, s.agentInfo},
+		{"GET", p + "/events", s.agentEvents},
+		{"POST", p + "/conversations", s.createConversation},
+		{"GET", p + "/conversations", s.listConversations},
+		{"GET", p + "/conversations/{id}", s.getConversation},
+		{"PATCH", p + "/conversations/{id}", s.renameConversation},
+		{"DELETE", p + "/conversations/{id}", s.deleteConversation},
+		{"POST", p + "/conversations/{id}/messages", s.send},
+		{"GET", p + "/conversations/{id}/messages", s.messages},
+		{"POST", p + "/conversations/{id}/interrupt", s.interrupt},
+		{"GET", p + "/conversations/{id}/events", s.conversationEvents},
+	}
+	allowed := map[string][]string{}
+	var paths []string
+	for _, rt := range table {
+		mux.Handle(rt.method+" "+rt.path, s.authenticate(rt.h))
+		if allowed[rt.path] == nil {
+			paths = append(paths, rt.path)
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	// Without these, ServeMux would answer a wrong method or an unknown path
+	// under the prefix in plain text; clients expect the JSON error body.
+	for _, path := range paths {
+		mux.Handle(path, methodNotAllowed(allowed[path]))
+	}
+	mux.HandleFunc(p+"/", s.notFound)
+}
+
+// routeHealth registers the liveness and readiness probes.
+func (s *server) routeHealth(mux *http.ServeMux) {
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /health/ready", s.ready)
+}
+
+// methodNotAllowed answers 405 with the Allow header, in the error body form.
+// 405 is a routing answer, not a core error code, so it bypasses statusOf.
+func methodNotAllowed(methods []string) http.Handler {
+	allow := strings.Join(methods, ", ")
+	if strings.Contains(allow, "GET") {
+		allow += ", HEAD"
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: errorDetail{
+			Code: "method_not_allowed", Message: r.Method + " is not allowed here; use " + allow,
+		}})
+	})
+}

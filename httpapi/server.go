@@ -1,0 +1,366 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentik/agentik"
+)
+
+// DefaultPrefix is where NewHandler mounts the agent.
+const DefaultPrefix = "/agentik"
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes = 16 << 20
+	DefaultKeepAlive    = 15 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+)
+
+// Options configures the server side. The zero value is usable: open access,
+// always ready, the defaults above.
+type Options struct {
+	// MaxBodyBytes bounds request bodies; larger ones are refused with 413.
+	MaxBodyBytes int64
+	// KeepAlive is the interval of ": keep-alive" comments on idle event
+	// streams, so that proxies and clients see a live connection.
+	KeepAlive time.Duration
+	// WriteTimeout bounds each write to an event stream. A client that does
+	// not read for this long is disconnected (it resumes by cursor) instead of
+	// pinning the handler. It replaces http.Server.WriteTimeout for streams,
+	// which would otherwise cut every stream at a fixed age.
+	WriteTimeout time.Duration
+	// Ready reports whether the agent can serve (store reachable); it backs
+	// GET /health/ready. Nil means always ready.
+	Ready func(ctx context.Context) error
+	// Authenticate returns the principal a request acts for. An error refuses
+	// the request (401 unless the error carries another agentik code). Nil
+	// means open access: every request is the anonymous principal "".
+	Authenticate func(r *http.Request) (principal string, err error)
+	// Logger receives refused and failed requests; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// server holds one mounted agent.
+type server struct {
+	agent        agentik.Agent
+	maxBody      int64
+	keepAlive    time.Duration
+	writeTimeout time.Duration
+	readyFn      func(ctx context.Context) error
+	auth         func(r *http.Request) (string, error)
+	log          *slog.Logger
+}
+
+func newServer(agent agentik.Agent, opts Options) *server {
+	s := &server{
+		agent:        agent,
+		maxBody:      opts.MaxBodyBytes,
+		keepAlive:    opts.KeepAlive,
+		writeTimeout: opts.WriteTimeout,
+		readyFn:      opts.Ready,
+		auth:         opts.Authenticate,
+		log:          opts.Logger,
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.keepAlive <= 0 {
+		s.keepAlive = DefaultKeepAlive
+	}
+	if s.writeTimeout <= 0 {
+		s.writeTimeout = DefaultWriteTimeout
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
+}
+
+// NewHandler serves agent at DefaultPrefix, plus GET /health and
+// GET /health/ready.
+func NewHandler(agent agentik.Agent, opts Options) http.Handler {
+	mux := http.NewServeMux()
+	s := newServer(agent, opts)
+	s.routeHealth(mux)
+	s.routes(mux, DefaultPrefix)
+	return mux
+}
+
+// Mount serves agent under prefix on mux ("/agentik", "/agents/support"…), so
+// that several agents can share one server. It does not register the health
+// probes: use MountHealth once per mux. Mount panics, like ServeMux, when the
+// prefix is already taken.
+func Mount(mux *http.ServeMux, prefix string, agent agentik.Agent, opts Options) {
+	prefix = "/" + strings.Trim(prefix, "/")
+	if prefix == "/" {
+		prefix = ""
+	}
+	newServer(agent, opts).routes(mux, prefix)
+}
+
+// MountHealth registers GET /health (liveness) and GET /health/ready (calls
+// ready; nil means always ready) on mux.
+func MountHealth(mux *http.ServeMux, ready func(ctx context.Context) error) {
+	newServer(nil, Options{Ready: ready}).routeHealth(mux)
+}
+
+// authenticate puts the request's principal into its context.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	if s.auth == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := s.auth(r)
+		if err != nil {
+			if agentik.ErrorCode(err) == agentik.EInternal {
+				err = agentik.WrapError(agentik.EUnauthorized, "missing or invalid credentials", err)
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(agentik.WithPrincipal(r.Context(), p)))
+	})
+}
+
+type status struct {
+	Status string `json:"status"`
+}
+
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, status{"ok"})
+}
+
+func (s *server) ready(w http.ResponseWriter, r *http.Request) {
+	if s.readyFn != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := s.readyFn(ctx); err != nil {
+			s.writeError(w, r, agentik.WrapError(agentik.EUnavailable, "not ready", err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, status{"ok"})
+}
+
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, agentik.Errorf(agentik.ENotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+}
+
+func (s *server) agentInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.agent.Info())
+}
+
+func (s *server) createConversation(w http.ResponseWriter, r *http.Request) {
+	b, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := decodeCreate(b)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.agent.CreateConversation(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/")+"/"+info.ID)
+	writeJSON(w, http.StatusCreated, info)
+}
+
+func (s *server) listConversations(w http.ResponseWriter, r *http.Request) {
+	req, err := parseListQuery(r.URL.Query())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, err := s.agent.ListConversations(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if list.Conversations == nil {
+		list.Conversations = []agentik.ConversationInfo{} // [] on the wire, never null
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (s *server) getConversation(w http.ResponseWriter, r *http.Request) {
+	conv, ok := s.open(w, r)
+	if !ok {
+		return
+	}
+	defer conv.Close()
+	info, err := conv.Info(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *server) renameConversation(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !agentik.ValidID(id) {
+		s.writeError(w, r, errBadID(id))
+		return
+	}
+	b, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	title, err := decodeRename(b)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	info, err := s.agent.RenameConversation(r.Context(), id, title)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+func (s *server) deleteConversation(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !agentik.ValidID(id) {
+		s.writeError(w, r, errBadID(id))
+		return
+	}
+	if err := s.agent.DeleteConversation(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) send(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !agentik.ValidID(id) {
+		s.writeError(w, r, errBadID(id))
+		return
+	}
+	b, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := decodeSend(b)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	conv, err := s.agent.Conversation(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer conv.Close()
+	res, err := conv.Send(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, res)
+}
+
+type interruptResult struct {
+	Interrupted bool `json:"interrupted"`
+}
+
+func (s *server) interrupt(w http.ResponseWriter, r *http.Request) {
+	// The endpoint takes no body; drain a small one so the connection can be
+	// reused, and ignore it.
+	io.CopyN(io.Discard, r.Body, 4096)
+	conv, ok := s.open(w, r)
+	if !ok {
+		return
+	}
+	defer conv.Close()
+	done, err := conv.Interrupt(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, interruptResult{done})
+}
+
+func (s *server) messages(w http.ResponseWriter, r *http.Request) {
+	conv, ok := s.open(w, r)
+	if !ok {
+		return
+	}
+	defer conv.Close()
+	req, err := parseMessagesQuery(r.URL.Query())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := conv.Messages(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if page.Messages == nil {
+		page.Messages = []agentik.Message{}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *server) conversationEvents(w http.ResponseWriter, r *http.Request) {
+	conv, ok := s.open(w, r)
+	if !ok {
+		return
+	}
+	defer conv.Close()
+	after, err := parseCursor(r.Header.Get("Last-Event-ID"), r.URL.Query())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	stream, err := conv.Events(r.Context(), after)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	serveSSE(s, w, r, stream, func(e agentik.Event) (int64, string) { return e.Cursor, e.Type })
+}
+
+func (s *server) agentEvents(w http.ResponseWriter, r *http.Request) {
+	after, err := parseCursor(r.Header.Get("Last-Event-ID"), r.URL.Query())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	stream, err := s.agent.Events(r.Context(), after)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	serveSSE(s, w, r, stream, func(e agentik.AgentEvent) (int64, string) { return e.Cursor, e.Type })
+}
+
+// open validates the path id and opens the conversation handle; on failure it
+// has answered the request.
+func (s *server) open(w http.ResponseWriter, r *http.Request) (agentik.Conversation, bool) {
+	id := r.PathValue("id")
+	if !agentik.ValidID(id) {
+		s.writeError(w, r, errBadID(id))
+		return nil, false
+	}
+	conv, err := s.agent.Conversation(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil, false
+	}
+	return conv, true
+}

@@ -32,7 +32,7 @@ type sseReader struct {
 // newSSEReader reads events from r; no line may be longer than maxLine bytes.
 func newSSEReader(r io.Reader, maxLine int) *sseReader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	sc.Buffer(make([]byte, 0, min(4096, maxLine)), maxLine)
 	sc.Split(scanSSELines)
 	return &sseReader{sc: sc, first: true}
 }

@@ -1,0 +1,215 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/agentik/agentik"
+)
+
+// Commit applies w in one write transaction: journal messages (seqs from the
+// conversation's counter), their events (cursors from AUTOINCREMENT), memory
+// changes, token totals and the touch. On success the assigned seqs are
+// written into the events' Messages and the assigned orders into w.Memory;
+// on error nothing is stored and nothing the caller passed is modified.
+func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
+	op := "commit " + w.ConversationID
+	if err := validateWrite(w); err != nil {
+		return nil, nil, err
+	}
+	out := make([]agentik.Event, len(w.Events))
+	seqs := make([]int64, len(w.Events))
+	orders := make([]int64, len(w.Memory))
+	var touched *agentik.AgentEvent
+
+	err := s.write(ctx, op, func(tx *sql.Tx) error {
+		var owner string
+		var nextSeq, nextOrd int64
+		err := tx.QueryRowContext(ctx, "SELECT owner, next_seq, next_ord FROM conversations WHERE id = ?",
+			w.ConversationID).Scan(&owner, &nextSeq, &nextOrd)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(w.ConversationID)
+		}
+		if err != nil {
+			return err
+		}
+
+		for i, ev := range w.Events {
+			ev.ConversationID = w.ConversationID
+			ev.Cursor = 0
+			if ev.Message != nil {
+				// A copy: the caller's Message is only updated after the
+				// transaction commits.
+				m := *ev.Message
+				m.ConversationID = w.ConversationID
+				m.Seq = nextSeq
+				seqs[i] = nextSeq
+				nextSeq++
+				if err := insertMessage(ctx, tx, &m); err != nil {
+					return err
+				}
+				ev.Message = &m
+			}
+			if err := closeTurn(ctx, tx, w.ConversationID, &ev); err != nil {
+				return err
+			}
+			payload, err := json.Marshal(ev)
+			if err != nil {
+				return agentik.WrapError(agentik.EInternal, "encode event", err)
+			}
+			res, err := tx.ExecContext(ctx, `INSERT INTO events (conversation_id, type, date, payload)
+				VALUES (?, ?, ?, ?)`, w.ConversationID, ev.Type, ms(ev.Date), string(payload))
+			if err != nil {
+				return err
+			}
+			if out[i].Cursor, err = res.LastInsertId(); err != nil {
+				return err
+			}
+		}
+
+		if w.DropMemoryThrough > 0 {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM memory WHERE conversation_id = ? AND ord <= ?",
+				w.ConversationID, w.DropMemoryThrough); err != nil {
+				return err
+			}
+		}
+		for i, e := range w.Memory {
+			e.Order = nextOrd
+			orders[i] = nextOrd
+			nextOrd++
+			payload, err := json.Marshal(e)
+			if err != nil {
+				return agentik.WrapError(agentik.EInternal, "encode memory entry", err)
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO memory (conversation_id, ord, payload) VALUES (?, ?, ?)",
+				w.ConversationID, e.Order, string(payload)); err != nil {
+				return err
+			}
+		}
+
+		touch := !w.Touch.IsZero()
+		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET
+			next_seq = ?, next_ord = ?,
+			tokens_in = tokens_in + ?, tokens_out = tokens_out + ?,
+			updated_at = CASE WHEN ? THEN ? ELSE updated_at END
+			WHERE id = ?`,
+			nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, ms(w.Touch), w.ConversationID); err != nil {
+			return err
+		}
+		if touch {
+			at := agentik.TimeOf(w.Touch.Time)
+			touched = &agentik.AgentEvent{
+				Date:           at,
+				Type:           agentik.AgentEvTouched,
+				ConversationID: w.ConversationID,
+				UpdatedAt:      at,
+				Owner:          owner,
+			}
+			return insertAgentEvent(ctx, tx, touched)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// Committed: hand the assigned numbers back to the caller.
+	for i, ev := range w.Events {
+		cursor := out[i].Cursor
+		ev.ConversationID = w.ConversationID
+		ev.Cursor = cursor
+		if ev.Message != nil {
+			ev.Message.ConversationID = w.ConversationID
+			ev.Message.Seq = seqs[i]
+		}
+		out[i] = ev
+	}
+	for i := range w.Memory {
+		w.Memory[i].Order = orders[i]
+	}
+	return out, touched, nil
+}
+
+func insertMessage(ctx context.Context, tx *sql.Tx, m *agentik.Message) error {
+	payload, err := json.Marshal(m)
+	if err != nil {
+		return agentik.WrapError(agentik.EInternal, "encode message", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		m.ConversationID, m.Seq, m.ID, m.Type, ms(m.Date), m.ReplyTo, string(payload))
+	return err
+}
+
+// closeTurn maintains the closed flag of the user message ev replies to, when
+// ev closes its turn (SPEC §2). An interrupted assistant message alone does
+// not: the turn stays open until its interrupted event.
+func closeTurn(ctx context.Context, tx *sql.Tx, conversationID string, ev *agentik.Event) error {
+	var replyTo string
+	switch {
+	case ev.Message != nil && ev.Message.ClosesTurn():
+		replyTo = ev.Message.ReplyTo
+	case ev.Type == agentik.EvInterrupted:
+		replyTo = ev.ReplyTo
+	}
+	if replyTo == "" {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE messages SET closed = 1
+		WHERE id = ? AND conversation_id = ? AND type = 'user_message' AND closed = 0`, replyTo, conversationID)
+	return err
+}
+
+// validateWrite refuses a Write the journal cannot take: events that are not
+// durable, journal events without their message (or the reverse), messages
+// without an id or belonging to another conversation. Errors are EInvalid.
+func validateWrite(w agentik.Write) error {
+	if w.ConversationID == "" {
+		return agentik.Errorf(agentik.EInvalid, "commit: no conversation id")
+	}
+	if w.DropMemoryThrough < 0 {
+		return agentik.Errorf(agentik.EInvalid, "commit: negative memory order")
+	}
+	for _, ev := range w.Events {
+		if !agentik.Durable(ev.Type) {
+			return agentik.Errorf(agentik.EInvalid, "commit: event type %q is not durable", ev.Type)
+		}
+		if ev.ConversationID != "" && ev.ConversationID != w.ConversationID {
+			return agentik.Errorf(agentik.EInvalid, "commit: event of conversation %s in a write to %s", ev.ConversationID, w.ConversationID)
+		}
+		carries := journalEvent(ev.Type)
+		switch {
+		case carries && ev.Message == nil:
+			return agentik.Errorf(agentik.EInvalid, "commit: %s event without its message", ev.Type)
+		case !carries && ev.Message != nil:
+			return agentik.Errorf(agentik.EInvalid, "commit: %s event cannot carry a message", ev.Type)
+		case ev.Message == nil:
+			continue
+		}
+		m := ev.Message
+		if m.ID == "" {
+			return agentik.Errorf(agentik.EInvalid, "commit: message without id")
+		}
+		if m.ConversationID != "" && m.ConversationID != w.ConversationID {
+			return agentik.Errorf(agentik.EInvalid, "commit: message of conversation %s in a write to %s", m.ConversationID, w.ConversationID)
+		}
+		switch m.Type {
+		case agentik.MsgUser, agentik.MsgAssistant, agentik.MsgToolCall, agentik.MsgToolResult, agentik.MsgError:
+		default:
+			return agentik.Errorf(agentik.EInvalid, "commit: unknown message type %q", m.Type)
+		}
+	}
+	return nil
+}
+
+// journalEvent reports whether events of type t announce a journal message.
+func journalEvent(t string) bool {
+	switch t {
+	case agentik.EvUserMessage, agentik.EvAssistantMessage, agentik.EvToolCall,
+		agentik.EvToolResult, agentik.EvToolFailed, agentik.EvError:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,232 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentik/agentik"
+)
+
+// Conversation list page sizes: the interface leaves limit to the caller, the
+// store keeps one page bounded.
+const (
+	defaultListLimit = 50
+	maxListLimit     = 500
+)
+
+const conversationColumns = "id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out"
+
+// CreateConversation stores c and its created agent event in one transaction.
+// An id that already exists is EConflict.
+func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRecord) (agentik.AgentEvent, error) {
+	if c.ID == "" {
+		return agentik.AgentEvent{}, agentik.Errorf(agentik.EInvalid, "create conversation: empty id")
+	}
+	c.CreatedAt = agentik.TimeOf(c.CreatedAt.Time)
+	c.UpdatedAt = agentik.TimeOf(c.UpdatedAt.Time)
+	ev := agentik.AgentEvent{
+		Date:           c.CreatedAt,
+		Type:           agentik.AgentEvCreated,
+		Conversation:   conversationInfo(c),
+		ConversationID: c.ID,
+		Owner:          c.Owner,
+	}
+	err := s.write(ctx, "create conversation "+c.ID, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations
+			(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.Owner, c.Title, c.Temporal, ms(c.CreatedAt), ms(c.UpdatedAt), c.Tokens.Input, c.Tokens.Output); err != nil {
+			return err
+		}
+		return insertAgentEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return agentik.AgentEvent{}, err
+	}
+	return ev, nil
+}
+
+// conversationInfo is the snapshot a created event carries. Working and the
+// image capabilities belong to the engine, not the store.
+func conversationInfo(c agentik.ConversationRecord) *agentik.ConversationInfo {
+	info := &agentik.ConversationInfo{
+		ID:        c.ID,
+		Title:     c.Title,
+		Temporal:  c.Temporal,
+		CreatedAt: c.CreatedAt,
+		UpdatedAt: c.UpdatedAt,
+		Owner:     c.Owner,
+	}
+	if c.Tokens != (agentik.TurnTokens{}) {
+		t := c.Tokens
+		info.Tokens = &t
+	}
+	return info
+}
+
+// GetConversation returns the conversation, ENotFound when there is none.
+func (s *Store) GetConversation(ctx context.Context, id string) (agentik.ConversationRecord, error) {
+	var c agentik.ConversationRecord
+	err := s.read(ctx, "get conversation "+id, func(tx *sql.Tx) error {
+		var err error
+		c, err = getConversation(ctx, tx, id)
+		return err
+	})
+	return c, err
+}
+
+func getConversation(ctx context.Context, q queryer, id string) (agentik.ConversationRecord, error) {
+	c, err := scanConversation(q.QueryRowContext(ctx, "SELECT "+conversationColumns+" FROM conversations WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, notFound(id)
+	}
+	return c, err
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanConversation(row scanner) (agentik.ConversationRecord, error) {
+	var c agentik.ConversationRecord
+	var created, updated int64
+	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Temporal, &created, &updated, &c.Tokens.Input, &c.Tokens.Output)
+	c.CreatedAt = fromMS(created)
+	c.UpdatedAt = fromMS(updated)
+	return c, err
+}
+
+// ListConversations pages the owner's conversations, newest updated_at first
+// (ties by id, descending), using the (owner, updated_at, id) index. limit <= 0
+// means 50; it is capped at 500.
+func (s *Store) ListConversations(ctx context.Context, owner string, limit int, before string) ([]agentik.ConversationRecord, string, error) {
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	limit = min(limit, maxListLimit)
+	query := "SELECT " + conversationColumns + " FROM conversations WHERE owner = ?"
+	args := []any{owner}
+	if before != "" {
+		at, id, err := agentik.ParseListToken(before)
+		if err != nil {
+			return nil, "", err
+		}
+		// The leading updated_at <= ? keeps this a range scan of the index.
+		query += " AND updated_at <= ? AND (updated_at < ? OR id < ?)"
+		args = append(args, ms(at), ms(at), id)
+	}
+	query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+	args = append(args, limit+1) // one more tells whether a next page exists
+
+	list := []agentik.ConversationRecord{}
+	err := s.read(ctx, "list conversations", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c, err := scanConversation(rows)
+			if err != nil {
+				return err
+			}
+			list = append(list, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(list) > limit {
+		list = list[:limit]
+		last := list[limit-1]
+		next = agentik.ListToken(last.UpdatedAt, last.ID)
+	}
+	return list, next, nil
+}
+
+// RenameConversation sets the title and appends a renamed agent event dated
+// at. It does not change updated_at: the renamed event carries no updated_at,
+// so clients keeping a list from agent events would drift from the store.
+func (s *Store) RenameConversation(ctx context.Context, id, title string, at agentik.Time) (agentik.ConversationRecord, agentik.AgentEvent, error) {
+	var c agentik.ConversationRecord
+	var ev agentik.AgentEvent
+	err := s.write(ctx, "rename conversation "+id, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "UPDATE conversations SET title = ? WHERE id = ?", title, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return notFound(id)
+		}
+		if c, err = getConversation(ctx, tx, id); err != nil {
+			return err
+		}
+		ev = agentik.AgentEvent{
+			Date:           agentik.TimeOf(at.Time),
+			Type:           agentik.AgentEvRenamed,
+			ConversationID: id,
+			Title:          title,
+			Owner:          c.Owner,
+		}
+		return insertAgentEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return agentik.ConversationRecord{}, agentik.AgentEvent{}, err
+	}
+	return c, ev, nil
+}
+
+// DeleteConversation removes the conversation; foreign keys cascade to its
+// journal, events and memory. The deleted agent event stays.
+func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Time) (agentik.AgentEvent, error) {
+	var ev agentik.AgentEvent
+	err := s.write(ctx, "delete conversation "+id, func(tx *sql.Tx) error {
+		var owner string
+		err := tx.QueryRowContext(ctx, "DELETE FROM conversations WHERE id = ? RETURNING owner", id).Scan(&owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		ev = agentik.AgentEvent{
+			Date:           agentik.TimeOf(at.Time),
+			Type:           agentik.AgentEvDeleted,
+			ConversationID: id,
+			Owner:          owner,
+		}
+		return insertAgentEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return agentik.AgentEvent{}, err
+	}
+	return ev, nil
+}
+
+// insertAgentEvent stores ev and sets its cursor. The payload is the event's
+// JSON without the cursor (a column) and without the owner (not on the wire,
+// a column too).
+func insertAgentEvent(ctx context.Context, tx *sql.Tx, ev *agentik.AgentEvent) error {
+	ev.Cursor = 0
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return agentik.WrapError(agentik.EInternal, "encode agent event", err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO agent_events (conversation_id, owner, type, date, payload)
+		VALUES (?, ?, ?, ?, ?)`, ev.ConversationID, ev.Owner, ev.Type, ms(ev.Date), string(payload))
+	if err != nil {
+		return err
+	}
+	ev.Cursor, err = res.LastInsertId()
+	return err
+}
+
+// ms is the stored form of a time: Unix milliseconds, the wire precision.
+func ms(t agentik.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) agentik.Time { return agentik.TimeOf(time.UnixMilli(v)) }

@@ -1,0 +1,201 @@
+// Package sqlite is the embedded agentik.Store: one SQLite file holding
+// conversations, their journals, durable events, working memory and the
+// agent-level event stream, on the pure-Go modernc.org/sqlite driver (no cgo).
+//
+// Main guarantee: every Commit is one SQLite transaction, so a journal message
+// and the durable event that announces it are stored together or not at all
+// (the transactional outbox of SPEC §1.4); seqs are gap-free per conversation
+// and cursors strictly increasing and never reused, also across restarts and
+// deletes.
+//
+// Writes go through a single connection using BEGIN IMMEDIATE, which
+// serialises writers in this process without SQLITE_BUSY upgrades and lets
+// busy_timeout arbitrate with other processes; reads use a separate pool of
+// read-only connections, which WAL lets run beside the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sync"
+
+	"github.com/agentik/agentik"
+	driver "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+var _ agentik.Store = (*Store)(nil)
+
+// readers is the size of the read pool. Reads are short indexed lookups; a
+// few connections are enough to keep the HTTP side from queueing behind each
+// other on a small machine.
+const readers = 4
+
+// Store is an agentik.Store backed by one SQLite file. Safe for concurrent
+// use; Close is idempotent.
+type Store struct {
+	w *sql.DB // the single writer connection
+	r *sql.DB // read-only pool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the database at path, applies pending
+// migrations and returns the store. It refuses a database whose schema is
+// newer than this program knows (ErrSchemaTooNew).
+func Open(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	// busy_timeout comes first so the other pragmas (journal_mode needs a
+	// lock) wait for other processes instead of failing.
+	common := url.Values{}
+	common.Add("_pragma", "busy_timeout(5000)")
+	common.Add("_pragma", "journal_mode(WAL)")
+	common.Add("_pragma", "synchronous(NORMAL)")
+	common.Add("_pragma", "foreign_keys(1)")
+
+	wq := cloneValues(common)
+	wq.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", dsn(abs, wq))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+
+	rq := cloneValues(common)
+	rq.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", dsn(abs, rq))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
+	}
+	return &Store{w: w, r: r}, nil
+}
+
+// dsn builds a file: URI so that any path (with '?', '#', spaces) survives,
+// with the driver's parameters in the query.
+func dsn(abs string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+func cloneValues(v url.Values) url.Values {
+	c := url.Values{}
+	for k, vs := range v {
+		c[k] = append([]string(nil), vs...)
+	}
+	return c
+}
+
+// Close closes both connection pools. It is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		errW := s.w.Close()
+		errR := s.r.Close()
+		s.closeErr = errors.Join(errW, errR)
+	})
+	return s.closeErr
+}
+
+// Ping checks that the database answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("ping: %w", unavailable(err))
+	}
+	return nil
+}
+
+// unavailable marks a database failure: the caller sees "the store is
+// unavailable" (503), operators see the driver's error in the chain.
+func unavailable(err error) error {
+	return agentik.WrapError(agentik.EUnavailable, "the store is unavailable", err)
+}
+
+// classify turns an error from a store operation into one with a code from
+// the agentik vocabulary, keeping errors that already carry one.
+func classify(err error) error {
+	var ae *agentik.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	var se *driver.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
+		return agentik.WrapError(agentik.EConflict, "already exists", err)
+	}
+	return unavailable(err)
+}
+
+// write runs fn in one write transaction (BEGIN IMMEDIATE on the single
+// writer connection); any error rolls everything back. op names the
+// operation in the returned error.
+func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	return nil
+}
+
+// read runs fn in one read-only transaction, so multi-statement reads (a page
+// and its has_more probe) see one snapshot.
+func (s *Store) read(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
+	if err := fn(tx); err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	return nil
+}
+
+func notFound(id string) error {
+	return agentik.Errorf(agentik.ENotFound, "conversation %s not found", id)
+}
+
+// queryer is what both *sql.Tx and *sql.DB offer for reads.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// exists returns ENotFound unless the conversation exists.
+func exists(ctx context.Context, q queryer, id string) error {
+	var one int
+	err := q.QueryRowContext(ctx, "SELECT 1 FROM conversations WHERE id = ?", id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(id)
+	}
+	return err
+}

@@ -2,7 +2,11 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +187,51 @@ func TestFakeHealth(t *testing.T) {
 	if status, body := e.raw("GET", "/health", "", ""); status != http.StatusOK || strings.TrimSpace(string(body)) != `{"status":"ok"}` {
 		t.Fatalf("%d %s", status, body)
 	}
+}
+
+// TestFakeSlowClient: a client that stops reading must not pin its handler.
+// The subscription here never cuts the client off, so only the handler's
+// write deadline can free it: the flood outgrows the socket buffers, a write
+// blocks, and after WriteTimeout the handler must give up and return.
+func TestFakeSlowClient(t *testing.T) {
+	a := newFakeAgent()
+	a.buffer = 1024
+	returned := make(chan struct{}, 1)
+	h := NewHandler(a, Options{WriteTimeout: 50 * time.Millisecond})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			returned <- struct{}{}
+		}
+	}))
+	defer srv.Close()
+	info, _ := a.CreateConversation(testCtx(t), agentik.CreateRequest{})
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	fmt.Fprintf(conn, "GET /agentik/conversations/%s/events HTTP/1.1\r\nHost: test\r\n\r\n", info.ID)
+	// Wait until the handler has subscribed, then flood it without reading:
+	// 32 MiB is far more than loopback socket buffers hold.
+	for subscribers(a) == 0 {
+		runtime.Gosched()
+	}
+	big := strings.Repeat("x", 64<<10)
+	for range 512 {
+		a.online(info.ID, agentik.Event{Type: agentik.EvAppendText, Text: big})
+	}
+	select {
+	case <-returned:
+	case <-testCtx(t).Done():
+		t.Fatal("the handler of a client that does not read never returned")
+	}
+}
+
+func subscribers(a *fakeAgent) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.subs)
 }

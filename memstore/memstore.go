@@ -1,0 +1,536 @@
+// Package memstore is an in-memory agentik.Store. The engine keeps temporal
+// conversations in it, which must never touch disk; tests can use it too.
+// It passes the same contract suite (storetest) as the database stores.
+//
+// Main guarantee: each Commit is applied whole or not at all under one mutex,
+// and every value going in or out is a deep copy, so callers can never alias
+// stored state.
+//
+// Cursors come from one counter shared by every memstore in the process: they
+// are strictly increasing and unique within the process, which keeps
+// several in-memory stores from handing out the same cursor. They are not
+// comparable with a database store's cursors and start again with the
+// process; nothing here survives a restart.
+package memstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentik/agentik"
+)
+
+var _ agentik.Store = (*Store)(nil)
+
+// cursors is the process-wide cursor counter. It is only advanced while a
+// store's mutex is held, so each store sees its own cursors increase in
+// commit order.
+var cursors atomic.Int64
+
+func nextCursor() int64 { return cursors.Add(1) }
+
+// Conversation list page sizes, as in the database stores.
+const (
+	defaultListLimit = 50
+	maxListLimit     = 500
+)
+
+// Store is an in-memory agentik.Store. The zero value is not usable; call New.
+type Store struct {
+	mu       sync.Mutex
+	closed   bool
+	convs    map[string]*conversation
+	msgs     map[string]msgRef // journal message id -> where it is; ids are unique store-wide
+	agentEvs []agentik.AgentEvent
+}
+
+type msgRef struct {
+	conv string
+	seq  int64
+}
+
+type conversation struct {
+	rec     agentik.ConversationRecord
+	msgs    []agentik.Message // msgs[i].Seq == i+1
+	open    map[string]bool   // user message id -> its turn is still open
+	events  []agentik.Event
+	memory  []agentik.MemoryEntry
+	nextOrd int64
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{convs: map[string]*conversation{}, msgs: map[string]msgRef{}}
+}
+
+// lock takes the mutex and reports EUnavailable once the store is closed; on
+// error the mutex is not held.
+func (s *Store) lock(op string) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.EUnavailable, "the store is closed"))
+	}
+	return nil
+}
+
+// get returns the conversation or ENotFound; the mutex must be held.
+func (s *Store) get(op, id string) (*conversation, error) {
+	c, ok := s.convs[id]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.ENotFound, "conversation %s not found", id))
+	}
+	return c, nil
+}
+
+// clone deep-copies a value through its JSON form: the same normalisation a
+// database store applies (times at millisecond precision, compact JSON
+// arguments), and no shared slices, maps or pointers with the caller.
+func clone[T any](v T) T {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("memstore: clone: " + err.Error()) // the domain types always encode
+	}
+	var out T
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic("memstore: clone: " + err.Error())
+	}
+	return out
+}
+
+// cloneAgentEvent also copies the owner, which JSON leaves out.
+func cloneAgentEvent(ev agentik.AgentEvent) agentik.AgentEvent {
+	out := clone(ev)
+	out.Owner = ev.Owner
+	if out.Conversation != nil {
+		out.Conversation.Owner = ev.Owner
+	}
+	return out
+}
+
+func normalise(c agentik.ConversationRecord) agentik.ConversationRecord {
+	c.CreatedAt = agentik.TimeOf(c.CreatedAt.Time)
+	c.UpdatedAt = agentik.TimeOf(c.UpdatedAt.Time)
+	return c
+}
+
+// appendAgentEvent gives ev a cursor and stores it; the mutex must be held.
+func (s *Store) appendAgentEvent(ev *agentik.AgentEvent) {
+	ev.Cursor = nextCursor()
+	s.agentEvs = append(s.agentEvs, cloneAgentEvent(*ev))
+}
+
+// CreateConversation stores c and its created agent event. An id that
+// already exists is EConflict.
+func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRecord) (agentik.AgentEvent, error) {
+	op := "create conversation " + c.ID
+	if c.ID == "" {
+		return agentik.AgentEvent{}, agentik.Errorf(agentik.EInvalid, "create conversation: empty id")
+	}
+	if err := s.lock(op); err != nil {
+		return agentik.AgentEvent{}, err
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.convs[c.ID]; ok {
+		return agentik.AgentEvent{}, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.EConflict, "conversation %s already exists", c.ID))
+	}
+	c = normalise(c)
+	s.convs[c.ID] = &conversation{rec: c, open: map[string]bool{}, nextOrd: 1}
+	info := &agentik.ConversationInfo{
+		ID: c.ID, Title: c.Title, Temporal: c.Temporal,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Owner: c.Owner,
+	}
+	if c.Tokens != (agentik.TurnTokens{}) {
+		t := c.Tokens
+		info.Tokens = &t
+	}
+	ev := agentik.AgentEvent{Date: c.CreatedAt, Type: agentik.AgentEvCreated, Conversation: info,
+		ConversationID: c.ID, Owner: c.Owner}
+	s.appendAgentEvent(&ev)
+	return ev, nil
+}
+
+// GetConversation returns the conversation, ENotFound when there is none.
+func (s *Store) GetConversation(ctx context.Context, id string) (agentik.ConversationRecord, error) {
+	op := "get conversation " + id
+	if err := s.lock(op); err != nil {
+		return agentik.ConversationRecord{}, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.get(op, id)
+	if err != nil {
+		return agentik.ConversationRecord{}, err
+	}
+	return c.rec, nil
+}
+
+// ListConversations pages the owner's conversations, newest updated_at first
+// (ties by id, descending). limit <= 0 means 50; it is capped at 500.
+func (s *Store) ListConversations(ctx context.Context, owner string, limit int, before string) ([]agentik.ConversationRecord, string, error) {
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	limit = min(limit, maxListLimit)
+	var tokAt agentik.Time
+	var tokID string
+	if before != "" {
+		var err error
+		if tokAt, tokID, err = agentik.ParseListToken(before); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := s.lock("list conversations"); err != nil {
+		return nil, "", err
+	}
+	defer s.mu.Unlock()
+	list := []agentik.ConversationRecord{}
+	for _, c := range s.convs {
+		r := c.rec
+		if r.Owner != owner {
+			continue
+		}
+		if before != "" && newerFirst(r, tokAt, tokID) <= 0 {
+			continue // not strictly after the token
+		}
+		list = append(list, r)
+	}
+	slices.SortFunc(list, func(a, b agentik.ConversationRecord) int { return newerFirst(a, b.UpdatedAt, b.ID) })
+	next := ""
+	if len(list) > limit {
+		list = list[:limit]
+		last := list[limit-1]
+		next = agentik.ListToken(last.UpdatedAt, last.ID)
+	}
+	return list, next, nil
+}
+
+// newerFirst compares r's list position with (at, id): negative when r comes
+// first (newer), positive when after.
+func newerFirst(r agentik.ConversationRecord, at agentik.Time, id string) int {
+	if c := r.UpdatedAt.Compare(at.Time); c != 0 {
+		return -c
+	}
+	return -strings.Compare(r.ID, id)
+}
+
+// RenameConversation sets the title (not updated_at) and appends a renamed
+// agent event dated at.
+func (s *Store) RenameConversation(ctx context.Context, id, title string, at agentik.Time) (agentik.ConversationRecord, agentik.AgentEvent, error) {
+	op := "rename conversation " + id
+	if err := s.lock(op); err != nil {
+		return agentik.ConversationRecord{}, agentik.AgentEvent{}, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.get(op, id)
+	if err != nil {
+		return agentik.ConversationRecord{}, agentik.AgentEvent{}, err
+	}
+	c.rec.Title = title
+	ev := agentik.AgentEvent{Date: agentik.TimeOf(at.Time), Type: agentik.AgentEvRenamed,
+		ConversationID: id, Title: title, Owner: c.rec.Owner}
+	s.appendAgentEvent(&ev)
+	return c.rec, ev, nil
+}
+
+// DeleteConversation forgets the conversation and everything it owns and
+// appends a deleted agent event.
+func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Time) (agentik.AgentEvent, error) {
+	op := "delete conversation " + id
+	if err := s.lock(op); err != nil {
+		return agentik.AgentEvent{}, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.get(op, id)
+	if err != nil {
+		return agentik.AgentEvent{}, err
+	}
+	for _, m := range c.msgs {
+		delete(s.msgs, m.ID)
+	}
+	delete(s.convs, id)
+	ev := agentik.AgentEvent{Date: agentik.TimeOf(at.Time), Type: agentik.AgentEvDeleted,
+		ConversationID: id, Owner: c.rec.Owner}
+	s.appendAgentEvent(&ev)
+	return ev, nil
+}
+
+// Commit applies w whole or not at all: everything that can fail is checked
+// before the first change. On success the assigned seqs are written into the
+// events' Messages and the assigned orders into w.Memory.
+func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
+	op := "commit " + w.ConversationID
+	if err := validateWrite(w); err != nil {
+		return nil, nil, err
+	}
+	if err := s.lock(op); err != nil {
+		return nil, nil, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.get(op, w.ConversationID)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := map[string]bool{}
+	for _, ev := range w.Events {
+		if ev.Message == nil {
+			continue
+		}
+		if _, taken := s.msgs[ev.Message.ID]; taken || ids[ev.Message.ID] {
+			return nil, nil, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.EConflict, "message %s already exists", ev.Message.ID))
+		}
+		ids[ev.Message.ID] = true
+	}
+
+	// Nothing fails from here on.
+	out := make([]agentik.Event, len(w.Events))
+	for i, ev := range w.Events {
+		ev.ConversationID = w.ConversationID
+		if m := ev.Message; m != nil {
+			m.ConversationID = w.ConversationID
+			m.Seq = int64(len(c.msgs)) + 1
+			stored := clone(*m)
+			c.msgs = append(c.msgs, stored)
+			s.msgs[m.ID] = msgRef{conv: w.ConversationID, seq: m.Seq}
+			if m.Type == agentik.MsgUser {
+				c.open[m.ID] = true
+			}
+		}
+		switch {
+		case ev.Message != nil && ev.Message.ClosesTurn():
+			delete(c.open, ev.Message.ReplyTo)
+		case ev.Type == agentik.EvInterrupted:
+			delete(c.open, ev.ReplyTo)
+		}
+		ev.Cursor = nextCursor()
+		c.events = append(c.events, clone(ev))
+		out[i] = ev
+	}
+	if w.DropMemoryThrough > 0 {
+		c.memory = slices.DeleteFunc(c.memory, func(e agentik.MemoryEntry) bool { return e.Order <= w.DropMemoryThrough })
+	}
+	for i := range w.Memory {
+		w.Memory[i].Order = c.nextOrd
+		c.nextOrd++
+		c.memory = append(c.memory, clone(w.Memory[i]))
+	}
+	c.rec.Tokens = c.rec.Tokens.Add(w.Tokens)
+	var touched *agentik.AgentEvent
+	if !w.Touch.IsZero() {
+		t := agentik.TimeOf(w.Touch.Time)
+		c.rec.UpdatedAt = t
+		touched = &agentik.AgentEvent{Date: t, Type: agentik.AgentEvTouched,
+			ConversationID: w.ConversationID, UpdatedAt: t, Owner: c.rec.Owner}
+		s.appendAgentEvent(touched)
+	}
+	return out, touched, nil
+}
+
+// Messages pages the journal by seq with the same rules as the database
+// stores: with Before set, the newest entries below it (above After);
+// otherwise the oldest above After; Offset skips in the paging direction.
+func (s *Store) Messages(ctx context.Context, conversationID string, req agentik.MessagesRequest) ([]agentik.Message, bool, error) {
+	op := "messages " + conversationID
+	if req.After < 0 || req.Before < 0 || req.Offset < 0 {
+		return nil, false, agentik.Errorf(agentik.EInvalid, "messages: negative after, before or offset")
+	}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = agentik.DefaultMessagesLimit
+	}
+	limit = min(limit, agentik.MaxMessagesLimit)
+	if err := s.lock(op); err != nil {
+		return nil, false, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.get(op, conversationID)
+	if err != nil {
+		return nil, false, err
+	}
+	// msgs[i] has seq i+1: the window (After, Before) is msgs[lo:hi].
+	n := int64(len(c.msgs))
+	lo := min(req.After, n)
+	hi := n
+	if req.Before > 0 {
+		hi = max(min(req.Before-1, n), lo)
+	}
+	window := c.msgs[lo:hi]
+	var page []agentik.Message
+	var more bool
+	if req.Before > 0 {
+		end := max(len(window)-req.Offset, 0)
+		start := max(end-limit, 0)
+		page, more = window[start:end], start > 0
+	} else {
+		start := min(req.Offset, len(window))
+		end := min(start+limit, len(window))
+		page, more = window[start:end], end < len(window)
+	}
+	out := make([]agentik.Message, len(page))
+	for i, m := range page {
+		out[i] = clone(m)
+	}
+	return out, more, nil
+}
+
+// Message returns one journal message of the conversation.
+func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik.Message, error) {
+	op := "message " + id
+	if err := s.lock(op); err != nil {
+		return agentik.Message{}, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.get(op, conversationID)
+	if err != nil {
+		return agentik.Message{}, err
+	}
+	if ref, ok := s.msgs[id]; ok && ref.conv == conversationID {
+		return clone(c.msgs[ref.seq-1]), nil
+	}
+	return agentik.Message{}, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.ENotFound, "message %s not found", id))
+}
+
+// Events returns up to limit events after the cursor, ascending; limit <= 0
+// returns all of them.
+func (s *Store) Events(ctx context.Context, conversationID string, after int64, limit int) ([]agentik.Event, error) {
+	op := "events " + conversationID
+	if err := s.lock(op); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.get(op, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	i, _ := slices.BinarySearchFunc(c.events, after+1, func(e agentik.Event, cursor int64) int {
+		switch {
+		case e.Cursor < cursor:
+			return -1
+		case e.Cursor > cursor:
+			return 1
+		}
+		return 0
+	})
+	evs := c.events[i:]
+	if limit > 0 && len(evs) > limit {
+		evs = evs[:limit]
+	}
+	out := make([]agentik.Event, len(evs))
+	for i, ev := range evs {
+		out[i] = clone(ev)
+	}
+	return out, nil
+}
+
+// LastCursor is the greatest cursor of the conversation's events.
+func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, error) {
+	op := "last cursor " + conversationID
+	if err := s.lock(op); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.get(op, conversationID)
+	if err != nil || len(c.events) == 0 {
+		return 0, err
+	}
+	return c.events[len(c.events)-1].Cursor, nil
+}
+
+// AgentEvents returns up to limit agent events after the cursor, ascending;
+// limit <= 0 returns all of them.
+func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agentik.AgentEvent, error) {
+	if err := s.lock("agent events"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []agentik.AgentEvent{}
+	for _, ev := range s.agentEvs {
+		if ev.Cursor <= after {
+			continue
+		}
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		out = append(out, cloneAgentEvent(ev))
+	}
+	return out, nil
+}
+
+// LastAgentCursor is the greatest agent-event cursor of this store (0 when none).
+func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
+	if err := s.lock("last agent cursor"); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	if len(s.agentEvs) == 0 {
+		return 0, nil
+	}
+	return s.agentEvs[len(s.agentEvs)-1].Cursor, nil
+}
+
+// Memory returns the working memory in order.
+func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
+	op := "memory " + conversationID
+	if err := s.lock(op); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	c, err := s.get(op, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]agentik.MemoryEntry, len(c.memory))
+	for i, e := range c.memory {
+		out[i] = clone(e)
+	}
+	return out, nil
+}
+
+// OpenTurns returns the user messages whose turn is not closed, ordered by
+// conversation id then seq.
+func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
+	if err := s.lock("open turns"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.convs))
+	for id, c := range s.convs {
+		if len(c.open) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	out := []agentik.Message{}
+	for _, id := range ids {
+		c := s.convs[id]
+		for _, m := range c.msgs {
+			if c.open[m.ID] {
+				out = append(out, clone(m))
+			}
+		}
+	}
+	return out, nil
+}
+
+// Ping reports EUnavailable once the store is closed.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.lock("ping"); err != nil {
+		return err
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Close drops everything the store holds. It is idempotent; later calls of
+// other methods fail with EUnavailable.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.convs, s.msgs, s.agentEvs = nil, nil, nil
+	return nil
+}

@@ -19,6 +19,16 @@ const (
 
 const conversationColumns = "id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out"
 
+// List queries walk the (owner, updated_at, id) index; with a page token the
+// leading updated_at <= ? keeps it a range scan.
+const (
+	qList = "SELECT " + conversationColumns + ` FROM conversations WHERE owner = ?
+		ORDER BY updated_at DESC, id DESC LIMIT ?`
+	qListBefore = "SELECT " + conversationColumns + ` FROM conversations
+		WHERE owner = ? AND updated_at <= ? AND (updated_at < ? OR id < ?)
+		ORDER BY updated_at DESC, id DESC LIMIT ?`
+)
+
 // CreateConversation stores c and its created agent event in one transaction.
 // An id that already exists is EConflict.
 func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRecord) (agentik.AgentEvent, error) {
@@ -105,19 +115,15 @@ func (s *Store) ListConversations(ctx context.Context, owner string, limit int, 
 		limit = defaultListLimit
 	}
 	limit = min(limit, maxListLimit)
-	query := "SELECT " + conversationColumns + " FROM conversations WHERE owner = ?"
-	args := []any{owner}
+	// One more than the limit tells whether a next page exists.
+	query, args := qList, []any{owner, limit + 1}
 	if before != "" {
 		at, id, err := agentik.ParseListToken(before)
 		if err != nil {
 			return nil, "", err
 		}
-		// The leading updated_at <= ? keeps this a range scan of the index.
-		query += " AND updated_at <= ? AND (updated_at < ? OR id < ?)"
-		args = append(args, ms(at), ms(at), id)
+		query, args = qListBefore, []any{owner, ms(at), ms(at), id, limit + 1}
 	}
-	query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
-	args = append(args, limit+1) // one more tells whether a next page exists
 
 	list := []agentik.ConversationRecord{}
 	err := s.read(ctx, "list conversations", func(tx *sql.Tx) error {

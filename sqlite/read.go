@@ -10,6 +10,25 @@ import (
 	"github.com/agentik/agentik"
 )
 
+// The read queries. Each is answered from an index without a sort step
+// (TestQueryPlans checks it), so their cost does not grow with the journal.
+const (
+	qMessagesAfter = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ?
+		ORDER BY seq LIMIT ? OFFSET ?`
+	qMessagesBefore = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ? AND seq < ?
+		ORDER BY seq DESC LIMIT ? OFFSET ?`
+	qMessage         = `SELECT payload FROM messages WHERE id = ? AND conversation_id = ?`
+	qEvents          = `SELECT cursor, payload FROM events WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
+	qLastCursor      = `SELECT COALESCE(MAX(cursor), 0) FROM events WHERE conversation_id = ?`
+	qAgentEvents     = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > ? ORDER BY cursor LIMIT ?`
+	qLastAgentCursor = `SELECT COALESCE(MAX(cursor), 0) FROM agent_events`
+	qMemory          = `SELECT ord, payload FROM memory WHERE conversation_id = ? ORDER BY ord`
+	// INDEXED BY: the partial index is the whole point; fail loudly rather
+	// than scan the journal if it ever went missing.
+	qOpenTurns = `SELECT payload FROM messages INDEXED BY messages_open_turns
+		WHERE type = 'user_message' AND closed = 0 ORDER BY conversation_id, seq`
+)
+
 // Messages pages the journal by seq through the (conversation_id, seq)
 // primary key, so a page costs the same at seq 10 and at seq 100,000. With
 // Before set, the page is the newest entries below it (above After, if set);
@@ -26,16 +45,10 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 	}
 	limit = min(limit, agentik.MaxMessagesLimit)
 
-	var query string
-	var args []any
+	// One more than the limit tells whether the page has more beyond it.
+	query, args := qMessagesAfter, []any{conversationID, req.After, limit + 1, req.Offset}
 	if req.Before > 0 {
-		query = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ? AND seq < ?
-			ORDER BY seq DESC LIMIT ? OFFSET ?`
-		args = []any{conversationID, req.After, req.Before, limit + 1, req.Offset}
-	} else {
-		query = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ?
-			ORDER BY seq LIMIT ? OFFSET ?`
-		args = []any{conversationID, req.After, limit + 1, req.Offset}
+		query, args = qMessagesBefore, []any{conversationID, req.After, req.Before, limit + 1, req.Offset}
 	}
 	msgs := []agentik.Message{}
 	err := s.read(ctx, "messages "+conversationID, func(tx *sql.Tx) error {
@@ -75,8 +88,7 @@ func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik
 	var m agentik.Message
 	err := s.read(ctx, "message "+id, func(tx *sql.Tx) error {
 		var err error
-		m, err = scanMessage(tx.QueryRowContext(ctx,
-			"SELECT payload FROM messages WHERE id = ? AND conversation_id = ?", id, conversationID))
+		m, err = scanMessage(tx.QueryRowContext(ctx, qMessage, id, conversationID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return agentik.Errorf(agentik.ENotFound, "message %s not found", id)
 		}
@@ -108,8 +120,7 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 		if err := exists(ctx, tx, conversationID); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT cursor, payload FROM events
-			WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`, conversationID, after, limit)
+		rows, err := tx.QueryContext(ctx, qEvents, conversationID, after, limit)
 		if err != nil {
 			return err
 		}
@@ -142,8 +153,7 @@ func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, e
 		if err := exists(ctx, tx, conversationID); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(cursor), 0) FROM events WHERE conversation_id = ?",
-			conversationID).Scan(&cursor)
+		return tx.QueryRowContext(ctx, qLastCursor, conversationID).Scan(&cursor)
 	})
 	return cursor, err
 }
@@ -156,8 +166,7 @@ func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agen
 	}
 	evs := []agentik.AgentEvent{}
 	err := s.read(ctx, "agent events", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT cursor, owner, payload FROM agent_events
-			WHERE cursor > ? ORDER BY cursor LIMIT ?`, after, limit)
+		rows, err := tx.QueryContext(ctx, qAgentEvents, after, limit)
 		if err != nil {
 			return err
 		}
@@ -191,7 +200,7 @@ func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agen
 func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
 	var cursor int64
 	err := s.read(ctx, "last agent cursor", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(cursor), 0) FROM agent_events").Scan(&cursor)
+		return tx.QueryRowContext(ctx, qLastAgentCursor).Scan(&cursor)
 	})
 	return cursor, err
 }
@@ -203,7 +212,7 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 		if err := exists(ctx, tx, conversationID); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT ord, payload FROM memory WHERE conversation_id = ? ORDER BY ord", conversationID)
+		rows, err := tx.QueryContext(ctx, qMemory, conversationID)
 		if err != nil {
 			return err
 		}
@@ -235,8 +244,7 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 	msgs := []agentik.Message{}
 	err := s.read(ctx, "open turns", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT payload FROM messages INDEXED BY messages_open_turns
-			WHERE type = 'user_message' AND closed = 0 ORDER BY conversation_id, seq`)
+		rows, err := tx.QueryContext(ctx, qOpenTurns)
 		if err != nil {
 			return err
 		}

@@ -26,7 +26,11 @@ type env struct {
 func newEnv(t *testing.T, agent agentik.Agent, opts Options) *env {
 	t.Helper()
 	srv := httptest.NewServer(NewHandler(agent, opts))
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		// Event streams still open would hold Close up.
+		srv.CloseClientConnections()
+		srv.Close()
+	})
 	base := srv.URL + DefaultPrefix
 	return &env{t: t, agent: agent, srv: srv, base: base,
 		client: NewClient(base, WithReconnect(5*time.Millisecond, 50*time.Millisecond, 20))}

@@ -24,11 +24,10 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	orders := make([]int64, len(w.Memory))
 	var touched *agentik.AgentEvent
 
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
+	err := s.write(ctx, op, func(tx *wtx) error {
 		var owner string
 		var nextSeq, nextOrd int64
-		err := tx.QueryRowContext(ctx, "SELECT owner, next_seq, next_ord FROM conversations WHERE id = ?",
-			w.ConversationID).Scan(&owner, &nextSeq, &nextOrd)
+		err := tx.QueryRowContext(ctx, qCommitConversation, w.ConversationID).Scan(&owner, &nextSeq, &nextOrd)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(w.ConversationID)
 		}
@@ -59,8 +58,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			if err != nil {
 				return agentik.WrapError(agentik.EInternal, "encode event", err)
 			}
-			res, err := tx.ExecContext(ctx, `INSERT INTO events (conversation_id, type, date, payload)
-				VALUES (?, ?, ?, ?)`, w.ConversationID, ev.Type, ms(ev.Date), string(payload))
+			res, err := tx.ExecContext(ctx, qInsertEvent, w.ConversationID, ev.Type, ms(ev.Date), string(payload))
 			if err != nil {
 				return err
 			}
@@ -70,8 +68,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		}
 
 		if w.DropMemoryThrough > 0 {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM memory WHERE conversation_id = ? AND ord <= ?",
-				w.ConversationID, w.DropMemoryThrough); err != nil {
+			if _, err := tx.ExecContext(ctx, qDropMemory, w.ConversationID, w.DropMemoryThrough); err != nil {
 				return err
 			}
 		}
@@ -83,18 +80,13 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			if err != nil {
 				return agentik.WrapError(agentik.EInternal, "encode memory entry", err)
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO memory (conversation_id, ord, payload) VALUES (?, ?, ?)",
-				w.ConversationID, e.Order, string(payload)); err != nil {
+			if _, err := tx.ExecContext(ctx, qInsertMemory, w.ConversationID, e.Order, string(payload)); err != nil {
 				return err
 			}
 		}
 
 		touch := !w.Touch.IsZero()
-		if _, err := tx.ExecContext(ctx, `UPDATE conversations SET
-			next_seq = ?, next_ord = ?,
-			tokens_in = tokens_in + ?, tokens_out = tokens_out + ?,
-			updated_at = CASE WHEN ? THEN ? ELSE updated_at END
-			WHERE id = ?`,
+		if _, err := tx.ExecContext(ctx, qUpdateAfterCommit,
 			nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, ms(w.Touch), w.ConversationID); err != nil {
 			return err
 		}
@@ -132,13 +124,12 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	return out, touched, nil
 }
 
-func insertMessage(ctx context.Context, tx *sql.Tx, m *agentik.Message) error {
+func insertMessage(ctx context.Context, tx *wtx, m *agentik.Message) error {
 	payload, err := json.Marshal(m)
 	if err != nil {
 		return agentik.WrapError(agentik.EInternal, "encode message", err)
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err = tx.ExecContext(ctx, qInsertMessage,
 		m.ConversationID, m.Seq, m.ID, m.Type, ms(m.Date), m.ReplyTo, string(payload))
 	return err
 }
@@ -146,7 +137,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m *agentik.Message) error {
 // closeTurn maintains the closed flag of the user message ev replies to, when
 // ev closes its turn (SPEC §2). An interrupted assistant message alone does
 // not: the turn stays open until its interrupted event.
-func closeTurn(ctx context.Context, tx *sql.Tx, conversationID string, ev *agentik.Event) error {
+func closeTurn(ctx context.Context, tx *wtx, conversationID string, ev *agentik.Event) error {
 	var replyTo string
 	switch {
 	case ev.Message != nil && ev.Message.ClosesTurn():
@@ -157,8 +148,7 @@ func closeTurn(ctx context.Context, tx *sql.Tx, conversationID string, ev *agent
 	if replyTo == "" {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE messages SET closed = 1
-		WHERE id = ? AND conversation_id = ? AND type = 'user_message' AND closed = 0`, replyTo, conversationID)
+	_, err := tx.ExecContext(ctx, qCloseTurn, replyTo, conversationID)
 	return err
 }
 

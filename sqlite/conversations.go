@@ -17,18 +17,6 @@ const (
 	maxListLimit     = 500
 )
 
-const conversationColumns = "id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out"
-
-// List queries walk the (owner, updated_at, id) index; with a page token the
-// leading updated_at <= ? keeps it a range scan.
-const (
-	qList = "SELECT " + conversationColumns + ` FROM conversations WHERE owner = ?
-		ORDER BY updated_at DESC, id DESC LIMIT ?`
-	qListBefore = "SELECT " + conversationColumns + ` FROM conversations
-		WHERE owner = ? AND updated_at <= ? AND (updated_at < ? OR id < ?)
-		ORDER BY updated_at DESC, id DESC LIMIT ?`
-)
-
 // CreateConversation stores c and its created agent event in one transaction.
 // An id that already exists is EConflict.
 func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRecord) (agentik.AgentEvent, error) {
@@ -44,10 +32,8 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 		ConversationID: c.ID,
 		Owner:          c.Owner,
 	}
-	err := s.write(ctx, "create conversation "+c.ID, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations
-			(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	err := s.write(ctx, "create conversation "+c.ID, func(tx *wtx) error {
+		if _, err := tx.ExecContext(ctx, qInsertConversation,
 			c.ID, c.Owner, c.Title, c.Temporal, ms(c.CreatedAt), ms(c.UpdatedAt), c.Tokens.Input, c.Tokens.Output); err != nil {
 			return err
 		}
@@ -80,16 +66,16 @@ func conversationInfo(c agentik.ConversationRecord) *agentik.ConversationInfo {
 // GetConversation returns the conversation, ENotFound when there is none.
 func (s *Store) GetConversation(ctx context.Context, id string) (agentik.ConversationRecord, error) {
 	var c agentik.ConversationRecord
-	err := s.read(ctx, "get conversation "+id, func(tx *sql.Tx) error {
+	err := s.read(ctx, "get conversation "+id, func(r *reader) error {
 		var err error
-		c, err = getConversation(ctx, tx, id)
+		c, err = getConversation(ctx, r, id)
 		return err
 	})
 	return c, err
 }
 
 func getConversation(ctx context.Context, q queryer, id string) (agentik.ConversationRecord, error) {
-	c, err := scanConversation(q.QueryRowContext(ctx, "SELECT "+conversationColumns+" FROM conversations WHERE id = ?", id))
+	c, err := scanConversation(q.QueryRowContext(ctx, qGetConversation, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound(id)
 	}
@@ -126,8 +112,8 @@ func (s *Store) ListConversations(ctx context.Context, owner string, limit int, 
 	}
 
 	list := []agentik.ConversationRecord{}
-	err := s.read(ctx, "list conversations", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
+	err := s.read(ctx, "list conversations", func(r *reader) error {
+		rows, err := r.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
@@ -159,8 +145,8 @@ func (s *Store) ListConversations(ctx context.Context, owner string, limit int, 
 func (s *Store) RenameConversation(ctx context.Context, id, title string, at agentik.Time) (agentik.ConversationRecord, agentik.AgentEvent, error) {
 	var c agentik.ConversationRecord
 	var ev agentik.AgentEvent
-	err := s.write(ctx, "rename conversation "+id, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "UPDATE conversations SET title = ? WHERE id = ?", title, id)
+	err := s.write(ctx, "rename conversation "+id, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, qRename, title, id)
 		if err != nil {
 			return err
 		}
@@ -191,9 +177,9 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 // journal, events and memory. The deleted agent event stays.
 func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Time) (agentik.AgentEvent, error) {
 	var ev agentik.AgentEvent
-	err := s.write(ctx, "delete conversation "+id, func(tx *sql.Tx) error {
+	err := s.write(ctx, "delete conversation "+id, func(tx *wtx) error {
 		var owner string
-		err := tx.QueryRowContext(ctx, "DELETE FROM conversations WHERE id = ? RETURNING owner", id).Scan(&owner)
+		err := tx.QueryRowContext(ctx, qDelete, id).Scan(&owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -217,14 +203,13 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 // insertAgentEvent stores ev and sets its cursor. The payload is the event's
 // JSON without the cursor (a column) and without the owner (not on the wire,
 // a column too).
-func insertAgentEvent(ctx context.Context, tx *sql.Tx, ev *agentik.AgentEvent) error {
+func insertAgentEvent(ctx context.Context, tx *wtx, ev *agentik.AgentEvent) error {
 	ev.Cursor = 0
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return agentik.WrapError(agentik.EInternal, "encode agent event", err)
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO agent_events (conversation_id, owner, type, date, payload)
-		VALUES (?, ?, ?, ?, ?)`, ev.ConversationID, ev.Owner, ev.Type, ms(ev.Date), string(payload))
+	res, err := tx.ExecContext(ctx, qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ms(ev.Date), string(payload))
 	if err != nil {
 		return err
 	}

@@ -10,24 +10,8 @@ import (
 	"github.com/agentik/agentik"
 )
 
-// The read queries. Each is answered from an index without a sort step
-// (TestQueryPlans checks it), so their cost does not grow with the journal.
-const (
-	qMessagesAfter = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ?
-		ORDER BY seq LIMIT ? OFFSET ?`
-	qMessagesBefore = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ? AND seq < ?
-		ORDER BY seq DESC LIMIT ? OFFSET ?`
-	qMessage         = `SELECT payload FROM messages WHERE id = ? AND conversation_id = ?`
-	qEvents          = `SELECT cursor, payload FROM events WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
-	qLastCursor      = `SELECT COALESCE(MAX(cursor), 0) FROM events WHERE conversation_id = ?`
-	qAgentEvents     = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > ? ORDER BY cursor LIMIT ?`
-	qLastAgentCursor = `SELECT COALESCE(MAX(cursor), 0) FROM agent_events`
-	qMemory          = `SELECT ord, payload FROM memory WHERE conversation_id = ? ORDER BY ord`
-	// INDEXED BY: the partial index is the whole point; fail loudly rather
-	// than scan the journal if it ever went missing.
-	qOpenTurns = `SELECT payload FROM messages INDEXED BY messages_open_turns
-		WHERE type = 'user_message' AND closed = 0 ORDER BY conversation_id, seq`
-)
+// Reads run one statement each. A conversation's existence is only checked
+// when its query finds nothing, so the common case is one indexed lookup.
 
 // Messages pages the journal by seq through the (conversation_id, seq)
 // primary key, so a page costs the same at seq 10 and at seq 100,000. With
@@ -44,30 +28,24 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 		limit = agentik.DefaultMessagesLimit
 	}
 	limit = min(limit, agentik.MaxMessagesLimit)
-
 	// One more than the limit tells whether the page has more beyond it.
 	query, args := qMessagesAfter, []any{conversationID, req.After, limit + 1, req.Offset}
 	if req.Before > 0 {
 		query, args = qMessagesBefore, []any{conversationID, req.After, req.Before, limit + 1, req.Offset}
 	}
 	msgs := []agentik.Message{}
-	err := s.read(ctx, "messages "+conversationID, func(tx *sql.Tx) error {
-		if err := exists(ctx, tx, conversationID); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+	err := s.read(ctx, "messages "+conversationID, func(r *reader) error {
+		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
 			m, err := scanMessage(rows)
-			if err != nil {
-				return err
-			}
 			msgs = append(msgs, m)
+			return err
+		}, query, args...); err != nil {
+			return err
 		}
-		return rows.Err()
+		if len(msgs) == 0 {
+			return exists(ctx, r, conversationID)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, false, err
@@ -86,9 +64,9 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 // message (in that conversation) does not exist.
 func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik.Message, error) {
 	var m agentik.Message
-	err := s.read(ctx, "message "+id, func(tx *sql.Tx) error {
+	err := s.read(ctx, "message "+id, func(r *reader) error {
 		var err error
-		m, err = scanMessage(tx.QueryRowContext(ctx, qMessage, id, conversationID))
+		m, err = scanMessage(r.QueryRowContext(ctx, qMessage, id, conversationID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return agentik.Errorf(agentik.ENotFound, "message %s not found", id)
 		}
@@ -98,12 +76,12 @@ func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik
 }
 
 func scanMessage(row scanner) (agentik.Message, error) {
-	var payload string
+	var payload []byte
 	var m agentik.Message
 	if err := row.Scan(&payload); err != nil {
 		return m, err
 	}
-	if err := json.Unmarshal([]byte(payload), &m); err != nil {
+	if err := json.Unmarshal(payload, &m); err != nil {
 		return m, agentik.WrapError(agentik.EInternal, "decode message", err)
 	}
 	return m, nil
@@ -116,29 +94,27 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 		limit = -1 // SQLite: no limit
 	}
 	evs := []agentik.Event{}
-	err := s.read(ctx, "events "+conversationID, func(tx *sql.Tx) error {
-		if err := exists(ctx, tx, conversationID); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, qEvents, conversationID, after, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var cursor int64
-			var payload string
-			if err := rows.Scan(&cursor, &payload); err != nil {
+	err := s.read(ctx, "events "+conversationID, func(r *reader) error {
+		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
+			var ev agentik.Event
+			var payload []byte
+			if err := rows.Scan(&ev.Cursor, &payload); err != nil {
 				return err
 			}
-			var ev agentik.Event
-			if err := json.Unmarshal([]byte(payload), &ev); err != nil {
+			cursor := ev.Cursor
+			if err := json.Unmarshal(payload, &ev); err != nil {
 				return agentik.WrapError(agentik.EInternal, "decode event", err)
 			}
 			ev.Cursor = cursor
 			evs = append(evs, ev)
+			return nil
+		}, qEvents, conversationID, after, limit); err != nil {
+			return err
 		}
-		return rows.Err()
+		if len(evs) == 0 {
+			return exists(ctx, r, conversationID)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -149,11 +125,15 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 // LastCursor is the greatest cursor of the conversation's events.
 func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, error) {
 	var cursor int64
-	err := s.read(ctx, "last cursor "+conversationID, func(tx *sql.Tx) error {
-		if err := exists(ctx, tx, conversationID); err != nil {
+	err := s.read(ctx, "last cursor "+conversationID, func(r *reader) error {
+		var found bool
+		if err := r.QueryRowContext(ctx, qLastCursor, conversationID, conversationID).Scan(&found, &cursor); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, qLastCursor, conversationID).Scan(&cursor)
+		if !found {
+			return notFound(conversationID)
+		}
+		return nil
 	})
 	return cursor, err
 }
@@ -165,20 +145,16 @@ func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agen
 		limit = -1
 	}
 	evs := []agentik.AgentEvent{}
-	err := s.read(ctx, "agent events", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, qAgentEvents, after, limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+	err := s.read(ctx, "agent events", func(r *reader) error {
+		return queryEach(ctx, r, func(rows *sql.Rows) error {
 			var cursor int64
-			var owner, payload string
+			var owner string
+			var payload []byte
 			if err := rows.Scan(&cursor, &owner, &payload); err != nil {
 				return err
 			}
 			var ev agentik.AgentEvent
-			if err := json.Unmarshal([]byte(payload), &ev); err != nil {
+			if err := json.Unmarshal(payload, &ev); err != nil {
 				return agentik.WrapError(agentik.EInternal, "decode agent event", err)
 			}
 			ev.Cursor = cursor
@@ -187,8 +163,8 @@ func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agen
 				ev.Conversation.Owner = owner
 			}
 			evs = append(evs, ev)
-		}
-		return rows.Err()
+			return nil
+		}, qAgentEvents, after, limit)
 	})
 	if err != nil {
 		return nil, err
@@ -199,8 +175,8 @@ func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agen
 // LastAgentCursor is the greatest agent-event cursor (0 when none).
 func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
 	var cursor int64
-	err := s.read(ctx, "last agent cursor", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, qLastAgentCursor).Scan(&cursor)
+	err := s.read(ctx, "last agent cursor", func(r *reader) error {
+		return r.QueryRowContext(ctx, qLastAgentCursor).Scan(&cursor)
 	})
 	return cursor, err
 }
@@ -208,29 +184,27 @@ func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
 // Memory returns the working memory in order.
 func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
 	entries := []agentik.MemoryEntry{}
-	err := s.read(ctx, "memory "+conversationID, func(tx *sql.Tx) error {
-		if err := exists(ctx, tx, conversationID); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, qMemory, conversationID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+	err := s.read(ctx, "memory "+conversationID, func(r *reader) error {
+		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
 			var ord int64
-			var payload string
+			var payload []byte
 			if err := rows.Scan(&ord, &payload); err != nil {
 				return err
 			}
 			var e agentik.MemoryEntry
-			if err := json.Unmarshal([]byte(payload), &e); err != nil {
+			if err := json.Unmarshal(payload, &e); err != nil {
 				return agentik.WrapError(agentik.EInternal, "decode memory entry", err)
 			}
 			e.Order = ord
 			entries = append(entries, e)
+			return nil
+		}, qMemory, conversationID); err != nil {
+			return err
 		}
-		return rows.Err()
+		if len(entries) == 0 {
+			return exists(ctx, r, conversationID)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -243,23 +217,30 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 // of the journals.
 func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 	msgs := []agentik.Message{}
-	err := s.read(ctx, "open turns", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, qOpenTurns)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+	err := s.read(ctx, "open turns", func(r *reader) error {
+		return queryEach(ctx, r, func(rows *sql.Rows) error {
 			m, err := scanMessage(rows)
-			if err != nil {
-				return err
-			}
 			msgs = append(msgs, m)
-		}
-		return rows.Err()
+			return err
+		}, qOpenTurns)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return msgs, nil
+}
+
+// queryEach runs a query and calls fn for each row.
+func queryEach(ctx context.Context, q queryer, fn func(*sql.Rows) error, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

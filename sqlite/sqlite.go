@@ -38,8 +38,10 @@ const readers = 4
 // Store is an agentik.Store backed by one SQLite file. Safe for concurrent
 // use; Close is idempotent.
 type Store struct {
-	w *sql.DB // the single writer connection
-	r *sql.DB // read-only pool
+	w  *sql.DB // the single writer connection
+	r  *sql.DB // read-only pool
+	ws stmts   // prepared on w
+	rs stmts   // prepared on r
 
 	closeOnce sync.Once
 	closeErr  error
@@ -86,12 +88,20 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
-	if err := r.PingContext(ctx); err != nil {
+	ws, err := prepare(ctx, w, writeQueries)
+	if err != nil {
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
 	}
-	return &Store{w: w, r: r}, nil
+	rs, err := prepare(ctx, r, readQueries)
+	if err != nil {
+		ws.close()
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
+	}
+	return &Store{w: w, r: r, ws: ws, rs: rs}, nil
 }
 
 // dsn builds a file: URI so that any path (with '?', '#', spaces) survives,
@@ -112,6 +122,8 @@ func cloneValues(v url.Values) url.Values {
 // Close closes both connection pools. It is idempotent.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.ws.close()
+		s.rs.close()
 		errW := s.w.Close()
 		errR := s.r.Close()
 		s.closeErr = errors.Join(errW, errR)
@@ -151,13 +163,13 @@ func classify(err error) error {
 // write runs fn in one write transaction (BEGIN IMMEDIATE on the single
 // writer connection); any error rolls everything back. op names the
 // operation in the returned error.
-func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, op string, fn func(tx *wtx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, classify(err))
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(tx); err != nil {
+	if err := fn(&wtx{tx: tx, st: s.ws}); err != nil {
 		return fmt.Errorf("%s: %w", op, classify(err))
 	}
 	if err := tx.Commit(); err != nil {
@@ -166,15 +178,11 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 	return nil
 }
 
-// read runs fn in one read-only transaction, so multi-statement reads (a page
-// and its has_more probe) see one snapshot.
-func (s *Store) read(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, classify(err))
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
-	if err := fn(tx); err != nil {
+// read runs fn on the reader pool. Reads are single statements (a page query
+// fetches one extra row for has_more), so they need no transaction: each
+// statement sees one consistent snapshot on its own.
+func (s *Store) read(ctx context.Context, op string, fn func(r *reader) error) error {
+	if err := fn(&reader{db: s.r, st: s.rs}); err != nil {
 		return fmt.Errorf("%s: %w", op, classify(err))
 	}
 	return nil
@@ -184,7 +192,7 @@ func notFound(id string) error {
 	return agentik.Errorf(agentik.ENotFound, "conversation %s not found", id)
 }
 
-// queryer is what both *sql.Tx and *sql.DB offer for reads.
+// queryer is what both a write transaction and the reader pool offer.
 type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -193,9 +201,84 @@ type queryer interface {
 // exists returns ENotFound unless the conversation exists.
 func exists(ctx context.Context, q queryer, id string) error {
 	var one int
-	err := q.QueryRowContext(ctx, "SELECT 1 FROM conversations WHERE id = ?", id).Scan(&one)
+	err := q.QueryRowContext(ctx, qExists, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return notFound(id)
 	}
 	return err
+}
+
+// stmts are statements prepared once per pool: parsing SQL costs about as
+// much as running these short indexed queries. Queries not in the map run
+// unprepared.
+type stmts map[string]*sql.Stmt
+
+// prepare prepares qs on db. Writer statements must be prepared before any
+// transaction: preparing needs a connection, and the writer's only one would
+// be held by the transaction.
+func prepare(ctx context.Context, db *sql.DB, qs []string) (stmts, error) {
+	st := stmts{}
+	for _, q := range qs {
+		p, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			st.close()
+			return nil, fmt.Errorf("prepare %q: %w", q, err)
+		}
+		st[q] = p
+	}
+	return st, nil
+}
+
+func (st stmts) close() {
+	for _, p := range st {
+		p.Close()
+	}
+}
+
+// wtx is a write transaction that runs the writer's prepared statements.
+type wtx struct {
+	tx *sql.Tx
+	st stmts
+}
+
+func (t *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if p := t.st[q]; p != nil {
+		return t.tx.StmtContext(ctx, p).ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, q, args...)
+}
+
+func (t *wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if p := t.st[q]; p != nil {
+		return t.tx.StmtContext(ctx, p).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, q, args...)
+}
+
+func (t *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if p := t.st[q]; p != nil {
+		return t.tx.StmtContext(ctx, p).QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, q, args...)
+}
+
+// reader runs the reader pool's prepared statements; database/sql prepares
+// each again on the other connections of the pool the first time it runs there.
+type reader struct {
+	db *sql.DB
+	st stmts
+}
+
+func (r *reader) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if p := r.st[q]; p != nil {
+		return p.QueryRowContext(ctx, args...)
+	}
+	return r.db.QueryRowContext(ctx, q, args...)
+}
+
+func (r *reader) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if p := r.st[q]; p != nil {
+		return p.QueryContext(ctx, args...)
+	}
+	return r.db.QueryContext(ctx, q, args...)
 }

@@ -1,0 +1,73 @@
+package sqlite
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentik/agentik"
+)
+
+// BenchmarkCommit measures the write path of a Send: one user message, its
+// event, a memory entry and the touch, in one transaction (synchronous=NORMAL
+// in WAL mode: no fsync per commit).
+func BenchmarkCommit(b *testing.B) {
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	c := benchConv(b, s)
+	b.ResetTimer()
+	for i := range b.N {
+		m := userMessage(c.ID, fmt.Sprintf("message %d", i))
+		_, _, err := s.Commit(b.Context(), agentik.Write{ConversationID: c.ID,
+			Events: []agentik.Event{agentik.MessageEvent(m)}, Touch: agentik.Now(),
+			Memory: []agentik.MemoryEntry{{SourceID: m.ID, Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: m.Content}}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMessagesDeep reads the newest page of a 100,000-message journal,
+// what a client opening a long conversation does. Compare with
+// BenchmarkMessagesShallow: the page should cost the same.
+func BenchmarkMessagesDeep(b *testing.B) { benchmarkNewestPage(b, 100_000) }
+
+// BenchmarkMessagesShallow reads the newest page of a 1,000-message journal.
+func BenchmarkMessagesShallow(b *testing.B) { benchmarkNewestPage(b, 1_000) }
+
+func benchmarkNewestPage(b *testing.B, journal int64) {
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	c := benchConv(b, s)
+	for i := int64(0); i < journal; i += 1000 {
+		evs := make([]agentik.Event, 1000)
+		for j := range evs {
+			evs[j] = agentik.MessageEvent(userMessage(c.ID, fmt.Sprintf("message %d of a long journal", i+int64(j))))
+		}
+		if _, _, err := s.Commit(b.Context(), agentik.Write{ConversationID: c.ID, Events: evs}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		page, more, err := s.Messages(b.Context(), c.ID, agentik.MessagesRequest{Before: journal + 1})
+		if err != nil || len(page) != agentik.DefaultMessagesLimit || !more || page[len(page)-1].Seq != journal {
+			b.Fatalf("page of %d, more %v, %v", len(page), more, err)
+		}
+	}
+}
+
+func benchConv(b *testing.B, s *Store) agentik.ConversationRecord {
+	now := agentik.Now()
+	c := agentik.ConversationRecord{ID: agentik.NewID(), Owner: "bench", CreatedAt: now, UpdatedAt: now}
+	if _, err := s.CreateConversation(b.Context(), c); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}

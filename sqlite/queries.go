@@ -1,0 +1,70 @@
+package sqlite
+
+// Every statement the store runs. Reads are answered from an index without a
+// sort step (TestQueryPlans checks it), so their cost does not grow with the
+// journal. All of them are prepared once at Open.
+
+const conversationColumns = "id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out"
+
+// Reads.
+const (
+	qExists          = `SELECT 1 FROM conversations WHERE id = ?`
+	qGetConversation = "SELECT " + conversationColumns + " FROM conversations WHERE id = ?"
+	// List queries walk the (owner, updated_at, id) index; with a page token
+	// the leading updated_at <= ? keeps it a range scan.
+	qList = "SELECT " + conversationColumns + ` FROM conversations WHERE owner = ?
+		ORDER BY updated_at DESC, id DESC LIMIT ?`
+	qListBefore = "SELECT " + conversationColumns + ` FROM conversations
+		WHERE owner = ? AND updated_at <= ? AND (updated_at < ? OR id < ?)
+		ORDER BY updated_at DESC, id DESC LIMIT ?`
+	qMessagesAfter = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ?
+		ORDER BY seq LIMIT ? OFFSET ?`
+	qMessagesBefore = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ? AND seq < ?
+		ORDER BY seq DESC LIMIT ? OFFSET ?`
+	qMessage    = `SELECT payload FROM messages WHERE id = ? AND conversation_id = ?`
+	qEvents     = `SELECT cursor, payload FROM events WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
+	qLastCursor = `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?),
+		COALESCE((SELECT MAX(cursor) FROM events WHERE conversation_id = ?), 0)`
+	qAgentEvents     = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > ? ORDER BY cursor LIMIT ?`
+	qLastAgentCursor = `SELECT COALESCE(MAX(cursor), 0) FROM agent_events`
+	qMemory          = `SELECT ord, payload FROM memory WHERE conversation_id = ? ORDER BY ord`
+	// INDEXED BY: the partial index is the whole point; fail loudly rather
+	// than scan the journals if it ever went missing.
+	qOpenTurns = `SELECT payload FROM messages INDEXED BY messages_open_turns
+		WHERE type = 'user_message' AND closed = 0 ORDER BY conversation_id, seq`
+)
+
+// Writes.
+const (
+	qInsertConversation = `INSERT INTO conversations
+		(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	qRename             = `UPDATE conversations SET title = ? WHERE id = ?`
+	qDelete             = `DELETE FROM conversations WHERE id = ? RETURNING owner`
+	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload) VALUES (?, ?, ?, ?, ?)`
+	qCommitConversation = `SELECT owner, next_seq, next_ord FROM conversations WHERE id = ?`
+	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	qInsertEvent = `INSERT INTO events (conversation_id, type, date, payload) VALUES (?, ?, ?, ?)`
+	// closed is only ever set on a user message of the same conversation.
+	qCloseTurn = `UPDATE messages SET closed = 1
+		WHERE id = ? AND conversation_id = ? AND type = 'user_message' AND closed = 0`
+	qDropMemory        = `DELETE FROM memory WHERE conversation_id = ? AND ord <= ?`
+	qInsertMemory      = `INSERT INTO memory (conversation_id, ord, payload) VALUES (?, ?, ?)`
+	qUpdateAfterCommit = `UPDATE conversations SET
+		next_seq = ?, next_ord = ?,
+		tokens_in = tokens_in + ?, tokens_out = tokens_out + ?,
+		updated_at = CASE WHEN ? THEN ? ELSE updated_at END
+		WHERE id = ?`
+)
+
+var readQueries = []string{
+	qExists, qGetConversation, qList, qListBefore, qMessagesAfter, qMessagesBefore, qMessage,
+	qEvents, qLastCursor, qAgentEvents, qLastAgentCursor, qMemory, qOpenTurns,
+}
+
+var writeQueries = []string{
+	qExists, qGetConversation, qInsertConversation, qRename, qDelete, qInsertAgentEvent,
+	qCommitConversation, qInsertMessage, qInsertEvent, qCloseTurn, qDropMemory, qInsertMemory,
+	qUpdateAfterCommit,
+}

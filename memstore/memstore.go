@@ -68,9 +68,12 @@ func New() *Store {
 	return &Store{convs: map[string]*conversation{}, msgs: map[string]msgRef{}}
 }
 
-// lock takes the mutex and reports EUnavailable once the store is closed; on
-// error the mutex is not held.
-func (s *Store) lock(op string) error {
+// lock takes the mutex. It fails, without holding the mutex, when ctx is
+// done (as a database store would: nothing is applied) or the store is closed.
+func (s *Store) lock(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", op, agentik.WrapError(agentik.EUnavailable, "request cancelled", err))
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -132,7 +135,7 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 	if c.ID == "" {
 		return agentik.AgentEvent{}, agentik.Errorf(agentik.EInvalid, "create conversation: empty id")
 	}
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return agentik.AgentEvent{}, err
 	}
 	defer s.mu.Unlock()
@@ -158,7 +161,7 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 // GetConversation returns the conversation, ENotFound when there is none.
 func (s *Store) GetConversation(ctx context.Context, id string) (agentik.ConversationRecord, error) {
 	op := "get conversation " + id
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return agentik.ConversationRecord{}, err
 	}
 	defer s.mu.Unlock()
@@ -184,7 +187,7 @@ func (s *Store) ListConversations(ctx context.Context, owner string, limit int, 
 			return nil, "", err
 		}
 	}
-	if err := s.lock("list conversations"); err != nil {
+	if err := s.lock(ctx, "list conversations"); err != nil {
 		return nil, "", err
 	}
 	defer s.mu.Unlock()
@@ -222,7 +225,7 @@ func newerFirst(r agentik.ConversationRecord, at agentik.Time, id string) int {
 // agent event dated at.
 func (s *Store) RenameConversation(ctx context.Context, id, title string, at agentik.Time) (agentik.ConversationRecord, agentik.AgentEvent, error) {
 	op := "rename conversation " + id
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return agentik.ConversationRecord{}, agentik.AgentEvent{}, err
 	}
 	defer s.mu.Unlock()
@@ -241,7 +244,7 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 // appends a deleted agent event.
 func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Time) (agentik.AgentEvent, error) {
 	op := "delete conversation " + id
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return agentik.AgentEvent{}, err
 	}
 	defer s.mu.Unlock()
@@ -267,7 +270,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	if err := validateWrite(w); err != nil {
 		return nil, nil, err
 	}
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return nil, nil, err
 	}
 	defer s.mu.Unlock()
@@ -343,7 +346,7 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 		limit = agentik.DefaultMessagesLimit
 	}
 	limit = min(limit, agentik.MaxMessagesLimit)
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return nil, false, err
 	}
 	defer s.mu.Unlock()
@@ -380,7 +383,7 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 // Message returns one journal message of the conversation.
 func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik.Message, error) {
 	op := "message " + id
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return agentik.Message{}, err
 	}
 	defer s.mu.Unlock()
@@ -398,7 +401,7 @@ func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik
 // returns all of them.
 func (s *Store) Events(ctx context.Context, conversationID string, after int64, limit int) ([]agentik.Event, error) {
 	op := "events " + conversationID
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -429,7 +432,7 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 // LastCursor is the greatest cursor of the conversation's events.
 func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, error) {
 	op := "last cursor " + conversationID
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
@@ -443,7 +446,7 @@ func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, e
 // AgentEvents returns up to limit agent events after the cursor, ascending;
 // limit <= 0 returns all of them.
 func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agentik.AgentEvent, error) {
-	if err := s.lock("agent events"); err != nil {
+	if err := s.lock(ctx, "agent events"); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -462,7 +465,7 @@ func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agen
 
 // LastAgentCursor is the greatest agent-event cursor of this store (0 when none).
 func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
-	if err := s.lock("last agent cursor"); err != nil {
+	if err := s.lock(ctx, "last agent cursor"); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
@@ -475,7 +478,7 @@ func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
 // Memory returns the working memory in order.
 func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
 	op := "memory " + conversationID
-	if err := s.lock(op); err != nil {
+	if err := s.lock(ctx, op); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -493,7 +496,7 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 // OpenTurns returns the user messages whose turn is not closed, ordered by
 // conversation id then seq.
 func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
-	if err := s.lock("open turns"); err != nil {
+	if err := s.lock(ctx, "open turns"); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -518,7 +521,7 @@ func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 
 // Ping reports EUnavailable once the store is closed.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.lock("ping"); err != nil {
+	if err := s.lock(ctx, "ping"); err != nil {
 		return err
 	}
 	s.mu.Unlock()

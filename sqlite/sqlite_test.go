@@ -21,3 +21,12 @@ func open(t *testing.T) agentik.Store {
 func TestContract(t *testing.T) {
 	storetest.Run(t, open)
 }
+
+// TestShared runs the two-handle checks on two Stores over one file, as two
+// processes sharing it would.
+func TestShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (agentik.Store, agentik.Store) {
+		path := filepath.Join(t.TempDir(), "agentik.db")
+		return openPath(t, path), openPath(t, path)
+	})
+}

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/agentik/agentik"
@@ -265,4 +267,55 @@ func testInvalidCommit(t *testing.T, s agentik.Store) {
 	if msgs := allMessages(t, s, c.ID); len(msgs) != 0 {
 		t.Fatalf("invalid commits stored %s", dump(msgs))
 	}
+}
+
+// testNoAliasing: the store keeps its own copies. Changing what was passed
+// in, or what was returned, changes nothing stored.
+func testNoAliasing(t *testing.T, s agentik.Store) {
+	c := newConversation(t, s)
+	u := userMsg(c.ID, "original")
+	u.Context = &agentik.MessageContext{Metadata: map[string]string{"k": "v"}}
+	mem := []agentik.MemoryEntry{entry(agentik.RoleUser, "original")}
+	evs := events(u)
+	commit(t, s, agentik.Write{ConversationID: c.ID, Events: evs, Memory: mem})
+	want := *u
+	want.Content = []agentik.Content{agentik.Text("original")}
+	want.Context = &agentik.MessageContext{Metadata: map[string]string{"k": "v"}}
+
+	u.Content[0].Text = "changed by the caller"
+	u.Context.Metadata["k"] = "changed"
+	mem[0].Message.Content[0].Text = "changed"
+	got := allMessages(t, s, c.ID)
+	equal(t, "journal after the caller changed its message", got, []agentik.Message{want})
+
+	got[0].Content[0].Text = "changed by a reader"
+	got[0].Context.Metadata["k"] = "changed"
+	stored := allEvents(t, s, c.ID)
+	stored[0].Message.Content[0].Text = "changed by a reader"
+	m, err := s.Message(t.Context(), c.ID, u.ID)
+	if err != nil {
+		t.Fatalf("Message: %v", err)
+	}
+	equal(t, "message after readers changed theirs", m, want)
+	equal(t, "event message after readers changed theirs", *allEvents(t, s, c.ID)[0].Message, want)
+	if texts(memory(t, s, c.ID)) != "original" {
+		t.Fatalf("memory changed through the caller's slice")
+	}
+}
+
+// testCancelled: a commit on a cancelled context fails with the context's
+// error and stores nothing.
+func testCancelled(t *testing.T, s agentik.Store) {
+	c := newConversation(t, s)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	m := userMsg(c.ID, "too late")
+	_, _, err := s.Commit(ctx, agentik.Write{ConversationID: c.ID, Events: events(m), Touch: at(9)})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("commit on a cancelled context: %v, want context.Canceled", err)
+	}
+	if msgs := allMessages(t, s, c.ID); len(msgs) != 0 || m.Seq != 0 {
+		t.Fatalf("cancelled commit stored %s (seq %d)", dump(msgs), m.Seq)
+	}
+	equal(t, "conversation", getConv(t, s, c.ID), c)
 }

@@ -3,7 +3,6 @@ package storetest
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/agentik/agentik"
@@ -345,76 +344,6 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 		if m.ID == cut.ID || m.ID == inTools.ID {
 			t.Fatalf("closed turn %q still open", agentik.JoinText(m.Content))
 		}
-	}
-}
-
-// testConcurrentCommits races writers over a few conversations: seqs stay
-// 1..n without gaps, cursors unique and, within a conversation, in journal
-// order.
-func testConcurrentCommits(t *testing.T, s agentik.Store) {
-	const writers, commits, convs = 8, 25, 3
-	ids := make([]string, convs)
-	for i := range ids {
-		ids[i] = newConversation(t, s).ID
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, writers*commits)
-	for g := range writers {
-		wg.Go(func() {
-			for i := range commits {
-				conv := ids[(g+i)%convs]
-				u := userMsg(conv, fmt.Sprintf("w%d-%d", g, i))
-				ans := reply(conv, agentik.MsgAssistant, u.ID)
-				_, _, err := s.Commit(t.Context(), agentik.Write{ConversationID: conv,
-					Events: events(u, ans), Touch: agentik.Now(), Tokens: agentik.TurnTokens{Input: 1},
-					Memory: []agentik.MemoryEntry{entry(agentik.RoleUser, "m")}})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if ans.Seq != u.Seq+1 {
-					errs <- fmt.Errorf("one write got seqs %d and %d", u.Seq, ans.Seq)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("concurrent commit: %v", err)
-	}
-
-	seen := map[int64]bool{}
-	total := 0
-	for _, id := range ids {
-		msgs := allMessages(t, s, id)
-		if !slices.Equal(seqs(msgs), seqRange(1, int64(len(msgs)))) {
-			t.Fatalf("seqs of %s have gaps: %v", id, seqs(msgs))
-		}
-		evs := allEvents(t, s, id)
-		if len(evs) != len(msgs) {
-			t.Fatalf("%d events for %d messages", len(evs), len(msgs))
-		}
-		strictlyIncreasing(t, "conversation events", cursors(evs), 0)
-		for i, ev := range evs {
-			if seen[ev.Cursor] {
-				t.Fatalf("cursor %d used twice", ev.Cursor)
-			}
-			seen[ev.Cursor] = true
-			if ev.Message == nil || ev.Message.ID != msgs[i].ID {
-				t.Fatalf("event %d does not announce message seq %d", ev.Cursor, msgs[i].Seq)
-			}
-		}
-		if m := memory(t, s, id); len(m) != len(msgs)/2 {
-			t.Fatalf("memory has %d entries, want %d", len(m), len(msgs)/2)
-		}
-		if tok := getConv(t, s, id).Tokens.Input; tok != int64(len(msgs)/2) {
-			t.Fatalf("tokens = %d, want %d", tok, len(msgs)/2)
-		}
-		total += len(msgs)
-	}
-	if total != 2*writers*commits {
-		t.Fatalf("%d messages stored, want %d", total, 2*writers*commits)
 	}
 }
 

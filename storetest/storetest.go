@@ -49,6 +49,8 @@ func Run(t *testing.T, open func(t *testing.T) agentik.Store) {
 		{"FailedCommitUnknownConversation", testFailedCommitUnknown},
 		{"FailedCommitChangesNothing", testFailedCommitChangesNothing},
 		{"InvalidCommit", testInvalidCommit},
+		{"NoAliasing", testNoAliasing},
+		{"Cancelled", testCancelled},
 		{"MessagesPaging", testMessagesPaging},
 		{"MessagesWalk", testMessagesWalk},
 		{"MessagesLimits", testMessagesLimits},

@@ -222,11 +222,22 @@ func ids(evs []sseEv) []string {
 
 // TestRealClientReconnect: the Go client's stream survives its connection
 // being dropped, delivering every durable event once — checked against a
-// full replay of what the store holds.
+// full replay of what the store holds. The reconnect is held back until a
+// whole turn has run, so the events of that turn can only come from the
+// replay after Last-Event-ID.
 func TestRealClientReconnect(t *testing.T) {
 	e := newRealEnv(t, Options{})
 	ctx := testCtx(t)
-	conv := e.create()
+	hold := &holdResumes{release: make(chan struct{}), seen: make(chan string, 10)}
+	client := NewClient(e.base, WithHTTPClient(&http.Client{Transport: hold}), WithReconnect(time.Millisecond, 10*time.Millisecond, 5))
+	info, err := client.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := client.Conversation(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st, err := conv.Events(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -239,12 +250,26 @@ func TestRealClientReconnect(t *testing.T) {
 	}
 	got := durable(untilEnd(t, st))
 
-	e.srv.CloseClientConnections() // drops the stream mid-flight
-	e.turn(conv, "second")         // runs while the stream may be disconnected
+	e.srv.CloseClientConnections() // drops the stream
+	var resumedFrom string
+	select {
+	case resumedFrom = <-hold.seen:
+	case <-ctx.Done():
+		t.Fatal("the client did not try to reconnect")
+	}
+	if want := strconv.FormatInt(got[len(got)-1].Cursor, 10); resumedFrom != want {
+		t.Fatalf("reconnected with Last-Event-ID %q, want %s", resumedFrom, want)
+	}
+	e.turn(conv, "second") // runs entirely while the stream is disconnected
+	close(hold.release)
+	// The replay carries the durable events only: no end this time.
 	for {
-		evs := durable(untilEnd(t, st))
-		got = append(got, evs...)
-		if len(evs) > 0 && evs[len(evs)-1].Type == agentik.EvAssistantMessage {
+		ev := recv(t, st)
+		if ev.Cursor == 0 {
+			continue
+		}
+		got = append(got, ev)
+		if ev.Type == agentik.EvAssistantMessage {
 			break
 		}
 	}
@@ -264,7 +289,7 @@ func TestRealClientReconnect(t *testing.T) {
 	}
 
 	// Deleting the conversation ends the stream with not_found.
-	if err := e.client.DeleteConversation(ctx, conv.ID()); err != nil {
+	if err := client.DeleteConversation(ctx, conv.ID()); err != nil {
 		t.Fatal(err)
 	}
 	for range st.C() {
@@ -272,6 +297,28 @@ func TestRealClientReconnect(t *testing.T) {
 	if !agentik.IsNotFound(st.Err()) {
 		t.Fatalf("stream of a deleted conversation ended with %v", st.Err())
 	}
+}
+
+// holdResumes is a transport that reports every request carrying
+// Last-Event-ID and holds it until release is closed.
+type holdResumes struct {
+	release chan struct{}
+	seen    chan string
+}
+
+func (h *holdResumes) RoundTrip(r *http.Request) (*http.Response, error) {
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		select {
+		case h.seen <- id:
+		default:
+		}
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func cursors(evs []agentik.Event) []int64 {
@@ -356,4 +403,30 @@ func (l smallBufferListener) Accept() (net.Conn, error) {
 		tc.SetWriteBuffer(4096)
 	}
 	return c, err
+}
+
+// TestRealAgentEventsResume: the agent-level stream replays with after=0
+// and resumes after Last-Event-ID, each durable event carrying its id.
+func TestRealAgentEventsResume(t *testing.T) {
+	e := newRealEnv(t, Options{})
+	e.create()
+	b := e.create()
+	full := e.openSSE("/agentik/events?after=0")
+	first, second := full.next(), full.next()
+	if first.event != agentik.AgentEvCreated || first.id == "" {
+		t.Fatalf("first agent event %+v", first)
+	}
+	if second.event != agentik.AgentEvCreated || second.ev.Cursor <= first.ev.Cursor {
+		t.Fatalf("second agent event %+v", second)
+	}
+	resumed := e.openSSE("/agentik/events", "Last-Event-ID", first.id)
+	if got := resumed.next(); got.id != second.id {
+		t.Fatalf("resumed at %+v, want id %s", got, second.id)
+	}
+	if err := e.client.DeleteConversation(testCtx(t), b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if got := resumed.next(); got.event != agentik.AgentEvDeleted || got.ev.ConversationID != b.ID() {
+		t.Fatalf("live agent event %+v", got)
+	}
 }

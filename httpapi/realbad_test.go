@@ -1,8 +1,12 @@
 package httpapi
 
 import (
-	"encoding/json"
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -109,21 +113,33 @@ func (e *realEnv) snapshot(id string) string {
 	return strings.Join(parts, "\n")
 }
 
-// TestRealInternalErrorHidden: a failure inside the core is a 500 with a
-// generic message; the detail (here the store's) stays in the log.
+// TestRealInternalErrorHidden: a failure inside the core that carries no
+// error code is a 500 with a generic message; the detail goes to the log.
+// A store that is down is 503 unavailable.
 func TestRealInternalErrorHidden(t *testing.T) {
 	e := newRealEnv(t, Options{})
+	var logs bytes.Buffer
+	h := NewHandler(failingList{e.eng}, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/agentik/conversations", nil))
+	if rec.Code != http.StatusInternalServerError || strings.TrimSpace(rec.Body.String()) != `{"error":{"code":"internal","message":"internal error"}}` {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logs.String(), "10.0.0.5") {
+		t.Fatalf("the detail was not logged: %s", logs.String())
+	}
+
 	e.store.Close()
 	status, body := e.raw("POST", "/agentik/conversations", "application/json", `{}`)
-	if status < 500 {
+	if status != http.StatusServiceUnavailable || errorCode(t, body) != agentik.EUnavailable {
 		t.Fatalf("create with the store closed: %d %s", status, body)
 	}
-	var eb errorBody
-	json.Unmarshal(body, &eb)
-	if status == http.StatusInternalServerError && (eb.Error.Code != agentik.EInternal || eb.Error.Message != "internal error") {
-		t.Fatalf("500 body leaks detail: %s", body)
-	}
-	if strings.Contains(strings.ToLower(string(body)), "sql") || strings.Contains(string(body), "goroutine") {
-		t.Fatalf("error body leaks detail: %s", body)
-	}
+}
+
+// failingList is the real engine whose list fails the way a bug would: with
+// a plain error full of internal detail.
+type failingList struct{ agentik.Agent }
+
+func (failingList) ListConversations(context.Context, agentik.ListRequest) (agentik.ConversationList, error) {
+	return agentik.ConversationList{}, errors.New("scan conversations: dial tcp 10.0.0.5:5432: connection refused")
 }

@@ -155,6 +155,8 @@ func closeTurn(ctx context.Context, tx *wtx, conversationID string, ev *agentik.
 // validateWrite refuses a Write the journal cannot take: events that are not
 // durable, journal events without their message (or the reverse), messages
 // without an id or belonging to another conversation. Errors are EInvalid.
+// The same rules hold in every store (storetest checks them); they would
+// belong in the domain as a Write.Validate method.
 func validateWrite(w agentik.Write) error {
 	if w.ConversationID == "" {
 		return agentik.Errorf(agentik.EInvalid, "commit: no conversation id")

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
@@ -310,25 +311,39 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 	w(b.ID, msg(waiting), interrupted(b.ID, answered.ID))
 	w(a.ID, msg(reply(a.ID, agentik.MsgAssistant, waiting.ID)))
 
+	want := map[string][]agentik.Message{
+		a.ID: {*cut, *inTools, *queued},
+		b.ID: {*waiting},
+	}
+	// More conversations with open turns, created in descending id order, so
+	// that neither creation order nor chance gives the right order.
+	extra := []string{agentik.NewID(), agentik.NewID(), agentik.NewID(), agentik.NewID()}
+	slices.Reverse(extra)
+	for _, id := range extra {
+		c := record(newOwner(), "extra", at(0), at(0))
+		c.ID = id
+		create(t, s, c)
+		m := userMsg(c.ID, "open")
+		w(c.ID, msg(m))
+		want[c.ID] = []agentik.Message{*m}
+	}
+
 	got, err := s.OpenTurns(t.Context())
 	if err != nil {
 		t.Fatalf("OpenTurns: %v", err)
 	}
 	var mine []agentik.Message
 	for _, m := range got {
-		if m.ConversationID == a.ID || m.ConversationID == b.ID {
+		if _, ok := want[m.ConversationID]; ok {
 			mine = append(mine, m)
 		}
 	}
-	want := map[string][]agentik.Message{
-		a.ID: {*cut, *inTools, *queued},
-		b.ID: {*waiting},
+	convs := slices.Sorted(maps.Keys(want))
+	var wantAll []agentik.Message
+	for _, id := range convs {
+		wantAll = append(wantAll, want[id]...)
 	}
-	first, second := a.ID, b.ID
-	if second < first {
-		first, second = second, first
-	}
-	equal(t, "open turns", mine, append(want[first], want[second]...))
+	equal(t, "open turns", mine, wantAll)
 	for _, m := range got {
 		if m.Type != agentik.MsgUser {
 			t.Fatalf("open turn of type %s", m.Type)

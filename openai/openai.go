@@ -1,0 +1,250 @@
+// Package openai implements agentik.LLM for any OpenAI-compatible Chat
+// Completions endpoint: OpenAI, Ollama, vLLM, llama.cpp server, LM Studio,
+// OpenRouter, DeepSeek.
+//
+// Its main guarantee: a response counts only when the model finished it.
+// openai-go (github.com/openai/openai-go/v3) provides the HTTP transport,
+// request encoding, retries with Retry-After and typed HTTP errors, but the
+// stream is folded by this package's own accumulator over the raw chunk JSON,
+// because providers differ in ways openai-go's accumulator does not survive:
+//
+//   - tool calls are keyed by index, or by a new non-empty id when the index
+//     is absent (old Ollama, Gemini proxies); missing ids become call_<index>;
+//   - reasoning is read from both reasoning_content (DeepSeek, llama.cpp) and
+//     reasoning (vLLM, Ollama, OpenRouter);
+//   - a stream without a finish_reason, with {"error":…} inside a 200, with a
+//     malformed chunk or cut mid-way is a failed call (openai-go reports a
+//     silently closed stream as success);
+//   - the usage chunk may carry "choices": [] or null;
+//   - tool calls are returned whenever any accumulated, whatever the
+//     finish_reason says (OpenAI itself says "stop" for a named tool choice),
+//     but a "length" finish with truncated arguments is an error.
+//
+// Failures before anything was streamed (408, 409, 429 except
+// insufficient_quota, 5xx, connection errors) are retried; after the first
+// delta never, since the caller has already shown it.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/agentik/agentik"
+)
+
+// Max-tokens field names.
+const (
+	MaxCompletionTokens = "max_completion_tokens" // OpenAI (required by o-series)
+	MaxTokens           = "max_tokens"            // Ollama, older servers
+)
+
+// DefaultBaseURL is used when Options.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Options configure an LLM. Nothing is read from the environment: the
+// caller (cmd/agentik) owns configuration.
+type Options struct {
+	BaseURL string // e.g. http://localhost:11434/v1; default DefaultBaseURL
+	APIKey  string // empty: no Authorization header is sent
+	Model   string // required
+
+	// MaxRetries is how often a failed call is retried before anything was
+	// streamed. 0 means the default 2; negative disables retries.
+	MaxRetries int
+
+	// Timeout bounds how long a call waits without receiving anything:
+	// connecting, retries and their Retry-After waits, the time to the first
+	// chunk, and every gap between chunks. A stream that keeps producing is
+	// never cut. Default 120s.
+	Timeout time.Duration
+
+	ContextTokens int  // reported by Info
+	ImageInput    bool // the model takes images; otherwise images are sent as a text note
+
+	MaxTokens      int    // output limit per call; 0 sends none
+	MaxTokensField string // MaxCompletionTokens (default) or MaxTokens
+
+	// SendReasoning sends an assistant message's reasoning back as
+	// reasoning_content (DeepSeek thinking mode requires it on tool turns).
+	SendReasoning bool
+
+	HTTPClient *http.Client      // default: a client without overall timeout
+	Headers    map[string]string // extra request headers (OpenRouter X-Title, …)
+}
+
+// LLM is an agentik.LLM over an OpenAI-compatible endpoint. Safe for
+// concurrent use.
+type LLM struct {
+	opts Options
+	chat oai.ChatCompletionService
+}
+
+var _ agentik.LLM = (*LLM)(nil)
+
+// New returns an LLM for the endpoint in o.
+func New(o Options) (*LLM, error) {
+	if o.Model == "" {
+		return nil, errors.New("openai: model is required")
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL
+	}
+	if !strings.HasPrefix(o.BaseURL, "http://") && !strings.HasPrefix(o.BaseURL, "https://") {
+		return nil, fmt.Errorf("openai: base URL %q is not an http(s) URL", o.BaseURL)
+	}
+	switch {
+	case o.MaxRetries == 0:
+		o.MaxRetries = 2
+	case o.MaxRetries < 0:
+		o.MaxRetries = 0
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 120 * time.Second
+	}
+	switch o.MaxTokensField {
+	case "":
+		o.MaxTokensField = MaxCompletionTokens
+	case MaxCompletionTokens, MaxTokens:
+	default:
+		return nil, fmt.Errorf("openai: max tokens field %q is not %s or %s", o.MaxTokensField, MaxCompletionTokens, MaxTokens)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{}
+	}
+	// NewChatCompletionService, unlike openai.NewClient, reads no OPENAI_*
+	// environment variables: a key meant for one provider can never leak to
+	// another endpoint, and an empty APIKey really sends no Authorization.
+	opts := []option.RequestOption{
+		option.WithBaseURL(o.BaseURL),
+		option.WithHTTPClient(o.HTTPClient),
+		option.WithMaxRetries(o.MaxRetries),
+		option.WithMiddleware(errorMiddleware),
+	}
+	if o.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(o.APIKey))
+	}
+	for k, v := range o.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
+	return &LLM{opts: o, chat: oai.NewChatCompletionService(opts...)}, nil
+}
+
+// Info describes the configured model.
+func (l *LLM) Info() agentik.ModelInfo {
+	return agentik.ModelInfo{Name: l.opts.Model, ContextTokens: l.opts.ContextTokens, ImageInput: l.opts.ImageInput}
+}
+
+// Generate streams one model call. See agentik.LLM for the contract; errors
+// are *APIError for answers of the endpoint, wrap ErrIncomplete for a cut
+// stream, ctx.Err() when ctx ended, and context.DeadlineExceeded when the
+// endpoint stayed silent for Options.Timeout.
+func (l *LLM) Generate(ctx context.Context, req agentik.ModelRequest, onDelta func(agentik.ModelDelta)) (agentik.ModelResponse, error) {
+	params, err := l.params(req)
+	if err != nil {
+		return agentik.ModelResponse{}, fmt.Errorf("openai: build request: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		resp, started, err := l.attempt(ctx, params, onDelta)
+		if err == nil {
+			return resp, nil
+		}
+		// openai-go retried what failed before the 200; this retries a
+		// stream that broke after the 200 but before any delta.
+		if started || attempt >= l.opts.MaxRetries || ctx.Err() != nil || !retryableStream(err) {
+			return agentik.ModelResponse{}, redact(fmt.Errorf("openai: model %s: %w", l.opts.Model, err), l.opts.APIKey)
+		}
+		if err := sleep(ctx, time.Duration(250<<attempt)*time.Millisecond); err != nil {
+			return agentik.ModelResponse{}, fmt.Errorf("openai: model %s: %w", l.opts.Model, err)
+		}
+	}
+}
+
+// attempt runs one streamed request (with openai-go's own retries inside).
+// started reports whether anything reached onDelta or the tool calls.
+func (l *LLM) attempt(parent context.Context, params oai.ChatCompletionNewParams, onDelta func(agentik.ModelDelta)) (resp agentik.ModelResponse, started bool, err error) {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	// The watchdog is reset by every chunk, so it measures silence, not
+	// the length of the answer.
+	watchdog := time.AfterFunc(l.opts.Timeout, func() { cancel(errIdle) })
+	defer watchdog.Stop()
+
+	stream := l.chat.NewStreaming(ctx, params)
+	defer stream.Close()
+	acc := newAccumulator(onDelta)
+	for stream.Next() {
+		watchdog.Reset(l.opts.Timeout)
+		if err := acc.add([]byte(stream.Current().RawJSON())); err != nil {
+			return resp, acc.started, err
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return resp, acc.started, l.classify(parent, ctx, err)
+	}
+	if ctx.Err() != nil { // a cancelled body read can look like a clean end
+		return resp, acc.started, l.classify(parent, ctx, ctx.Err())
+	}
+	resp, err = acc.result()
+	return resp, acc.started, err
+}
+
+func (l *LLM) classify(parent, ctx context.Context, err error) error {
+	if parent.Err() != nil {
+		return parent.Err()
+	}
+	if errors.Is(context.Cause(ctx), errIdle) {
+		return fmt.Errorf("no data from the endpoint for %s: %w", l.opts.Timeout, context.DeadlineExceeded)
+	}
+	var sdkErr *oai.Error
+	if errors.As(err, &sdkErr) {
+		return fromSDKError(sdkErr)
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		var chunk wireChunk
+		if json.Unmarshal(se.Event.Data, &chunk) == nil && len(chunk.Error) > 0 {
+			return streamError(chunk.Error)
+		}
+		return newAPIError(http.StatusOK, "", "", se.Message, nil)
+	}
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
+		return fmt.Errorf("malformed stream chunk: %w", err)
+	}
+	return fmt.Errorf("request: %w", err)
+}
+
+// retryableStream reports whether a stream failure after the 200 is a
+// connection problem worth another attempt (as opposed to an answer).
+func retryableStream(err error) bool {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var netErr net.Error
+	return errors.Is(err, ErrIncomplete) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.As(err, &netErr) ||
+		strings.Contains(err.Error(), "unexpected EOF")
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,67 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentik/agentik"
+)
+
+// FuzzChunk feeds newline-separated chunk payloads to the accumulator. Any
+// input may fail, but none may panic, and a successful result must keep the
+// promises the engine relies on: deltas add up to the returned text and
+// reasoning, every tool call has an id and valid JSON arguments.
+func FuzzChunk(f *testing.F) {
+	for _, seed := range []string{
+		`{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}],"usage":null}
+{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
+		`{"choices":[{"index":0,"delta":{"reasoning_content":"a","reasoning":"a"}}]}
+{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"x","type":"function","function":{"name":"f","arguments":"{\"a\":"}}]}}]}
+{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}
+{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+{"choices":null,"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+		`{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":{"x":1}}},{"id":"b","function":{"name":"g","arguments":""}}]},"finish_reason":"stop"}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":-1,"function":{"name":"f","arguments":"{"}}]},"finish_reason":"length"}]}`,
+		`{"error":{"message":"boom","code":500}}`,
+		`{"choices":[{"index":0,"delta":{"content":null},"finish_reason":""}]}`,
+		`not json`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var text, reasoning strings.Builder
+		acc := newAccumulator(func(d agentik.ModelDelta) {
+			switch d.Kind {
+			case agentik.DeltaText:
+				text.WriteString(d.Text)
+			case agentik.DeltaReasoning:
+				reasoning.WriteString(d.Text)
+			default:
+				t.Fatalf("unknown delta kind %q", d.Kind)
+			}
+		})
+		for line := range bytes.SplitSeq([]byte(in), []byte("\n")) {
+			if err := acc.add(line); err != nil {
+				return
+			}
+		}
+		resp, err := acc.result()
+		if err != nil {
+			return
+		}
+		if resp.Text != text.String() || resp.Reasoning != reasoning.String() {
+			t.Fatalf("deltas %q/%q differ from response %q/%q", text.String(), reasoning.String(), resp.Text, resp.Reasoning)
+		}
+		if resp.FinishReason == "" {
+			t.Fatal("success without finish reason")
+		}
+		for _, c := range resp.ToolCalls {
+			if c.ID == "" || !json.Valid(c.Arguments) {
+				t.Fatalf("bad call %+v", c)
+			}
+		}
+	})
+}

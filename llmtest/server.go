@@ -62,7 +62,8 @@ func NewServer() *Server {
 // URL returns the base URL, ending in "/v1" (what OPENAI_BASE_URL expects).
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() + "/v1" }
 
-// Close stops the server: paused and hanging replies end, connections close,
+// Close stops the server: paused and hanging replies are cut off (the client
+// sees a broken stream, not a clean end), connections close,
 // and Close returns once every handler has returned. Idempotent.
 func (s *Server) Close() {
 	s.closeMu.Do(func() {
@@ -340,13 +341,14 @@ func (p *player) play() {
 				case <-p.hr.Context().Done():
 					return
 				case <-p.s.closed:
-					return
+					p.abort()
 				}
 			}
 		case StepHang:
 			select {
 			case <-p.hr.Context().Done():
 			case <-p.s.closed:
+				p.abort()
 			}
 			return
 		case StepSleep:
@@ -406,7 +408,7 @@ func (p *player) playJSON() {
 			case <-p.hr.Context().Done():
 				return
 			case <-p.s.closed:
-				return
+				p.abort()
 			case <-gateReleased(st.Gate):
 			}
 		}
@@ -464,8 +466,15 @@ func (p *player) wait(d time.Duration) bool {
 	case <-p.hr.Context().Done():
 		return false
 	case <-p.s.closed:
+		p.abort()
 		return false
 	}
+}
+
+// abort ends the response without the terminating chunk, so a client reading
+// a stream cut by Close sees an error rather than a clean (truncated) end.
+func (p *player) abort() {
+	panic(http.ErrAbortHandler)
 }
 
 // reset cuts the connection without finishing the response. SetLinger(0)

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentik/agentik/llmtest"
 )
@@ -213,5 +214,25 @@ func TestSplit(t *testing.T) {
 	}
 	if got := llmtest.SplitN(`{"é":1}`, 3); strings.Join(got, "") != `{"é":1}` || len(got) < 2 {
 		t.Fatal(got)
+	}
+}
+
+func TestDelaysCutByClose(t *testing.T) {
+	s := llmtest.NewServer()
+	g := llmtest.NewGate()
+	// Reply 1 stalls in its per-chunk delay, reply 2 in a Sleep step; Close
+	// must cut both instead of waiting an hour or ending them cleanly.
+	s.Enqueue(llmtest.Text("late late").WithDelays(0, time.Hour))
+	s.Enqueue(llmtest.Stream().Pause(g).Sleep(time.Hour).Content("late"))
+	resp1 := post(t, s, chatBody)
+	resp2 := post(t, s, chatBody)
+	<-g.Reached()
+	g.Release()
+	s.Close()
+	for i, r := range []*http.Response{resp1, resp2} {
+		evs, err := events(r.Body)
+		if err == nil || strings.Contains(strings.Join(evs, ""), "late") {
+			t.Fatalf("reply %d: %v %v", i, evs, err)
+		}
 	}
 }

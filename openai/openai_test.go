@@ -424,3 +424,12 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorsNeverShowTheKey(t *testing.T) {
+	l, s := newLLM(t)
+	s.Enqueue(llmtest.APIError(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided: "+testKey))
+	_, _, err := generate(t, l, hello) // generate fails the test on a leak
+	if err == nil || !strings.Contains(err.Error(), "[redacted]") || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -25,23 +25,20 @@ const Name = "agentik-demo"
 // TimeTool is the tool the demo calls when asked for the time.
 const TimeTool = "current_time"
 
-// Options configure the demo model.
-type Options struct {
+// LLM is the demo model. The zero value is ready to use; New returns one.
+// Safe for concurrent use once configured.
+type LLM struct {
 	// WordDelay is waited before each streamed word, to make streaming
 	// visible in a UI. Zero streams at once (tests).
 	WordDelay time.Duration
-}
 
-// LLM is the demo model. Safe for concurrent use.
-type LLM struct {
-	opts  Options
 	calls atomic.Int64
 }
 
 var _ agentik.LLM = (*LLM)(nil)
 
-// New returns a demo model.
-func New(o Options) *LLM { return &LLM{opts: o} }
+// New returns a demo model that streams without delay.
+func New() *LLM { return &LLM{} }
 
 // Info reports the demo model. It takes images (and only counts them) so
 // image upload can be tried without a model.
@@ -100,8 +97,8 @@ func (l *LLM) Generate(ctx context.Context, req agentik.ModelRequest, onDelta fu
 
 	var b strings.Builder
 	for _, w := range words(text) {
-		if l.opts.WordDelay > 0 {
-			t := time.NewTimer(l.opts.WordDelay)
+		if l.WordDelay > 0 {
+			t := time.NewTimer(l.WordDelay)
 			select {
 			case <-ctx.Done():
 				t.Stop()

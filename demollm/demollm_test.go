@@ -15,7 +15,7 @@ func user(text string) agentik.ModelMessage {
 }
 
 func TestEchoStreamsWordByWord(t *testing.T) {
-	l := demollm.New(demollm.Options{})
+	l := demollm.New()
 	var deltas []string
 	resp, err := l.Generate(context.Background(), agentik.ModelRequest{Messages: []agentik.ModelMessage{user("hello there")}},
 		func(d agentik.ModelDelta) {
@@ -40,7 +40,7 @@ func TestEchoStreamsWordByWord(t *testing.T) {
 }
 
 func TestTimeToolLoop(t *testing.T) {
-	l := demollm.New(demollm.Options{})
+	l := demollm.New()
 	tools := []agentik.ToolSpec{{Name: "current_time"}}
 	req := agentik.ModelRequest{Messages: []agentik.ModelMessage{user("What time is it?")}, Tools: tools}
 	resp, err := l.Generate(context.Background(), req, nil)
@@ -67,7 +67,7 @@ func TestTimeToolLoop(t *testing.T) {
 func TestCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := demollm.New(demollm.Options{}).Generate(ctx, agentik.ModelRequest{Messages: []agentik.ModelMessage{user("x")}}, nil)
+	_, err := demollm.New().Generate(ctx, agentik.ModelRequest{Messages: []agentik.ModelMessage{user("x")}}, nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
@@ -77,7 +77,7 @@ func TestInterruptMidStream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var n int
-	_, err := demollm.New(demollm.Options{WordDelay: 1}).Generate(ctx, agentik.ModelRequest{Messages: []agentik.ModelMessage{user("x")}},
+	_, err := (&demollm.LLM{WordDelay: 1}).Generate(ctx, agentik.ModelRequest{Messages: []agentik.ModelMessage{user("x")}},
 		func(agentik.ModelDelta) { n++; cancel() })
 	if !errors.Is(err, context.Canceled) || n != 1 {
 		t.Fatalf("err %v after %d deltas", err, n)

@@ -1,0 +1,105 @@
+// Command agentik runs the Agentik agent server and its tools.
+//
+//	agentik serve     run the server (configuration from the environment)
+//	agentik tools     list the tools the model would see
+//	agentik version   print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	_ "time/tzdata" // current_time must know every IANA zone on any machine
+
+	"github.com/agentik/agentik/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFail   = 1
+	exitConfig = 2
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+const usage = `usage: agentik <command>
+
+commands:
+  serve     run the agent server (configured by AGENTIK_* and OPENAI_* variables)
+  tools     list every tool the model would see
+  version   print the version
+`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitConfig
+	}
+	switch args[0] {
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "agentik", versionString())
+		return exitOK
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "serve", "tools":
+	default:
+		fmt.Fprintf(stderr, "agentik: unknown command %q\n\n%s", args[0], usage)
+		return exitConfig
+	}
+
+	cfg, err := config.FromEnv(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentik: invalid configuration:")
+		var joined interface{ Unwrap() []error }
+		if errors.As(err, &joined) {
+			for _, e := range joined.Unwrap() {
+				fmt.Fprintln(stderr, "  "+e.Error())
+			}
+		} else {
+			fmt.Fprintln(stderr, "  "+err.Error())
+		}
+		return exitConfig
+	}
+	log := newLogger(cfg, stderr)
+	switch args[0] {
+	case "tools":
+		return listTools(ctx, cfg, stdout, log)
+	default:
+		if err := serve(ctx, cfg, log); err != nil {
+			log.Error("agentik stopped", "err", err)
+			return exitFail
+		}
+		return exitOK
+	}
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

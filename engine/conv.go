@@ -1,0 +1,305 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentik/agentik"
+)
+
+// conv is the one live struct of a conversation. Lock order: mu, then
+// writeMu, then Engine.agentMu.
+type conv struct {
+	e        *Engine
+	id       string
+	owner    string
+	temporal bool
+	store    agentik.Store
+
+	mu         sync.Mutex
+	queue      []agentik.Message // user messages waiting for their turn, in seq order
+	running    *turn             // nil when idle
+	looping    bool              // a turn loop goroutine owns the queue
+	phase      string            // agentik.DeltaReasoning or DeltaText of the running turn
+	partial    strings.Builder   // text of the current phase so far
+	lastActive time.Time
+	streams    map[*stream[agentik.Event]]struct{}
+
+	// writeMu orders each commit with the publication of its events, so
+	// subscribers get a conversation's durable events in cursor order.
+	writeMu       sync.Mutex
+	lastPublished int64
+
+	// memory caches working memory; only the turn loop touches it.
+	memory       []agentik.MemoryEntry
+	memoryLoaded bool
+}
+
+// turn is the state of the running turn shared with Send and Interrupt.
+type turn struct {
+	user   agentik.Message
+	cancel context.CancelFunc
+	reason string // interrupt reason, set before cancel
+}
+
+func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
+	return &conv{
+		e:          e,
+		id:         rec.ID,
+		owner:      rec.Owner,
+		temporal:   rec.Temporal,
+		store:      e.storeFor(rec.Temporal),
+		lastActive: time.Now(),
+		streams:    make(map[*stream[agentik.Event]]struct{}),
+	}
+}
+
+func (c *conv) isWorking() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running != nil
+}
+
+func (c *conv) idleSince(now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running != nil || len(c.queue) > 0 || len(c.streams) > 0 {
+		return 0
+	}
+	return now.Sub(c.lastActive)
+}
+
+func (c *conv) info(rec agentik.ConversationRecord) agentik.ConversationInfo {
+	info := infoOf(rec, c.e.opts.ImageInput)
+	info.Working = c.isWorking()
+	return info
+}
+
+func (c *conv) snapshot(ctx context.Context) (agentik.ConversationInfo, error) {
+	rec, err := c.store.GetConversation(ctx, c.id)
+	if err != nil {
+		if agentik.IsNotFound(err) {
+			return agentik.ConversationInfo{}, agentik.Errorf(agentik.ENotFound, "conversation not found")
+		}
+		return agentik.ConversationInfo{}, fmt.Errorf("get conversation: %w", err)
+	}
+	return c.info(rec), nil
+}
+
+func (c *conv) rename(ctx context.Context, title string) (agentik.ConversationInfo, error) {
+	e := c.e
+	e.agentMu.Lock()
+	rec, ev, err := c.store.RenameConversation(ctx, c.id, title, agentik.Now())
+	if err == nil {
+		e.publishAgentLocked(ev, c.temporal)
+	}
+	e.agentMu.Unlock()
+	if err != nil {
+		if agentik.IsNotFound(err) {
+			return agentik.ConversationInfo{}, agentik.Errorf(agentik.ENotFound, "conversation not found")
+		}
+		return agentik.ConversationInfo{}, fmt.Errorf("rename conversation: %w", err)
+	}
+	return c.info(rec), nil
+}
+
+// send stores a user message and schedules its turn per the busy policy.
+func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendResult, error) {
+	if err := agentik.ValidateContent(req.Content); err != nil {
+		return agentik.SendResult{}, err
+	}
+	if !agentik.ValidBusyPolicy(req.IfBusy) {
+		return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "if_busy must be enqueue, interrupt or reject")
+	}
+	if agentik.HasImage(req.Content) && !c.e.opts.ImageInput {
+		return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "the model does not take image input")
+	}
+	if err := c.e.accepting(); err != nil {
+		return agentik.SendResult{}, err
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	busy := c.running != nil || len(c.queue) > 0
+	if busy && req.IfBusy == agentik.BusyReject {
+		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
+	}
+	msg := agentik.Message{
+		ID:             agentik.NewID(),
+		ConversationID: c.id,
+		Date:           agentik.Now(),
+		Type:           agentik.MsgUser,
+		Content:        req.Content,
+		Context:        req.Context,
+	}
+	if _, err := c.commit(ctx, agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&msg)}, Touch: msg.Date}); err != nil {
+		return agentik.SendResult{}, err
+	}
+	c.lastActive = time.Now()
+	c.queue = append(c.queue, msg)
+	if busy && req.IfBusy == agentik.BusyInterrupt && c.running != nil {
+		c.interruptLocked(agentik.ReasonBusyPolicy)
+	}
+	c.kick()
+	return agentik.SendResult{MessageID: msg.ID, Seq: msg.Seq}, nil
+}
+
+// kick starts the turn loop if messages wait and none runs. Caller holds mu.
+func (c *conv) kick() {
+	if c.looping || len(c.queue) == 0 {
+		return
+	}
+	c.e.mu.Lock()
+	draining := c.e.draining
+	if !draining {
+		c.e.turns.Add(1)
+	}
+	c.e.mu.Unlock()
+	if draining {
+		return
+	}
+	c.looping = true
+	go c.loop()
+}
+
+// interrupt cancels the running turn with reason; false when idle.
+func (c *conv) interrupt(reason string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.interruptLocked(reason)
+}
+
+func (c *conv) interruptLocked(reason string) bool {
+	if c.running == nil {
+		return false
+	}
+	if c.running.reason == "" {
+		c.running.reason = reason
+	}
+	c.running.cancel()
+	return true
+}
+
+// commit writes w and publishes its events in order. Writes that touch the
+// conversation also produce an agent event, ordered under agentMu.
+func (c *conv) commit(ctx context.Context, w agentik.Write) ([]agentik.Event, error) {
+	w.ConversationID = c.id
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if !w.Touch.IsZero() {
+		c.e.agentMu.Lock()
+		defer c.e.agentMu.Unlock()
+	}
+	evs, agentEv, err := c.store.Commit(ctx, w)
+	if err != nil {
+		if agentik.IsNotFound(err) {
+			return nil, agentik.Errorf(agentik.ENotFound, "conversation not found")
+		}
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	for _, ev := range evs {
+		if ev.Cursor > c.lastPublished {
+			c.lastPublished = ev.Cursor
+		}
+		c.e.opts.Bus.Publish(ev)
+	}
+	if agentEv != nil {
+		c.e.publishAgentLocked(*agentEv, c.temporal)
+	}
+	return evs, nil
+}
+
+// publish sends an online event. Caller holds mu, which keeps the partial
+// text snapshot of new subscribers consistent with the deltas they receive.
+func (c *conv) publishLocked(ev agentik.Event) {
+	ev.ConversationID = c.id
+	if ev.Date.IsZero() {
+		ev.Date = agentik.Now()
+	}
+	c.e.opts.Bus.Publish(ev)
+}
+
+// closeInterrupted closes the turn of user message id without running it.
+func (c *conv) closeInterrupted(ctx context.Context, id, reason string) error {
+	_, err := c.commit(ctx, agentik.Write{Events: []agentik.Event{{
+		ConversationID: c.id, Date: agentik.Now(), Type: agentik.EvInterrupted, ReplyTo: id, Reason: reason,
+	}}})
+	return err
+}
+
+func (c *conv) closeStreams() {
+	c.mu.Lock()
+	streams := make([]*stream[agentik.Event], 0, len(c.streams))
+	for s := range c.streams {
+		streams = append(streams, s)
+	}
+	c.mu.Unlock()
+	for _, s := range streams {
+		s.Close()
+	}
+}
+
+// handle implements agentik.Conversation over a live conv.
+type handle struct{ c *conv }
+
+var _ agentik.Conversation = (*handle)(nil)
+
+func (h *handle) ID() string { return h.c.id }
+
+func (h *handle) Info(ctx context.Context) (agentik.ConversationInfo, error) {
+	return h.c.snapshot(ctx)
+}
+
+func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.SendResult, error) {
+	return h.c.send(ctx, req)
+}
+
+func (h *handle) Interrupt(context.Context) (bool, error) {
+	return h.c.interrupt(agentik.ReasonUser), nil
+}
+
+func (h *handle) Messages(ctx context.Context, req agentik.MessagesRequest) (agentik.MessagePage, error) {
+	if req.Limit <= 0 {
+		req.Limit = agentik.DefaultMessagesLimit
+	}
+	if req.Limit > agentik.MaxMessagesLimit {
+		req.Limit = agentik.MaxMessagesLimit
+	}
+	if req.After < 0 || req.Before < 0 || req.Offset < 0 {
+		return agentik.MessagePage{}, agentik.Errorf(agentik.EInvalid, "after, before and offset must not be negative")
+	}
+	// Read the cursor first: subscribing from it may repeat an event of the
+	// page, never miss one.
+	cursor, err := h.c.store.LastCursor(ctx, h.c.id)
+	if err != nil {
+		return agentik.MessagePage{}, h.c.readErr(err)
+	}
+	msgs, more, err := h.c.store.Messages(ctx, h.c.id, req)
+	if err != nil {
+		return agentik.MessagePage{}, h.c.readErr(err)
+	}
+	if msgs == nil {
+		msgs = []agentik.Message{}
+	}
+	return agentik.MessagePage{Messages: msgs, HasMore: more, Cursor: cursor}, nil
+}
+
+func (h *handle) Events(ctx context.Context, after int64) (agentik.Stream[agentik.Event], error) {
+	return h.c.subscribe(ctx, after)
+}
+
+func (h *handle) Rename(ctx context.Context, title string) (agentik.ConversationInfo, error) {
+	return h.c.rename(ctx, title)
+}
+
+func (h *handle) Close() error { return nil }
+
+func (c *conv) readErr(err error) error {
+	if agentik.IsNotFound(err) {
+		return agentik.Errorf(agentik.ENotFound, "conversation not found")
+	}
+	return fmt.Errorf("read conversation %s: %w", c.id, err)
+}

@@ -1,0 +1,451 @@
+// Package engine is the turn engine: it implements agentik.Agent over a
+// Store, a Bus, an LLM and a tool registry.
+//
+// Guarantees: a user message is acknowledged only after it is committed; each
+// journal message is committed in the same transaction as its durable event;
+// durable events of a conversation are published in cursor order after their
+// commit; one turn runs at a time per conversation; every turn ends with an
+// assistant_message, an error or an interrupted event — a turn cut short by a
+// crash is resumed (or closed) at the next start.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/memstore"
+	"github.com/agentik/agentik/tools"
+)
+
+// Restart policies for turns found unclosed at start.
+const (
+	RestartResume    = "resume"    // answer them again, in order
+	RestartInterrupt = "interrupt" // close them with interrupted{reason:restart}
+)
+
+// Options configure an Engine. Store, Bus and LLM are required.
+type Options struct {
+	Store agentik.Store
+	Bus   agentik.Bus
+	LLM   agentik.LLM
+	Tools *tools.Registry // nil: no tools
+
+	Info         agentik.AgentInfo // ID, Name, Description, Version; Model and capabilities are filled in
+	SystemPrompt string
+
+	MaxToolRounds int           // model calls per turn; default 16
+	ToolTimeout   time.Duration // per tool call; default 60s
+	TemporalIdle  time.Duration // idle temporal conversations are closed; default 30m
+	OnRestart     string        // RestartResume (default) or RestartInterrupt
+	ImageInput    bool          // the model takes image content
+
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() error {
+	if o.Store == nil || o.Bus == nil || o.LLM == nil {
+		return errors.New("engine: Store, Bus and LLM are required")
+	}
+	if o.Tools == nil {
+		o.Tools = tools.NewRegistry()
+	}
+	if o.MaxToolRounds <= 0 {
+		o.MaxToolRounds = 16
+	}
+	if o.ToolTimeout <= 0 {
+		o.ToolTimeout = 60 * time.Second
+	}
+	if o.TemporalIdle <= 0 {
+		o.TemporalIdle = 30 * time.Minute
+	}
+	switch o.OnRestart {
+	case "":
+		o.OnRestart = RestartResume
+	case RestartResume, RestartInterrupt:
+	default:
+		return fmt.Errorf("engine: unknown restart policy %q", o.OnRestart)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Info.ID == "" {
+		o.Info.ID = "agentik"
+	}
+	if o.Info.Name == "" {
+		o.Info.Name = "Agentik"
+	}
+	o.Info.Model = o.LLM.Info().Name
+	o.Info.Capabilities = agentik.Capabilities{ImageInput: o.ImageInput, Streaming: true}
+	return nil
+}
+
+// Engine is the agent. Create it with New, call Start, and Shutdown at the end.
+type Engine struct {
+	opts Options
+	log  *slog.Logger
+	temp *memstore.Store // temporal conversations: memory only
+
+	// baseCtx parents every turn and stream; cancelled by Shutdown.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
+	turns   sync.WaitGroup // running turn loops
+	streams sync.WaitGroup // stream goroutines
+	janitor sync.WaitGroup
+
+	mu       sync.Mutex
+	live     map[string]*conv
+	draining bool
+	started  bool
+
+	// agentMu orders every commit that produces an agent event with its
+	// publication, so agent events reach subscribers in cursor order.
+	agentMu       sync.Mutex
+	lastAgentSeen int64
+}
+
+var _ agentik.Agent = (*Engine)(nil)
+
+// New validates opts and returns an Engine. It does no I/O.
+func New(opts Options) (*Engine, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Engine{
+		opts:       opts,
+		log:        opts.Logger,
+		temp:       memstore.New(),
+		baseCtx:    ctx,
+		cancelBase: cancel,
+		live:       make(map[string]*conv),
+	}, nil
+}
+
+// Start reads the store's state and resumes (or closes, per OnRestart) every
+// turn left unclosed by a previous process, in order. Call it once.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	if e.started {
+		e.mu.Unlock()
+		return errors.New("engine: already started")
+	}
+	e.started = true
+	e.mu.Unlock()
+
+	last, err := e.opts.Store.LastAgentCursor(ctx)
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	e.agentMu.Lock()
+	e.lastAgentSeen = last
+	e.agentMu.Unlock()
+
+	open, err := e.opts.Store.OpenTurns(ctx)
+	if err != nil {
+		return fmt.Errorf("start: open turns: %w", err)
+	}
+	for _, m := range open {
+		c, err := e.load(ctx, m.ConversationID)
+		if err != nil {
+			return fmt.Errorf("start: load %s: %w", m.ConversationID, err)
+		}
+		if e.opts.OnRestart == RestartInterrupt {
+			if err := c.closeInterrupted(ctx, m.ID, agentik.ReasonRestart); err != nil {
+				return fmt.Errorf("start: close turn %s: %w", m.ID, err)
+			}
+			continue
+		}
+		c.mu.Lock()
+		c.queue = append(c.queue, m)
+		c.mu.Unlock()
+	}
+	e.mu.Lock()
+	convs := make([]*conv, 0, len(e.live))
+	for _, c := range e.live {
+		convs = append(convs, c)
+	}
+	e.mu.Unlock()
+	for _, c := range convs {
+		c.mu.Lock()
+		c.kick()
+		c.mu.Unlock()
+	}
+	if len(open) > 0 {
+		e.log.Info("unclosed turns found at start", "count", len(open), "policy", e.opts.OnRestart)
+	}
+
+	e.janitor.Add(1)
+	go e.sweepTemporal()
+	return nil
+}
+
+// Shutdown stops accepting messages, lets running turns finish until ctx ends,
+// then interrupts the rest with reason shutdown and ends every stream.
+// Messages queued but not started stay unclosed and are answered at the next
+// start. Idempotent.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.draining = true
+	convs := make([]*conv, 0, len(e.live))
+	for _, c := range e.live {
+		convs = append(convs, c)
+	}
+	e.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() { e.turns.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		for _, c := range convs {
+			c.interrupt(agentik.ReasonShutdown)
+		}
+		<-drained
+	}
+	e.cancelBase()
+	e.streams.Wait()
+	e.janitor.Wait()
+	return nil
+}
+
+// Info describes the agent.
+func (e *Engine) Info() agentik.AgentInfo { return e.opts.Info }
+
+func (e *Engine) storeFor(temporal bool) agentik.Store {
+	if temporal {
+		return e.temp
+	}
+	return e.opts.Store
+}
+
+// CreateConversation creates a conversation owned by the caller.
+func (e *Engine) CreateConversation(ctx context.Context, req agentik.CreateRequest) (agentik.ConversationInfo, error) {
+	if err := e.accepting(); err != nil {
+		return agentik.ConversationInfo{}, err
+	}
+	now := agentik.Now()
+	rec := agentik.ConversationRecord{
+		ID:        agentik.NewID(),
+		Owner:     agentik.PrincipalFrom(ctx),
+		Title:     req.Title,
+		Temporal:  req.Temporal,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	c := e.newConv(rec)
+	e.agentMu.Lock()
+	ev, err := e.storeFor(rec.Temporal).CreateConversation(ctx, rec)
+	if err == nil {
+		e.mu.Lock()
+		e.live[rec.ID] = c
+		e.mu.Unlock()
+		e.publishAgentLocked(ev, rec.Temporal)
+	}
+	e.agentMu.Unlock()
+	if err != nil {
+		return agentik.ConversationInfo{}, fmt.Errorf("create conversation: %w", err)
+	}
+	return c.info(rec), nil
+}
+
+// Conversation returns a handle to the caller's conversation id.
+func (e *Engine) Conversation(ctx context.Context, id string) (agentik.Conversation, error) {
+	c, err := e.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &handle{c: c}, nil
+}
+
+// ListConversations pages the caller's persistent conversations, newest
+// first. Temporal conversations are not listed.
+func (e *Engine) ListConversations(ctx context.Context, req agentik.ListRequest) (agentik.ConversationList, error) {
+	if req.Limit <= 0 {
+		req.Limit = 50
+	}
+	if req.Limit > 500 {
+		req.Limit = 500
+	}
+	if req.Before != "" {
+		if _, _, err := agentik.ParseListToken(req.Before); err != nil {
+			return agentik.ConversationList{}, err
+		}
+	}
+	recs, next, err := e.opts.Store.ListConversations(ctx, agentik.PrincipalFrom(ctx), req.Limit, req.Before)
+	if err != nil {
+		return agentik.ConversationList{}, fmt.Errorf("list conversations: %w", err)
+	}
+	out := agentik.ConversationList{Conversations: make([]agentik.ConversationInfo, 0, len(recs)), Next: next}
+	e.mu.Lock()
+	for _, r := range recs {
+		info := infoOf(r, e.opts.ImageInput)
+		if c := e.live[r.ID]; c != nil {
+			info.Working = c.isWorking()
+		}
+		out.Conversations = append(out.Conversations, info)
+	}
+	e.mu.Unlock()
+	return out, nil
+}
+
+// DeleteConversation cancels any running turn, deletes the conversation with
+// everything it owns, and ends its streams.
+func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
+	c, err := e.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	c.interrupt(agentik.ReasonUser)
+	e.agentMu.Lock()
+	ev, err := c.store.DeleteConversation(ctx, id, agentik.Now())
+	if err == nil {
+		e.mu.Lock()
+		delete(e.live, id)
+		e.mu.Unlock()
+		e.publishAgentLocked(ev, c.temporal)
+	}
+	e.agentMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("delete conversation: %w", err)
+	}
+	c.closeStreams()
+	return nil
+}
+
+// RenameConversation sets the title of the caller's conversation.
+func (e *Engine) RenameConversation(ctx context.Context, id, title string) (agentik.ConversationInfo, error) {
+	c, err := e.get(ctx, id)
+	if err != nil {
+		return agentik.ConversationInfo{}, err
+	}
+	return c.rename(ctx, title)
+}
+
+// accepting returns EUnavailable once Shutdown has begun.
+func (e *Engine) accepting() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.draining {
+		return agentik.Errorf(agentik.EUnavailable, "the agent is shutting down")
+	}
+	return nil
+}
+
+// get returns the live conversation id if the caller owns it.
+func (e *Engine) get(ctx context.Context, id string) (*conv, error) {
+	if !agentik.ValidID(id) {
+		return nil, agentik.Errorf(agentik.ENotFound, "conversation not found")
+	}
+	c, err := e.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.owner != agentik.PrincipalFrom(ctx) {
+		return nil, agentik.Errorf(agentik.ENotFound, "conversation not found")
+	}
+	return c, nil
+}
+
+// load returns the live struct of conversation id, reading it from the store
+// when it is not live yet.
+func (e *Engine) load(ctx context.Context, id string) (*conv, error) {
+	e.mu.Lock()
+	c := e.live[id]
+	e.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	rec, err := e.opts.Store.GetConversation(ctx, id)
+	if err != nil {
+		if agentik.IsNotFound(err) {
+			return nil, agentik.Errorf(agentik.ENotFound, "conversation not found")
+		}
+		return nil, fmt.Errorf("load conversation: %w", err)
+	}
+	last, err := e.opts.Store.LastCursor(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("load conversation: %w", err)
+	}
+	fresh := e.newConv(rec)
+	fresh.lastPublished = last
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c := e.live[id]; c != nil {
+		return c, nil // loaded concurrently
+	}
+	e.live[id] = fresh
+	return fresh, nil
+}
+
+// publishAgentLocked publishes ev; the caller holds agentMu. Agent events of
+// temporal conversations come from the memory store, whose cursors are not
+// comparable with the database's: they are published but not tracked.
+func (e *Engine) publishAgentLocked(ev agentik.AgentEvent, temporal bool) {
+	if ev.Cursor == 0 {
+		return
+	}
+	if temporal {
+		return // temporal conversations emit no agent events (see docs)
+	}
+	if ev.Cursor > e.lastAgentSeen {
+		e.lastAgentSeen = ev.Cursor
+	}
+	e.opts.Bus.PublishAgent(ev)
+}
+
+// sweepTemporal closes temporal conversations idle past TemporalIdle.
+func (e *Engine) sweepTemporal() {
+	defer e.janitor.Done()
+	every := e.opts.TemporalIdle / 4
+	if every > time.Minute {
+		every = time.Minute
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.baseCtx.Done():
+			return
+		case now := <-t.C:
+			var idle []*conv
+			e.mu.Lock()
+			for id, c := range e.live {
+				if c.temporal && c.idleSince(now) > e.opts.TemporalIdle {
+					idle = append(idle, c)
+					delete(e.live, id)
+				}
+			}
+			e.mu.Unlock()
+			for _, c := range idle {
+				c.interrupt(agentik.ReasonUser)
+				if _, err := e.temp.DeleteConversation(e.baseCtx, c.id, agentik.Now()); err != nil && !agentik.IsNotFound(err) {
+					e.log.Warn("close idle temporal conversation", "conversation", c.id, "err", err)
+				}
+				c.closeStreams()
+			}
+		}
+	}
+}
+
+func infoOf(r agentik.ConversationRecord, images bool) agentik.ConversationInfo {
+	info := agentik.ConversationInfo{
+		ID:                 r.ID,
+		Title:              r.Title,
+		Temporal:           r.Temporal,
+		CreatedAt:          r.CreatedAt,
+		UpdatedAt:          r.UpdatedAt,
+		SupportsImageInput: images,
+		Owner:              r.Owner,
+	}
+	if r.Tokens != (agentik.TurnTokens{}) {
+		t := r.Tokens
+		info.Tokens = &t
+	}
+	return info
+}

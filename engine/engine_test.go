@@ -1,0 +1,838 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/openai"
+	"github.com/agentik/agentik/sqlite"
+	"github.com/agentik/agentik/tools"
+)
+
+// harness is a real engine on a real SQLite file, talking to a scripted
+// OpenAI-compatible server over HTTP through the real adapter.
+type harness struct {
+	t     *testing.T
+	llm   *llmtest.Server
+	store *sqlite.Store
+	path  string
+	eng   *engine.Engine
+	ctx   context.Context
+
+	llmTimeout time.Duration
+}
+
+type option func(*engine.Options)
+
+func newHarness(t *testing.T, opts ...option) *harness {
+	t.Helper()
+	h := &harness{t: t, llm: llmtest.NewServer(), path: filepath.Join(t.TempDir(), "agentik.db"), ctx: context.Background(), llmTimeout: 30 * time.Second}
+	t.Cleanup(h.llm.Close)
+	h.start(opts...)
+	return h
+}
+
+func (h *harness) start(opts ...option) {
+	t := h.t
+	t.Helper()
+	st, err := sqlite.Open(h.ctx, h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = st
+	llm, err := openai.New(openai.Options{BaseURL: h.llm.URL(), Model: "test-model", MaxRetries: 2, Timeout: h.llmTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := engine.Options{
+		Store: st, Bus: bus.New(), LLM: llm,
+		Tools:        tools.NewRegistry(tools.CurrentTime{}),
+		SystemPrompt: "You are a test agent.",
+		ToolTimeout:  5 * time.Second,
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	eng, err := engine.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	t.Cleanup(h.stop)
+}
+
+// stop shuts the engine down and closes the store (idempotent).
+func (h *harness) stop() {
+	if h.eng == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.eng.Shutdown(ctx)
+	h.store.Close()
+	h.eng = nil
+}
+
+func (h *harness) conversation() (agentik.Conversation, agentik.Stream[agentik.Event]) {
+	h.t.Helper()
+	info, err := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{Title: "t"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	c, err := h.eng.Conversation(h.ctx, info.ID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	s, err := c.Events(h.ctx, agentik.LiveOnly)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { s.Close() })
+	return c, s
+}
+
+func (h *harness) send(c agentik.Conversation, text string, policy ...string) agentik.SendResult {
+	h.t.Helper()
+	req := agentik.SendRequest{Content: []agentik.Content{agentik.Text(text)}}
+	if len(policy) > 0 {
+		req.IfBusy = policy[0]
+	}
+	res, err := c.Send(h.ctx, req)
+	if err != nil {
+		h.t.Fatalf("send %q: %v", text, err)
+	}
+	return res
+}
+
+// until collects events until one satisfies stop (included) or 10 s pass.
+func until(t *testing.T, s agentik.Stream[agentik.Event], stop func(agentik.Event) bool) []agentik.Event {
+	t.Helper()
+	var got []agentik.Event
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-s.C():
+			if !ok {
+				t.Fatalf("stream ended (%v) after %s", s.Err(), types(got))
+			}
+			got = append(got, ev)
+			if stop(ev) {
+				return got
+			}
+		case <-timeout:
+			t.Fatalf("timed out after %s", types(got))
+		}
+	}
+}
+
+func endOf(id string) func(agentik.Event) bool {
+	return func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == id }
+}
+
+func types(evs []agentik.Event) string {
+	var b []string
+	for _, ev := range evs {
+		b = append(b, ev.Type)
+	}
+	return strings.Join(b, ",")
+}
+
+// compact drops repeated append_text so sequences read like the SPEC.
+func compact(evs []agentik.Event) string {
+	var b []string
+	for _, ev := range evs {
+		if ev.Type == agentik.EvAppendText && len(b) > 0 && b[len(b)-1] == "append_text" {
+			continue
+		}
+		b = append(b, ev.Type)
+	}
+	return strings.Join(b, ",")
+}
+
+func journal(t *testing.T, c agentik.Conversation) []agentik.Message {
+	t.Helper()
+	page, err := c.Messages(context.Background(), agentik.MessagesRequest{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page.Messages
+}
+
+func journalTypes(msgs []agentik.Message) string {
+	var b []string
+	for _, m := range msgs {
+		b = append(b, m.Type)
+	}
+	return strings.Join(b, ",")
+}
+
+func TestPlainTurn(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Enqueue(llmtest.Text("Hello there, human."))
+	c, s := h.conversation()
+	res := h.send(c, "hi")
+	if res.Seq != 1 || !agentik.ValidID(res.MessageID) {
+		t.Fatalf("send result %+v", res)
+	}
+	evs := until(t, s, endOf(res.MessageID))
+	if got, want := compact(evs), "user_message,working,start_response,append_text,assistant_message,end"; got != want {
+		t.Fatalf("events %s\nwant %s", got, want)
+	}
+	var text string
+	var prev int64
+	for _, ev := range evs {
+		if ev.Type == agentik.EvAppendText {
+			text += ev.Text
+		}
+		if ev.Cursor != 0 {
+			if ev.Cursor <= prev {
+				t.Fatalf("cursors not increasing: %d after %d", ev.Cursor, prev)
+			}
+			prev = ev.Cursor
+		}
+	}
+	if text != "Hello there, human." {
+		t.Fatalf("streamed %q", text)
+	}
+	end := evs[len(evs)-1]
+	if end.Reason != agentik.EndCompleted || end.Tokens == nil || end.Tokens.Input != 10 {
+		t.Fatalf("end %+v", end)
+	}
+	msgs := journal(t, c)
+	if journalTypes(msgs) != "user_message,assistant_message" || msgs[1].ReplyTo != res.MessageID || msgs[1].Seq != 2 ||
+		agentik.JoinText(msgs[1].Content) != "Hello there, human." || msgs[1].Tokens == nil {
+		t.Fatalf("journal %+v", msgs)
+	}
+	reqs := h.llm.Requests()
+	if len(reqs) != 1 || len(reqs[0].Messages) != 2 || reqs[0].Messages[0].Role != "system" || reqs[0].Messages[1].Text() != "hi" {
+		t.Fatalf("model request %+v", reqs)
+	}
+	info, _ := c.Info(h.ctx)
+	if info.Working || info.Tokens == nil || info.Tokens.Output == 0 {
+		t.Fatalf("info after turn %+v", info)
+	}
+}
+
+func TestToolTurn(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("current_time", `{"timezone":"Europe/Paris"}`).WithID("call_a")),
+		llmtest.Text("It is late."))
+	c, s := h.conversation()
+	res := h.send(c, "what time is it?")
+	evs := until(t, s, endOf(res.MessageID))
+	if got, want := compact(evs), "user_message,working,tool_call,tool_result,start_response,append_text,assistant_message,end"; got != want {
+		t.Fatalf("events %s\nwant %s", got, want)
+	}
+	msgs := journal(t, c)
+	if journalTypes(msgs) != "user_message,tool_call,tool_result,assistant_message" {
+		t.Fatalf("journal %s", journalTypes(msgs))
+	}
+	call, result := msgs[1], msgs[2]
+	if call.CallID != "call_a" || call.Name != "current_time" || string(call.Arguments) != `{"timezone":"Europe/Paris"}` {
+		t.Fatalf("tool call %+v", call)
+	}
+	if result.IsError || !strings.Contains(agentik.JoinText(result.Content), "+01:00") {
+		t.Fatalf("tool result %+v", result)
+	}
+	reqs := h.llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	if names := reqs[0].ToolNames(); len(names) != 1 || names[0] != "current_time" {
+		t.Fatalf("offered tools %v", names)
+	}
+	second := reqs[1].Messages
+	last := second[len(second)-1]
+	if len(second) != 4 || second[2].Role != "assistant" || len(second[2].ToolCalls) != 1 || last.Role != "tool" || last.ToolCallID != "call_a" {
+		t.Fatalf("second request messages %+v", second)
+	}
+}
+
+// pairTool returns only once two calls of it run at the same time.
+type pairTool struct {
+	mu      sync.Mutex
+	arrived int
+	both    chan struct{}
+}
+
+func (p *pairTool) Spec() agentik.ToolSpec {
+	return agentik.ToolSpec{Name: "pair", Parameters: agentik.RawJSON(`{"type":"object"}`)}
+}
+
+func (p *pairTool) Call(ctx context.Context, _ agentik.RawJSON) (agentik.ToolResult, error) {
+	p.mu.Lock()
+	p.arrived++
+	if p.arrived == 2 {
+		close(p.both)
+	}
+	p.mu.Unlock()
+	select {
+	case <-p.both:
+		return agentik.ToolResult{Content: []agentik.Content{agentik.Text("together")}}, nil
+	case <-ctx.Done():
+		return agentik.ToolResult{}, ctx.Err()
+	}
+}
+
+func TestParallelToolCallsRunConcurrently(t *testing.T) {
+	pair := &pairTool{both: make(chan struct{})}
+	h := newHarness(t, func(o *engine.Options) { o.Tools = tools.NewRegistry(pair) })
+	h.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("pair", `{}`), llmtest.Call("pair", `{}`)), llmtest.Text("done"))
+	c, s := h.conversation()
+	res := h.send(c, "go")
+	until(t, s, endOf(res.MessageID))
+	msgs := journal(t, c)
+	if journalTypes(msgs) != "user_message,tool_call,tool_call,tool_result,tool_result,assistant_message" {
+		t.Fatalf("journal %s", journalTypes(msgs))
+	}
+	for _, m := range msgs[3:5] {
+		if m.IsError || agentik.JoinText(m.Content) != "together" {
+			t.Fatalf("a call did not run concurrently: %+v", m)
+		}
+	}
+	second := h.llm.Requests()[1].Messages
+	if len(second) != 5 || second[3].Role != "tool" || second[4].Role != "tool" || second[3].ToolCallID == second[4].ToolCallID {
+		t.Fatalf("tool results fed back: %+v", second)
+	}
+}
+
+func TestMaxToolRoundsThenUsable(t *testing.T) {
+	h := newHarness(t, func(o *engine.Options) { o.MaxToolRounds = 2 })
+	h.llm.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("current_time", `{}`)),
+		llmtest.ToolCalls(llmtest.Call("current_time", `{}`)),
+		llmtest.Text("fine now"))
+	c, s := h.conversation()
+	res := h.send(c, "loop")
+	evs := until(t, s, endOf(res.MessageID))
+	if evs[len(evs)-1].Reason != agentik.EndError {
+		t.Fatalf("end %+v", evs[len(evs)-1])
+	}
+	msgs := journal(t, c)
+	last := msgs[len(msgs)-1]
+	if last.Type != agentik.MsgError || last.Code != engine.CodeToolRoundsExceeded || last.ReplyTo != res.MessageID {
+		t.Fatalf("last journal entry %+v", last)
+	}
+	res2 := h.send(c, "again")
+	evs = until(t, s, endOf(res2.MessageID))
+	if evs[len(evs)-1].Reason != agentik.EndCompleted {
+		t.Fatalf("conversation not usable after failure: %s", types(evs))
+	}
+}
+
+func TestModelFailures(t *testing.T) {
+	cases := []struct {
+		name    string
+		replies []llmtest.Reply
+		code    string // "" = the turn completes
+	}{
+		{"500 then success", []llmtest.Reply{llmtest.APIError(500, "server_error", "", "boom"), llmtest.Text("ok")}, ""},
+		{"429 then success", []llmtest.Reply{llmtest.RateLimited("0"), llmtest.Text("ok")}, ""},
+		{"500 three times", []llmtest.Reply{llmtest.APIError(500, "server_error", "", "a"), llmtest.APIError(500, "server_error", "", "b"), llmtest.APIError(500, "server_error", "", "c")}, engine.CodeLLMError},
+		{"reset mid-stream", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Reset()}, engine.CodeLLMError},
+		{"malformed chunk", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Raw("data: {not json\n\n")}, engine.CodeLLMError},
+		{"no finish", []llmtest.Reply{llmtest.Stream().Role().Content("Hel")}, engine.CodeLLMError},
+		{"context overflow", []llmtest.Reply{llmtest.APIError(400, "invalid_request_error", "context_length_exceeded", "This model's maximum context length is 8192 tokens.")}, engine.CodeContextOverflow},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.llm.Enqueue(tc.replies...)
+			c, s := h.conversation()
+			res := h.send(c, "hi")
+			evs := until(t, s, endOf(res.MessageID))
+			msgs := journal(t, c)
+			last := msgs[len(msgs)-1]
+			if tc.code == "" {
+				if last.Type != agentik.MsgAssistant || evs[len(evs)-1].Reason != agentik.EndCompleted {
+					t.Fatalf("want an answer, got %s / %+v", types(evs), last)
+				}
+				return
+			}
+			if last.Type != agentik.MsgError || last.Code != tc.code || evs[len(evs)-1].Reason != agentik.EndError {
+				t.Fatalf("want error %s, got %+v (%s)", tc.code, last, types(evs))
+			}
+			if !strings.Contains(types(evs), "error") {
+				t.Fatalf("no durable error event: %s", types(evs))
+			}
+			h.llm.Enqueue(llmtest.Text("recovered"))
+			res2 := h.send(c, "again")
+			evs = until(t, s, endOf(res2.MessageID))
+			if evs[len(evs)-1].Reason != agentik.EndCompleted {
+				t.Fatalf("not usable after failure: %s", types(evs))
+			}
+		})
+	}
+}
+
+func TestModelTimeout(t *testing.T) {
+	h := &harness{t: t, llm: llmtest.NewServer(), path: filepath.Join(t.TempDir(), "agentik.db"), ctx: context.Background(), llmTimeout: 200 * time.Millisecond}
+	t.Cleanup(h.llm.Close)
+	h.start()
+	h.llm.Enqueue(llmtest.Stream().Role().Hang())
+	c, s := h.conversation()
+	res := h.send(c, "hi")
+	until(t, s, endOf(res.MessageID))
+	msgs := journal(t, c)
+	if last := msgs[len(msgs)-1]; last.Code != engine.CodeLLMTimeout {
+		t.Fatalf("last %+v", last)
+	}
+}
+
+func TestInterruptMidStreamKeepsPartialAnswer(t *testing.T) {
+	h := newHarness(t)
+	gate := llmtest.NewGate()
+	h.llm.Enqueue(llmtest.Stream().Role().Content("Hello ", "wor").Pause(gate).Content("ld").Finish("stop").Done())
+	c, s := h.conversation()
+	res := h.send(c, "hi")
+	until(t, s, func(ev agentik.Event) bool { return ev.Type == agentik.EvAppendText && ev.Text == "wor" })
+	<-gate.Reached()
+	ok, err := c.Interrupt(h.ctx)
+	if err != nil || !ok {
+		t.Fatalf("interrupt: %v %v", ok, err)
+	}
+	evs := until(t, s, endOf(res.MessageID))
+	if got := compact(evs); got != "assistant_message,interrupted,end" {
+		t.Fatalf("events %s", got)
+	}
+	if evs[1].Reason != agentik.ReasonUser || evs[2].Reason != agentik.EndInterrupted {
+		t.Fatalf("reasons %+v %+v", evs[1], evs[2])
+	}
+	msgs := journal(t, c)
+	if len(msgs) != 2 || !msgs[1].Interrupted || agentik.JoinText(msgs[1].Content) != "Hello wor" {
+		t.Fatalf("journal %+v", msgs)
+	}
+	gate.Release()
+	if ok, _ := c.Interrupt(h.ctx); ok {
+		t.Fatal("interrupt of an idle conversation reported true")
+	}
+}
+
+// blockTool blocks until its context ends and says when it started.
+type blockTool struct{ started chan struct{} }
+
+func (b blockTool) Spec() agentik.ToolSpec {
+	return agentik.ToolSpec{Name: "block", Parameters: agentik.RawJSON(`{"type":"object"}`)}
+}
+
+func (b blockTool) Call(ctx context.Context, _ agentik.RawJSON) (agentik.ToolResult, error) {
+	close(b.started)
+	<-ctx.Done()
+	return agentik.ToolResult{}, ctx.Err()
+}
+
+func TestInterruptMidTool(t *testing.T) {
+	bt := blockTool{started: make(chan struct{})}
+	h := newHarness(t, func(o *engine.Options) { o.Tools = tools.NewRegistry(bt); o.ToolTimeout = time.Hour })
+	h.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("block", `{}`)))
+	c, s := h.conversation()
+	res := h.send(c, "block")
+	<-bt.started
+	if ok, _ := c.Interrupt(h.ctx); !ok {
+		t.Fatal("interrupt reported idle")
+	}
+	evs := until(t, s, endOf(res.MessageID))
+	if got := compact(evs); !strings.HasSuffix(got, "tool_call,interrupted,end") {
+		t.Fatalf("events %s", got)
+	}
+	if len(h.llm.Requests()) != 1 {
+		t.Fatal("the model was called again after the interrupt")
+	}
+}
+
+func TestToolTimeoutIsAResultTheModelSees(t *testing.T) {
+	bt := blockTool{started: make(chan struct{})}
+	h := newHarness(t, func(o *engine.Options) { o.Tools = tools.NewRegistry(bt); o.ToolTimeout = 100 * time.Millisecond })
+	h.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("block", `{}`), llmtest.Call("nope", `{}`)), llmtest.Text("sorry"))
+	c, s := h.conversation()
+	res := h.send(c, "block")
+	evs := until(t, s, endOf(res.MessageID))
+	if n := strings.Count(types(evs), "tool_failed"); n != 2 {
+		t.Fatalf("want two tool_failed, got %s", types(evs))
+	}
+	second := h.llm.Requests()[1].Messages
+	var texts []string
+	for _, m := range second {
+		if m.Role == "tool" {
+			texts = append(texts, m.Text())
+		}
+	}
+	if len(texts) != 2 || !strings.Contains(texts[0], "did not answer") || !strings.Contains(texts[1], "unknown tool") {
+		t.Fatalf("tool messages %q", texts)
+	}
+}
+
+func TestBusyPolicies(t *testing.T) {
+	t.Run("enqueue", func(t *testing.T) {
+		h := newHarness(t)
+		gate := llmtest.NewGate()
+		h.llm.Enqueue(llmtest.Stream().Role().Content("first").Pause(gate).Finish("stop").Done(), llmtest.Text("second"))
+		c, s := h.conversation()
+		r1 := h.send(c, "one")
+		<-gate.Reached()
+		r2 := h.send(c, "two")
+		if r2.Seq != 2 {
+			t.Fatalf("queued message seq %d", r2.Seq)
+		}
+		gate.Release()
+		until(t, s, endOf(r2.MessageID))
+		msgs := journal(t, c)
+		if journalTypes(msgs) != "user_message,user_message,assistant_message,assistant_message" ||
+			msgs[2].ReplyTo != r1.MessageID || msgs[3].ReplyTo != r2.MessageID {
+			t.Fatalf("journal %+v", msgs)
+		}
+		reqs := h.llm.Requests()
+		if n := len(reqs[0].Messages); n != 2 {
+			t.Fatalf("turn 1 saw %d messages", n)
+		}
+		m := reqs[1].Messages
+		if len(m) != 4 || m[1].Text() != "one" || m[2].Role != "assistant" || m[3].Text() != "two" {
+			t.Fatalf("turn 2 context %+v", m)
+		}
+	})
+	t.Run("reject", func(t *testing.T) {
+		h := newHarness(t)
+		gate := llmtest.NewGate()
+		h.llm.Enqueue(llmtest.Stream().Role().Content("first").Pause(gate).Finish("stop").Done())
+		c, s := h.conversation()
+		r1 := h.send(c, "one")
+		<-gate.Reached()
+		_, err := c.Send(h.ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("two")}, IfBusy: agentik.BusyReject})
+		if agentik.ErrorCode(err) != agentik.EBusy {
+			t.Fatalf("reject: %v", err)
+		}
+		gate.Release()
+		until(t, s, endOf(r1.MessageID))
+		if got := journalTypes(journal(t, c)); got != "user_message,assistant_message" {
+			t.Fatalf("journal %s", got)
+		}
+	})
+	t.Run("interrupt", func(t *testing.T) {
+		h := newHarness(t)
+		gate := llmtest.NewGate()
+		h.llm.Enqueue(llmtest.Stream().Role().Content("first").Pause(gate).Finish("stop").Done(), llmtest.Text("second"))
+		c, s := h.conversation()
+		r1 := h.send(c, "one")
+		until(t, s, func(ev agentik.Event) bool { return ev.Text == "first" })
+		r2 := h.send(c, "two", agentik.BusyInterrupt)
+		evs := until(t, s, endOf(r2.MessageID))
+		var sawInterrupt bool
+		for _, ev := range evs {
+			if ev.Type == agentik.EvInterrupted && ev.ReplyTo == r1.MessageID && ev.Reason == agentik.ReasonBusyPolicy {
+				sawInterrupt = true
+			}
+		}
+		if !sawInterrupt {
+			t.Fatalf("no busy_policy interrupt: %s", types(evs))
+		}
+		msgs := journal(t, c)
+		if journalTypes(msgs) != "user_message,user_message,assistant_message,assistant_message" || !msgs[2].Interrupted || msgs[3].Interrupted {
+			t.Fatalf("journal %+v", msgs)
+		}
+		gate.Release()
+	})
+}
+
+func TestInvalidSendStoresNothing(t *testing.T) {
+	h := newHarness(t)
+	c, _ := h.conversation()
+	bad := []agentik.SendRequest{
+		{},
+		{Content: []agentik.Content{{Type: "text"}}},
+		{Content: []agentik.Content{{Type: "audio"}}},
+		{Content: []agentik.Content{agentik.Image("image/png", []byte{1})}}, // the model takes no images
+		{Content: []agentik.Content{agentik.Text("x")}, IfBusy: "sometimes"},
+	}
+	for _, req := range bad {
+		if _, err := c.Send(h.ctx, req); agentik.ErrorCode(err) != agentik.EInvalid {
+			t.Errorf("%+v: %v", req, err)
+		}
+	}
+	if n := len(journal(t, c)); n != 0 {
+		t.Fatalf("%d messages stored", n)
+	}
+}
+
+func TestCrashRecoveryResumesOpenTurns(t *testing.T) {
+	h := newHarness(t)
+	c, _ := h.conversation()
+	h.stop()
+
+	// A message acknowledged by a process that died before answering.
+	st, err := sqlite.Open(h.ctx, h.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := agentik.Message{ID: agentik.NewID(), Date: agentik.Now(), Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("are you there?")}}
+	if _, _, err := st.Commit(h.ctx, agentik.Write{ConversationID: c.ID(), Events: []agentik.Event{agentik.MessageEvent(&m)}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	h.llm.Enqueue(llmtest.Text("yes, back"))
+	h.start()
+	c2, err := h.eng.Conversation(h.ctx, c.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := c2.Events(h.ctx, 0)
+	defer s.Close()
+	until(t, s, endOf(m.ID))
+	msgs := journal(t, c2)
+	if journalTypes(msgs) != "user_message,assistant_message" || msgs[1].ReplyTo != m.ID {
+		t.Fatalf("journal %+v", msgs)
+	}
+	open, _ := h.store.OpenTurns(h.ctx)
+	if len(open) != 0 {
+		t.Fatalf("open turns left: %+v", open)
+	}
+}
+
+func TestRestartInterruptPolicyClosesOpenTurns(t *testing.T) {
+	h := newHarness(t)
+	c, _ := h.conversation()
+	h.stop()
+	st, _ := sqlite.Open(h.ctx, h.path)
+	m := agentik.Message{ID: agentik.NewID(), Date: agentik.Now(), Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("x")}}
+	st.Commit(h.ctx, agentik.Write{ConversationID: c.ID(), Events: []agentik.Event{agentik.MessageEvent(&m)}})
+	st.Close()
+	h.start(func(o *engine.Options) { o.OnRestart = engine.RestartInterrupt })
+	evs, _ := h.store.Events(h.ctx, c.ID(), 0, 100)
+	last := evs[len(evs)-1]
+	if last.Type != agentik.EvInterrupted || last.Reason != agentik.ReasonRestart || last.ReplyTo != m.ID {
+		t.Fatalf("last event %+v", last)
+	}
+	if len(h.llm.Requests()) != 0 {
+		t.Fatal("the model was called")
+	}
+}
+
+func TestEventsReplayResumeAndLiveJoin(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Enqueue(llmtest.Text("one two three"))
+	c, s := h.conversation()
+	r1 := h.send(c, "first")
+	until(t, s, endOf(r1.MessageID))
+
+	all, err := c.Events(h.ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := until(t, all, func(ev agentik.Event) bool { return ev.Type == agentik.EvAssistantMessage })
+	all.Close()
+	if types(got) != "user_message,assistant_message" {
+		t.Fatalf("replay %s", types(got))
+	}
+	resume, _ := c.Events(h.ctx, got[0].Cursor)
+	defer resume.Close()
+	if ev := <-resume.C(); ev.Cursor != got[1].Cursor {
+		t.Fatalf("resume delivered %+v, want cursor %d", ev, got[1].Cursor)
+	}
+
+	// Join a running turn: working, then the partial text as one delta.
+	gate := llmtest.NewGate()
+	h.llm.Enqueue(llmtest.Stream().Role().Content("par", "tial").Pause(gate).Content(" end").Finish("stop").Done())
+	r2 := h.send(c, "second")
+	until(t, s, func(ev agentik.Event) bool { return ev.Text == "tial" })
+	<-gate.Reached()
+	join, _ := c.Events(h.ctx, agentik.LiveOnly)
+	defer join.Close()
+	gate.Release()
+	evs := until(t, join, endOf(r2.MessageID))
+	if compact(evs) != "working,start_response,append_text,assistant_message,end" || evs[2].Text != "partial" || evs[3].Text != " end" {
+		t.Fatalf("join %s %+v", types(evs), evs)
+	}
+	// The resumed stream saw the second turn without repeats.
+	evs = until(t, resume, endOf(r2.MessageID))
+	var cursors []int64
+	for _, ev := range evs {
+		if ev.Cursor != 0 {
+			cursors = append(cursors, ev.Cursor)
+		}
+	}
+	if len(cursors) != 2 || cursors[0] <= got[1].Cursor {
+		t.Fatalf("resume cursors %v", cursors)
+	}
+}
+
+func TestTemporalConversationNeverReachesTheStore(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Enqueue(llmtest.Text("ephemeral"))
+	info, err := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{Temporal: true})
+	if err != nil || !info.Temporal {
+		t.Fatalf("%+v %v", info, err)
+	}
+	c, _ := h.eng.Conversation(h.ctx, info.ID)
+	s, _ := c.Events(h.ctx, agentik.LiveOnly)
+	defer s.Close()
+	res := h.send(c, "hi")
+	until(t, s, endOf(res.MessageID))
+	if got := journalTypes(journal(t, c)); got != "user_message,assistant_message" {
+		t.Fatalf("journal %s", got)
+	}
+	if _, err := h.store.GetConversation(h.ctx, info.ID); !agentik.IsNotFound(err) {
+		t.Fatalf("temporal conversation in the store: %v", err)
+	}
+	if err := h.eng.DeleteConversation(h.ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.eng.Conversation(h.ctx, info.ID); !agentik.IsNotFound(err) {
+		t.Fatalf("after delete: %v", err)
+	}
+}
+
+func TestOtherPrincipalsSeeNothing(t *testing.T) {
+	h := newHarness(t)
+	alice := agentik.WithPrincipal(h.ctx, "alice")
+	bob := agentik.WithPrincipal(h.ctx, "bob")
+	info, err := h.eng.CreateConversation(alice, agentik.CreateRequest{Title: "secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.eng.Conversation(bob, info.ID); !agentik.IsNotFound(err) {
+		t.Fatalf("bob got alice's conversation: %v", err)
+	}
+	if _, err := h.eng.RenameConversation(bob, info.ID, "x"); !agentik.IsNotFound(err) {
+		t.Fatalf("bob renamed: %v", err)
+	}
+	if err := h.eng.DeleteConversation(bob, info.ID); !agentik.IsNotFound(err) {
+		t.Fatalf("bob deleted: %v", err)
+	}
+	list, _ := h.eng.ListConversations(bob, agentik.ListRequest{})
+	if len(list.Conversations) != 0 {
+		t.Fatalf("bob lists %+v", list)
+	}
+	list, _ = h.eng.ListConversations(alice, agentik.ListRequest{})
+	if len(list.Conversations) != 1 || list.Conversations[0].Title != "secret" {
+		t.Fatalf("alice lists %+v", list)
+	}
+}
+
+func TestAgentEventsInOrder(t *testing.T) {
+	h := newHarness(t)
+	s, err := h.eng.Events(h.ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	info, _ := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{})
+	h.eng.RenameConversation(h.ctx, info.ID, "renamed")
+	h.eng.DeleteConversation(h.ctx, info.ID)
+	var got []string
+	var prev int64
+	for len(got) < 3 {
+		ev := <-s.C()
+		if ev.Cursor <= prev {
+			t.Fatalf("cursor %d after %d", ev.Cursor, prev)
+		}
+		prev = ev.Cursor
+		got = append(got, ev.Type)
+	}
+	if strings.Join(got, ",") != "created,renamed,deleted" {
+		t.Fatalf("agent events %v", got)
+	}
+	replay, _ := h.eng.Events(h.ctx, 0)
+	defer replay.Close()
+	if ev := <-replay.C(); ev.Type != agentik.AgentEvCreated || ev.Conversation == nil || ev.Conversation.ID != info.ID {
+		t.Fatalf("replay %+v", ev)
+	}
+}
+
+func TestShutdownInterruptsRunningTurnAndEndsStreams(t *testing.T) {
+	h := newHarness(t)
+	gate := llmtest.NewGate()
+	h.llm.Enqueue(llmtest.Stream().Role().Content("half").Pause(gate).Finish("stop").Done())
+	c, s := h.conversation()
+	res := h.send(c, "hi")
+	until(t, s, func(ev agentik.Event) bool { return ev.Text == "half" })
+	ctx, cancel := context.WithTimeout(h.ctx, 50*time.Millisecond) // the drain timeout
+	defer cancel()
+	if err := h.eng.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gate.Release()
+	var evs []agentik.Event
+	for ev := range s.C() {
+		evs = append(evs, ev)
+	}
+	if !strings.Contains(types(evs), "interrupted") {
+		t.Fatalf("stream %s", types(evs))
+	}
+	if _, err := c.Send(h.ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("late")}}); agentik.ErrorCode(err) != agentik.EUnavailable {
+		t.Fatalf("send after shutdown: %v", err)
+	}
+	stored, _ := h.store.Events(h.ctx, c.ID(), 0, 100)
+	last := stored[len(stored)-1]
+	if last.Type != agentik.EvInterrupted || last.Reason != agentik.ReasonShutdown || last.ReplyTo != res.MessageID {
+		t.Fatalf("last stored event %+v", last)
+	}
+}
+
+func TestConcurrentConversations(t *testing.T) {
+	h := newHarness(t)
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			info, err := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{})
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			c, _ := h.eng.Conversation(h.ctx, info.ID)
+			s, _ := c.Events(h.ctx, agentik.LiveOnly)
+			defer s.Close()
+			for j := 0; j < 3; j++ {
+				res, err := c.Send(h.ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("hi")}})
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				for ev := range s.C() {
+					if ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID {
+						if ev.Reason != agentik.EndCompleted {
+							failed.Add(1)
+						}
+						break
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Fatalf("%d failures", failed.Load())
+	}
+}
+
+func TestArgumentsNotJSONNeverCorruptTheJournal(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Enqueue(llmtest.Stream().Role().ToolCall(0, "call_x", "current_time", `{"timezone":`).Finish("tool_calls").Done(), llmtest.Text("ok"))
+	c, s := h.conversation()
+	res := h.send(c, "x")
+	until(t, s, endOf(res.MessageID))
+	for _, m := range journal(t, c) {
+		if m.Type == agentik.MsgToolCall && !json.Valid(m.Arguments) {
+			t.Fatalf("journal holds invalid JSON %s", m.Arguments)
+		}
+		if m.Type == agentik.MsgToolResult && !m.IsError {
+			t.Fatalf("a call with broken arguments ran: %+v", m)
+		}
+	}
+}

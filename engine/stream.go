@@ -1,0 +1,279 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agentik/agentik"
+)
+
+// replayPage is how many durable events a replay reads per store query.
+const replayPage = 500
+
+// drainWait bounds how long a stream ended by shutdown waits for its reader
+// to take each event that was already published.
+const drainWait = time.Second
+
+// stream is an agentik.Stream fed by one goroutine owned by the Engine. It
+// ends when its reader's context ends or Close is called, and when the engine
+// shuts down — then only after delivering what was already published, so the
+// last events of interrupted turns reach their readers.
+type stream[T any] struct {
+	out    chan T
+	ctx    context.Context // the reader's context and Close
+	cancel context.CancelFunc
+	stop   <-chan struct{} // engine shutdown
+
+	mu  sync.Mutex
+	err error
+}
+
+func newStream[T any](parent, base context.Context) *stream[T] {
+	ctx, cancel := context.WithCancel(parent)
+	return &stream[T]{out: make(chan T, 64), ctx: ctx, cancel: cancel, stop: base.Done()}
+}
+
+func (s *stream[T]) C() <-chan T { return s.out }
+
+func (s *stream[T]) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *stream[T]) Close() error {
+	s.cancel()
+	return nil
+}
+
+// send delivers v unless the stream was closed or the engine stops.
+func (s *stream[T]) send(v T) bool {
+	select {
+	case s.out <- v:
+		return true
+	case <-s.ctx.Done():
+		return false
+	case <-s.stop:
+		return false
+	}
+}
+
+// drain delivers what sub already holds, each event waiting at most
+// drainWait for the reader, then ends the stream.
+func drain[T any](s *stream[T], sub agentik.Subscriber[T], keep func(T) bool) {
+	for {
+		select {
+		case v, ok := <-sub.C():
+			if !ok {
+				return
+			}
+			if !keep(v) {
+				continue
+			}
+			if !s.sendLast(v) {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+// sendLast delivers v after shutdown began, waiting at most drainWait.
+func (s *stream[T]) sendLast(v T) bool {
+	t := time.NewTimer(drainWait)
+	defer t.Stop()
+	select {
+	case s.out <- v:
+		return true
+	case <-s.ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
+// finish records why the stream ended and closes its channel.
+func (s *stream[T]) finish(err error) {
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+	s.cancel()
+	close(s.out)
+}
+
+// subscribe starts a conversation stream: durable events after the cursor up
+// to the moment of subscription, then (if a turn runs) working and the
+// partial text, then live events.
+func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agentik.Event], error) {
+	e := c.e
+	s := newStream[agentik.Event](ctx, e.baseCtx)
+
+	// Under mu and writeMu nothing is published: the bus subscription, the
+	// partial-text snapshot and the replay bound are one consistent point.
+	c.mu.Lock()
+	c.writeMu.Lock()
+	sub := e.opts.Bus.Subscribe(c.id)
+	bound := c.lastPublished
+	var join []agentik.Event
+	if t := c.running; t != nil {
+		join = append(join, agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: agentik.EvWorking, ReplyTo: t.user.ID})
+		if c.partial.Len() > 0 {
+			start := agentik.EvStartResponse
+			if c.phase == agentik.DeltaReasoning {
+				start = agentik.EvStartReasoning
+			}
+			join = append(join,
+				agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: start, ReplyTo: t.user.ID},
+				agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: agentik.EvAppendText, Text: c.partial.String()})
+		}
+	}
+	c.streams[s] = struct{}{}
+	c.lastActive = timeNow()
+	c.writeMu.Unlock()
+	c.mu.Unlock()
+
+	e.streams.Add(1)
+	go func() {
+		defer e.streams.Done()
+		defer sub.Close()
+		err := c.feed(s, sub, after, bound, join)
+		c.mu.Lock()
+		delete(c.streams, s)
+		c.lastActive = timeNow()
+		c.mu.Unlock()
+		s.finish(err)
+	}()
+	return s, nil
+}
+
+// feed runs a stream until it ends; the error says why (nil when closed).
+func (c *conv) feed(s *stream[agentik.Event], sub agentik.Subscriber[agentik.Event], after, bound int64, join []agentik.Event) error {
+	if after != agentik.LiveOnly {
+		for after < bound {
+			evs, err := c.store.Events(s.ctx, c.id, after, replayPage)
+			if err != nil {
+				if s.ctx.Err() != nil {
+					return nil
+				}
+				return c.readErr(err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			for _, ev := range evs {
+				if ev.Cursor > bound {
+					break
+				}
+				if !s.send(ev) {
+					return nil
+				}
+				after = ev.Cursor
+			}
+			if len(evs) < replayPage {
+				break
+			}
+		}
+	}
+	for _, ev := range join {
+		if !s.send(ev) {
+			return nil
+		}
+	}
+	keep := func(ev agentik.Event) bool { return ev.Cursor == 0 || ev.Cursor > bound }
+	for {
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case <-s.stop:
+			drain(s, sub, keep)
+			return nil
+		case ev, ok := <-sub.C():
+			if !ok {
+				return agentik.ErrSlowSubscriber
+			}
+			if keep(ev) && !s.send(ev) {
+				if isStopped(s.stop) && s.sendLast(ev) {
+					drain(s, sub, keep)
+				}
+				return nil
+			}
+		}
+	}
+}
+
+func isStopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// Events streams agent events of the caller's conversations after the cursor.
+func (e *Engine) Events(ctx context.Context, after int64) (agentik.Stream[agentik.AgentEvent], error) {
+	owner := agentik.PrincipalFrom(ctx)
+	s := newStream[agentik.AgentEvent](ctx, e.baseCtx)
+	e.agentMu.Lock()
+	sub := e.opts.Bus.SubscribeAgent()
+	bound := e.lastAgentSeen
+	e.agentMu.Unlock()
+
+	e.streams.Add(1)
+	go func() {
+		defer e.streams.Done()
+		defer sub.Close()
+		s.finish(e.feedAgent(s, sub, owner, after, bound))
+	}()
+	return s, nil
+}
+
+func (e *Engine) feedAgent(s *stream[agentik.AgentEvent], sub agentik.Subscriber[agentik.AgentEvent], owner string, after, bound int64) error {
+	if after != agentik.LiveOnly {
+		for after < bound {
+			evs, err := e.opts.Store.AgentEvents(s.ctx, after, replayPage)
+			if err != nil {
+				if s.ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			for _, ev := range evs {
+				if ev.Cursor > bound {
+					break
+				}
+				after = ev.Cursor
+				if ev.Owner != owner {
+					continue
+				}
+				if !s.send(ev) {
+					return nil
+				}
+			}
+			if len(evs) < replayPage {
+				break
+			}
+		}
+	}
+	keep := func(ev agentik.AgentEvent) bool { return ev.Cursor > bound && ev.Owner == owner }
+	for {
+		select {
+		case <-s.ctx.Done():
+			return nil
+		case <-s.stop:
+			drain(s, sub, keep)
+			return nil
+		case ev, ok := <-sub.C():
+			if !ok {
+				return agentik.ErrSlowSubscriber
+			}
+			if keep(ev) && !s.send(ev) {
+				if isStopped(s.stop) && s.sendLast(ev) {
+					drain(s, sub, keep)
+				}
+				return nil
+			}
+		}
+	}
+}

@@ -1,0 +1,434 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/tools"
+)
+
+var timeNow = time.Now
+
+// finalWriteTimeout bounds the writes that close a cancelled turn: they run
+// on a fresh context because the turn's own is already cancelled.
+const finalWriteTimeout = 10 * time.Second
+
+// Error codes of failed turns (the code field of error messages).
+const (
+	CodeLLMError           = "llm_error"
+	CodeLLMTimeout         = "llm_timeout"
+	CodeContextOverflow    = "context_overflow"
+	CodeToolRoundsExceeded = "tool_rounds_exceeded"
+	CodeStoreError         = "store_error"
+)
+
+// loop runs queued turns one after another until the queue is empty.
+func (c *conv) loop() {
+	defer c.e.turns.Done()
+	for {
+		c.mu.Lock()
+		c.e.mu.Lock()
+		draining := c.e.draining
+		c.e.mu.Unlock()
+		if len(c.queue) == 0 || draining {
+			c.looping = false
+			c.mu.Unlock()
+			return
+		}
+		user := c.queue[0]
+		c.queue = c.queue[1:]
+		ctx, cancel := context.WithCancel(c.e.baseCtx)
+		t := &turn{user: user, cancel: cancel}
+		c.running = t
+		c.phase = ""
+		c.partial.Reset()
+		c.publishLocked(agentik.Event{Type: agentik.EvWorking, ReplyTo: user.ID})
+		c.mu.Unlock()
+
+		c.runTurn(ctx, t)
+		cancel()
+
+		c.mu.Lock()
+		c.running = nil
+		c.partial.Reset()
+		c.lastActive = timeNow()
+		c.mu.Unlock()
+	}
+}
+
+// runTurn answers one user message and always closes its turn.
+func (c *conv) runTurn(ctx context.Context, t *turn) {
+	r := &turnRun{c: c, t: t, ctx: ctx}
+	err := r.run()
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		r.closeInterrupted()
+	default:
+		r.closeFailed(err)
+	}
+}
+
+// turnRun is the state of one turn, owned by the turn loop goroutine.
+type turnRun struct {
+	c      *conv
+	t      *turn
+	ctx    context.Context
+	tokens agentik.TurnTokens
+	text   string // the response text of the current model call
+	reason string // reasoning of the current model call
+}
+
+func (r *turnRun) run() error {
+	c := r.c
+	if err := c.ensureMemory(r.ctx); err != nil {
+		return err
+	}
+	if !c.hasUserEntry(r.t.user.ID) {
+		entry := agentik.MemoryEntry{SourceID: r.t.user.ID, ReplyTo: r.t.user.ID,
+			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: r.t.user.Content}}
+		if err := c.appendMemory(r.ctx, agentik.Write{Memory: []agentik.MemoryEntry{entry}}); err != nil {
+			return err
+		}
+	}
+	for round := 0; round < c.e.opts.MaxToolRounds; round++ {
+		set := c.e.opts.Tools.Snapshot(r.ctx)
+		resp, err := r.callModel(set)
+		if err != nil {
+			return err
+		}
+		if len(resp.ToolCalls) == 0 {
+			return r.answer(resp)
+		}
+		if err := r.runTools(set, resp); err != nil {
+			return err
+		}
+	}
+	return &turnError{code: CodeToolRoundsExceeded, details: fmt.Sprintf("the model asked for tools %d times without answering", c.e.opts.MaxToolRounds)}
+}
+
+// turnError is a failure recorded as an error message with its own code.
+type turnError struct {
+	code, details string
+	err           error
+}
+
+func (e *turnError) Error() string { return e.code + ": " + e.details }
+func (e *turnError) Unwrap() error { return e.err }
+
+func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
+	c := r.c
+	req := agentik.ModelRequest{System: c.e.opts.SystemPrompt, Tools: set.Specs()}
+	req.Messages = make([]agentik.ModelMessage, len(c.memory))
+	for i, m := range c.memory {
+		req.Messages[i] = m.Message
+	}
+	r.text, r.reason = "", ""
+	// The LLM bounds its own waiting (connect, retries, silence between
+	// chunks); the turn's context adds interrupts and shutdown.
+	resp, err := c.e.opts.LLM.Generate(r.ctx, req, r.onDelta)
+	if err != nil {
+		if r.ctx.Err() != nil {
+			return resp, r.ctx.Err()
+		}
+		switch {
+		case errors.Is(err, agentik.ErrContextOverflow):
+			return resp, &turnError{code: CodeContextOverflow, details: "the conversation is too long for the model", err: err}
+		case errors.Is(err, context.DeadlineExceeded):
+			return resp, &turnError{code: CodeLLMTimeout, details: "the model stopped answering", err: err}
+		}
+		return resp, &turnError{code: CodeLLMError, details: "the model call failed: " + err.Error(), err: err}
+	}
+	r.tokens = r.tokens.Add(resp.Tokens)
+	return resp, nil
+}
+
+// onDelta publishes one streamed piece; the model adapter calls it in order.
+func (r *turnRun) onDelta(d agentik.ModelDelta) {
+	if d.Text == "" {
+		return
+	}
+	c := r.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.phase != d.Kind {
+		c.phase = d.Kind
+		c.partial.Reset()
+		start := agentik.EvStartResponse
+		if d.Kind == agentik.DeltaReasoning {
+			start = agentik.EvStartReasoning
+		}
+		c.publishLocked(agentik.Event{Type: start, ReplyTo: r.t.user.ID})
+	}
+	c.partial.WriteString(d.Text)
+	if d.Kind == agentik.DeltaReasoning {
+		r.reason += d.Text
+	} else {
+		r.text += d.Text
+	}
+	c.publishLocked(agentik.Event{Type: agentik.EvAppendText, Text: d.Text})
+}
+
+// answer stores the final assistant message and ends the turn.
+func (r *turnRun) answer(resp agentik.ModelResponse) error {
+	c := r.c
+	now := agentik.Now()
+	msg := agentik.Message{
+		ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgAssistant,
+		Content: textContent(resp.Text), Reasoning: resp.Reasoning, ReplyTo: r.t.user.ID,
+	}
+	if r.tokens != (agentik.TurnTokens{}) {
+		tok := r.tokens
+		msg.Tokens = &tok
+	}
+	entry := agentik.MemoryEntry{SourceID: msg.ID, ReplyTo: r.t.user.ID, Message: agentik.ModelMessage{
+		Role: agentik.RoleAssistant, Content: msg.Content, Reasoning: resp.Reasoning}}
+	w := agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&msg)}, Memory: []agentik.MemoryEntry{entry}, Touch: now, Tokens: r.tokens}
+	// The answer is final once committed: write it even if an interrupt
+	// arrives now, so a complete answer is never turned into a partial one.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout)
+	defer cancel()
+	if err := c.appendMemory(wctx, w); err != nil {
+		return &turnError{code: CodeStoreError, details: "the answer could not be stored", err: err}
+	}
+	r.end(agentik.EndCompleted)
+	return nil
+}
+
+// runTools records the model's tool calls, runs them concurrently, records
+// each result as it arrives, then adds the round to working memory.
+func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
+	c := r.c
+	var evs []agentik.Event
+	if resp.Text != "" {
+		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: agentik.Now(), Type: agentik.MsgAssistant,
+			Content: textContent(resp.Text), Reasoning: resp.Reasoning, ReplyTo: r.t.user.ID}
+		evs = append(evs, agentik.MessageEvent(&m))
+	}
+	calls := make([]agentik.ToolCall, len(resp.ToolCalls))
+	for i, tc := range resp.ToolCalls {
+		tc.Arguments = normalizeArgs(tc.Arguments)
+		calls[i] = tc
+		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: agentik.Now(), Type: agentik.MsgToolCall,
+			CallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, ReplyTo: r.t.user.ID}
+		evs = append(evs, agentik.MessageEvent(&m))
+	}
+	if _, err := c.commit(r.ctx, agentik.Write{Events: evs}); err != nil {
+		return r.storeErr(err)
+	}
+	// A new model call starts a new response phase for joiners.
+	c.mu.Lock()
+	c.phase = ""
+	c.partial.Reset()
+	c.mu.Unlock()
+
+	results := make([]agentik.ToolResult, len(calls))
+	var wg sync.WaitGroup
+	var commitErr error
+	var commitMu sync.Mutex
+	for i, tc := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := r.callTool(set, tc)
+			results[i] = res
+			if r.ctx.Err() != nil {
+				return
+			}
+			m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: agentik.Now(), Type: agentik.MsgToolResult,
+				CallID: tc.ID, Name: tc.Name, Content: res.Content, IsError: res.IsError, ReplyTo: r.t.user.ID}
+			if _, err := c.commit(r.ctx, agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&m)}}); err != nil {
+				commitMu.Lock()
+				commitErr = err
+				commitMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if r.ctx.Err() != nil {
+		return r.ctx.Err()
+	}
+	if commitErr != nil {
+		return r.storeErr(commitErr)
+	}
+	mem := make([]agentik.MemoryEntry, 0, 1+len(calls))
+	mem = append(mem, agentik.MemoryEntry{ReplyTo: r.t.user.ID, Message: agentik.ModelMessage{
+		Role: agentik.RoleAssistant, Content: textContent(resp.Text), Reasoning: resp.Reasoning, ToolCalls: calls}})
+	for i, tc := range calls {
+		mem = append(mem, agentik.MemoryEntry{ReplyTo: r.t.user.ID, Message: agentik.ModelMessage{
+			Role: agentik.RoleTool, CallID: tc.ID, Name: tc.Name, Content: results[i].Content, IsError: results[i].IsError}})
+	}
+	if err := c.appendMemory(r.ctx, agentik.Write{Memory: mem}); err != nil {
+		return r.storeErr(err)
+	}
+	return nil
+}
+
+// callTool runs one tool with the tool timeout; every failure is a result.
+func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.ToolResult) {
+	tool, ok := set.Lookup(tc.Name)
+	if !ok {
+		return agentik.ErrorResult(fmt.Sprintf("unknown tool %q", tc.Name))
+	}
+	if !json.Valid(tc.Arguments) || len(tc.Arguments) == 0 || tc.Arguments[0] != '{' {
+		return agentik.ErrorResult("tool arguments must be a JSON object")
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.c.e.opts.ToolTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			r.c.e.log.Error("tool panicked", "tool", tc.Name, "panic", p)
+			res = agentik.ErrorResult("the tool failed unexpectedly")
+		}
+	}()
+	res, err := tool.Call(ctx, tc.Arguments)
+	switch {
+	case err == nil:
+		if len(res.Content) == 0 {
+			res.Content = []agentik.Content{agentik.Text("")}
+		}
+		return res
+	case ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil:
+		return agentik.ErrorResult(fmt.Sprintf("the tool did not answer within %s", r.c.e.opts.ToolTimeout))
+	default:
+		return agentik.ErrorResult("the tool failed: " + err.Error())
+	}
+}
+
+func (r *turnRun) storeErr(err error) error {
+	if r.ctx.Err() != nil {
+		return r.ctx.Err()
+	}
+	return &turnError{code: CodeStoreError, details: "the turn could not be stored", err: err}
+}
+
+// closeInterrupted keeps the partial answer and closes the turn.
+func (r *turnRun) closeInterrupted() {
+	c := r.c
+	c.mu.Lock()
+	reason := r.t.reason
+	c.mu.Unlock()
+	if reason == "" {
+		reason = agentik.ReasonShutdown // the engine's base context ended
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	now := agentik.Now()
+	var w agentik.Write
+	if r.text != "" {
+		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgAssistant,
+			Content: textContent(r.text), Reasoning: r.reason, Interrupted: true, ReplyTo: r.t.user.ID}
+		if r.tokens != (agentik.TurnTokens{}) {
+			tok := r.tokens
+			m.Tokens = &tok
+		}
+		w.Events = append(w.Events, agentik.MessageEvent(&m))
+		w.Memory = append(w.Memory, agentik.MemoryEntry{SourceID: m.ID, ReplyTo: r.t.user.ID,
+			Message: agentik.ModelMessage{Role: agentik.RoleAssistant, Content: m.Content}})
+	}
+	w.Events = append(w.Events, agentik.Event{ConversationID: c.id, Date: now, Type: agentik.EvInterrupted, ReplyTo: r.t.user.ID, Reason: reason})
+	w.Touch = now
+	w.Tokens = r.tokens
+	if err := c.appendMemory(ctx, w); err != nil {
+		c.e.log.Error("close interrupted turn", "conversation", c.id, "reply_to", r.t.user.ID, "err", err)
+	}
+	r.end(agentik.EndInterrupted)
+}
+
+// closeFailed records the failure and ends the turn; the conversation stays usable.
+func (r *turnRun) closeFailed(err error) {
+	c := r.c
+	code, details := CodeLLMError, "the turn failed"
+	var te *turnError
+	if errors.As(err, &te) {
+		code, details = te.code, te.details
+	}
+	c.e.log.Warn("turn failed", "conversation", c.id, "reply_to", r.t.user.ID, "code", code, "err", err)
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	now := agentik.Now()
+	m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgError,
+		Code: code, Details: details, ReplyTo: r.t.user.ID}
+	if _, err := c.commit(ctx, agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&m)}, Touch: now, Tokens: r.tokens}); err != nil {
+		c.e.log.Error("record failed turn", "conversation", c.id, "reply_to", r.t.user.ID, "err", err)
+	}
+	r.end(agentik.EndError)
+}
+
+func (r *turnRun) end(reason string) {
+	ev := agentik.Event{Type: agentik.EvEnd, ReplyTo: r.t.user.ID, Reason: reason}
+	if r.tokens != (agentik.TurnTokens{}) {
+		tok := r.tokens
+		ev.Tokens = &tok
+	}
+	r.c.mu.Lock()
+	r.c.publishLocked(ev)
+	r.c.mu.Unlock()
+}
+
+// ensureMemory loads working memory once per live conversation.
+func (c *conv) ensureMemory(ctx context.Context) error {
+	if c.memoryLoaded {
+		return nil
+	}
+	mem, err := c.store.Memory(ctx, c.id)
+	if err != nil {
+		return &turnError{code: CodeStoreError, details: "working memory could not be read", err: err}
+	}
+	c.memory, c.memoryLoaded = mem, true
+	return nil
+}
+
+func (c *conv) hasUserEntry(id string) bool {
+	for i := len(c.memory) - 1; i >= 0; i-- {
+		if c.memory[i].SourceID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// appendMemory commits w and mirrors its memory entries in the cache. The
+// store assigns Order, so the cache is reloaded lazily when it is unknown.
+func (c *conv) appendMemory(ctx context.Context, w agentik.Write) error {
+	if _, err := c.commit(ctx, w); err != nil {
+		return err
+	}
+	if w.DropMemoryThrough > 0 {
+		kept := c.memory[:0]
+		for _, m := range c.memory {
+			if m.Order > w.DropMemoryThrough {
+				kept = append(kept, m)
+			}
+		}
+		c.memory = kept
+	}
+	c.memory = append(c.memory, w.Memory...)
+	return nil
+}
+
+func textContent(s string) []agentik.Content {
+	if s == "" {
+		return nil
+	}
+	return []agentik.Content{agentik.Text(s)}
+}
+
+// normalizeArgs makes the model's arguments a JSON value the journal can hold:
+// empty becomes {}, invalid JSON is kept as a JSON string (the call then
+// fails with a tool error the model sees).
+func normalizeArgs(a agentik.RawJSON) agentik.RawJSON {
+	if len(a) == 0 {
+		return agentik.RawJSON("{}")
+	}
+	if json.Valid(a) {
+		return a
+	}
+	b, _ := json.Marshal(string(a))
+	return b
+}

@@ -47,6 +47,13 @@ type Config struct {
 	OnRestart    string // AGENTIK_ON_RESTART: resume or interrupt
 	LogLevel     string // AGENTIK_LOG_LEVEL: debug, info, warn, error
 	LogFormat    string // AGENTIK_LOG_FORMAT: text or json
+
+	// One struct per area, each declared and read in its own file.
+	MCP  MCPConfig
+	A2A  A2AConfig
+	AGUI AGUIConfig
+	WS   WSConfig
+	Auth AuthConfig
 }
 
 // Default returns the configuration used when no variable is set.
@@ -83,6 +90,77 @@ func (e FieldError) Error() string {
 	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Problem)
 }
 
+// reader reads typed values from the environment and collects one
+// FieldError per bad variable. Each area of the configuration (config.go,
+// and one file per facade or tool source) reads its own variables with it.
+type reader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (r *reader) bad(v, val, problem string) { r.errs = append(r.errs, FieldError{v, val, problem}) }
+
+func (r *reader) str(v string, dst *string) {
+	if s := r.getenv(v); s != "" {
+		*dst = s
+	}
+}
+
+func (r *reader) integer(v string, dst *int, min, max int) {
+	s := r.getenv(v)
+	if s == "" {
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < min || n > max {
+		r.bad(v, s, fmt.Sprintf("want an integer from %d to %d", min, max))
+		return
+	}
+	*dst = n
+}
+
+func (r *reader) duration(v string, dst *time.Duration) {
+	s := r.getenv(v)
+	if s == "" {
+		return
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d <= 0 {
+		r.bad(v, s, "want a positive Go duration such as 30s or 2m")
+		return
+	}
+	*dst = d
+}
+
+func (r *reader) oneOf(v string, dst *string, allowed ...string) {
+	s := strings.ToLower(strings.TrimSpace(r.getenv(v)))
+	if s == "" {
+		return
+	}
+	for _, a := range allowed {
+		if s == a {
+			*dst = s
+			return
+		}
+	}
+	r.bad(v, s, "want one of "+strings.Join(allowed, ", "))
+}
+
+// list reads a comma-separated list, trimming blanks.
+func (r *reader) list(v string, dst *[]string) {
+	s := r.getenv(v)
+	if s == "" {
+		return
+	}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	*dst = out
+}
+
 // FromEnv reads the configuration from getenv (os.Getenv when nil) over the
 // defaults and validates it. The error joins one FieldError per bad variable.
 func FromEnv(getenv func(string) string) (Config, error) {
@@ -90,51 +168,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		getenv = os.Getenv
 	}
 	c := Default()
-	var errs []error
-	bad := func(v, val, problem string) { errs = append(errs, FieldError{v, val, problem}) }
-
-	str := func(v string, dst *string) {
-		if s := getenv(v); s != "" {
-			*dst = s
-		}
-	}
-	integer := func(v string, dst *int, min, max int) {
-		s := getenv(v)
-		if s == "" {
-			return
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < min || n > max {
-			bad(v, s, fmt.Sprintf("want an integer from %d to %d", min, max))
-			return
-		}
-		*dst = n
-	}
-	duration := func(v string, dst *time.Duration) {
-		s := getenv(v)
-		if s == "" {
-			return
-		}
-		d, err := time.ParseDuration(strings.TrimSpace(s))
-		if err != nil || d <= 0 {
-			bad(v, s, "want a positive Go duration such as 30s or 2m")
-			return
-		}
-		*dst = d
-	}
-	oneOf := func(v string, dst *string, allowed ...string) {
-		s := strings.ToLower(strings.TrimSpace(getenv(v)))
-		if s == "" {
-			return
-		}
-		for _, a := range allowed {
-			if s == a {
-				*dst = s
-				return
-			}
-		}
-		bad(v, s, "want one of "+strings.Join(allowed, ", "))
-	}
+	r := &reader{getenv: getenv}
+	bad, str, integer, duration, oneOf := r.bad, r.str, r.integer, r.duration, r.oneOf
 
 	integer("AGENTIK_PORT", &c.Port, 0, 65535)
 	str("AGENTIK_HOST", &c.Host)
@@ -174,6 +209,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	oneOf("AGENTIK_LOG_LEVEL", &c.LogLevel, "debug", "info", "warn", "error")
 	oneOf("AGENTIK_LOG_FORMAT", &c.LogFormat, "text", "json")
 
+	// Each area reads its own variables (one file per area).
+	c.MCP.read(r)
+	c.A2A.read(r)
+	c.AGUI.read(r)
+	c.WS.read(r)
+	c.Auth.read(r)
+
 	if c.Backend == "" {
 		c.Backend = BackendDemo
 		if c.OpenAIBaseURL != "" || c.OpenAIAPIKey != "" {
@@ -193,7 +235,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.DatabaseURL != "" {
 		bad("AGENTIK_DATABASE_URL", "", "PostgreSQL is not supported by this build yet; unset it to use SQLite (AGENTIK_DB_PATH)")
 	}
-	return c, errors.Join(errs...)
+	return c, errors.Join(r.errs...)
 }
 
 // ImageInputFor resolves the AGENTIK_IMAGE_INPUT setting for a model name.

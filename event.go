@@ -36,6 +36,7 @@ const (
 	EndCompleted   = "completed"
 	EndInterrupted = "interrupted"
 	EndError       = "error"
+	EndClientTools = "client_tools" // waiting for the results of client tool calls
 )
 
 // Event is one item of a conversation's event stream. Durable events have a

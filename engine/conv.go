@@ -20,7 +20,8 @@ type conv struct {
 	store    agentik.Store
 
 	mu         sync.Mutex
-	queue      []agentik.Message // user messages waiting for their turn, in seq order
+	queue      []queued          // turns waiting to run, in order
+	pending    *pendingRound     // a turn waiting for client tool results
 	running    *turn             // nil when idle
 	looping    bool              // a turn loop goroutine owns the queue
 	phase      string            // agentik.DeltaReasoning or DeltaText of the running turn
@@ -36,6 +37,26 @@ type conv struct {
 	// memory caches working memory; only the turn loop touches it.
 	memory       []agentik.MemoryEntry
 	memoryLoaded bool
+}
+
+// queued is a turn waiting to run: a new user message, or the continuation
+// of a turn whose client tool results arrived.
+type queued struct {
+	user   agentik.Message
+	client []agentik.ToolSpec // client tools offered in this turn
+	resume *pendingRound      // non-nil: continue this round instead of starting
+}
+
+// pendingRound is a tool round cut short by client tool calls: the model's
+// message and the server tools' results, waiting for the client's results.
+type pendingRound struct {
+	user      agentik.Message
+	client    []agentik.ToolSpec
+	text      string
+	reasoning string
+	calls     []agentik.ToolCall
+	results   map[string]agentik.ToolResult // by call id; client ones filled on arrival
+	waiting   map[string]bool               // client call ids without a result
 }
 
 // turn is the state of the running turn shared with Send and Interrupt.
@@ -108,6 +129,9 @@ func (c *conv) rename(ctx context.Context, title string) (agentik.ConversationIn
 
 // send stores a user message and schedules its turn per the busy policy.
 func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendResult, error) {
+	if len(req.ToolResults) > 0 {
+		return c.sendToolResults(ctx, req)
+	}
 	if err := agentik.ValidateContent(req.Content); err != nil {
 		return agentik.SendResult{}, err
 	}
@@ -135,16 +159,109 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 		Content:        req.Content,
 		Context:        req.Context,
 	}
-	if _, err := c.commit(ctx, agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&msg)}, Touch: msg.Date}); err != nil {
+	w := agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&msg)}, Touch: msg.Date}
+	abandoned := c.pending
+	if abandoned != nil {
+		// A new message instead of tool results: the waiting turn is closed.
+		w.Events = append(w.Events, agentik.Event{ConversationID: c.id, Date: msg.Date, Type: agentik.EvInterrupted,
+			ReplyTo: abandoned.user.ID, Reason: agentik.ReasonBusyPolicy})
+	}
+	if _, err := c.commit(ctx, w); err != nil {
 		return agentik.SendResult{}, err
 	}
+	c.pending = nil
 	c.lastActive = time.Now()
-	c.queue = append(c.queue, msg)
+	c.queue = append(c.queue, queued{user: msg, client: req.ClientTools})
 	if busy && req.IfBusy == agentik.BusyInterrupt && c.running != nil {
 		c.interruptLocked(agentik.ReasonBusyPolicy)
 	}
 	c.kick()
 	return agentik.SendResult{MessageID: msg.ID, Seq: msg.Seq}, nil
+}
+
+// sendToolResults feeds client tool results to the waiting turn and
+// continues it; a message in the same request is answered after it.
+func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (agentik.SendResult, error) {
+	if len(req.Content) > 0 {
+		if err := agentik.ValidateContent(req.Content); err != nil {
+			return agentik.SendResult{}, err
+		}
+		if agentik.HasImage(req.Content) && !c.e.opts.ImageInput {
+			return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "the model does not take image input")
+		}
+	}
+	for _, r := range req.ToolResults {
+		for _, part := range r.Content {
+			if part.Type == agentik.ContentText && part.Text == "" {
+				continue // an empty result is a valid answer
+			}
+			if err := part.Validate(); err != nil {
+				return agentik.SendResult{}, err
+			}
+		}
+	}
+	if err := c.e.accepting(); err != nil {
+		return agentik.SendResult{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending
+	if p == nil {
+		return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "no tool calls are waiting for results")
+	}
+	seen := map[string]bool{}
+	for _, r := range req.ToolResults {
+		if !p.waiting[r.CallID] || seen[r.CallID] {
+			return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "tool call %q is not waiting for a result", r.CallID)
+		}
+		seen[r.CallID] = true
+	}
+	if len(seen) != len(p.waiting) {
+		return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "results for %d of %d waiting tool calls", len(seen), len(p.waiting))
+	}
+	now := agentik.Now()
+	var w agentik.Write
+	names := map[string]string{}
+	for _, tc := range p.calls {
+		names[tc.ID] = tc.Name
+	}
+	for _, r := range req.ToolResults {
+		content := r.Content
+		if len(content) == 0 {
+			content = []agentik.Content{agentik.Text("")}
+		}
+		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgToolResult,
+			CallID: r.CallID, Name: names[r.CallID], Content: content, IsError: r.IsError, ReplyTo: p.user.ID}
+		w.Events = append(w.Events, agentik.MessageEvent(&m))
+	}
+	var msg *agentik.Message
+	if len(req.Content) > 0 {
+		msg = &agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgUser,
+			Content: req.Content, Context: req.Context}
+		w.Events = append(w.Events, agentik.MessageEvent(msg))
+		w.Touch = now
+	}
+	if _, err := c.commit(ctx, w); err != nil {
+		return agentik.SendResult{}, err
+	}
+	for i, r := range req.ToolResults {
+		content := w.Events[i].Message.Content
+		p.results[r.CallID] = agentik.ToolResult{Content: content, IsError: r.IsError}
+	}
+	if len(req.ClientTools) > 0 {
+		p.client = req.ClientTools
+	}
+	c.pending = nil
+	c.lastActive = time.Now()
+	// The continuation goes first: the conversation was idle while it waited.
+	c.queue = append([]queued{{user: p.user, client: p.client, resume: p}}, c.queue...)
+	res := agentik.SendResult{MessageID: p.user.ID, Seq: p.user.Seq}
+	if msg != nil {
+		c.queue = append(c.queue, queued{user: *msg, client: req.ClientTools})
+		res = agentik.SendResult{MessageID: msg.ID, Seq: msg.Seq}
+	}
+	c.kick()
+	return res, nil
 }
 
 // kick starts the turn loop if messages wait and none runs. Caller holds mu.

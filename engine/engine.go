@@ -162,7 +162,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			continue
 		}
 		c.mu.Lock()
-		c.queue = append(c.queue, m)
+		c.queue = append(c.queue, queued{user: m})
 		c.mu.Unlock()
 	}
 	e.mu.Lock()

@@ -836,3 +836,82 @@ func TestArgumentsNotJSONNeverCorruptTheJournal(t *testing.T) {
 		}
 	}
 }
+
+func TestClientToolRoundTrip(t *testing.T) {
+	h := newHarness(t)
+	pick := agentik.ToolSpec{Name: "pick_color", Description: "Ask the user to pick a color", Parameters: agentik.RawJSON(`{"type":"object"}`)}
+	h.llm.Enqueue(
+		llmtest.ToolCalls(llmtest.Call("pick_color", `{}`).WithID("call_ui"), llmtest.Call("current_time", `{}`).WithID("call_srv")),
+		llmtest.Text("You picked blue."))
+	c, s := h.conversation()
+	res, err := c.Send(h.ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("pick")}, ClientTools: []agentik.ToolSpec{pick}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := until(t, s, endOf(res.MessageID))
+	if end := evs[len(evs)-1]; end.Reason != agentik.EndClientTools {
+		t.Fatalf("end %+v (%s)", end, types(evs))
+	}
+	if names := h.llm.Requests()[0].ToolNames(); len(names) != 2 || names[1] != "pick_color" {
+		t.Fatalf("offered %v", names)
+	}
+	// Wrong results are refused and change nothing.
+	for _, bad := range [][]agentik.ClientToolResult{
+		{{CallID: "call_srv", Content: []agentik.Content{agentik.Text("x")}}},
+		{{CallID: "nope"}},
+	} {
+		if _, err := c.Send(h.ctx, agentik.SendRequest{ToolResults: bad}); agentik.ErrorCode(err) != agentik.EInvalid {
+			t.Fatalf("bad results %+v: %v", bad, err)
+		}
+	}
+	before := len(journal(t, c))
+	res2, err := c.Send(h.ctx, agentik.SendRequest{ToolResults: []agentik.ClientToolResult{{CallID: "call_ui", Content: []agentik.Content{agentik.Text("blue")}}}})
+	if err != nil || res2.MessageID != res.MessageID {
+		t.Fatalf("results: %+v %v", res2, err)
+	}
+	evs = until(t, s, endOf(res.MessageID))
+	if end := evs[len(evs)-1]; end.Reason != agentik.EndCompleted {
+		t.Fatalf("continued turn %s", types(evs))
+	}
+	msgs := journal(t, c)
+	if len(msgs) != before+2 || msgs[before].Type != agentik.MsgToolResult || msgs[before].CallID != "call_ui" ||
+		msgs[len(msgs)-1].Type != agentik.MsgAssistant || msgs[len(msgs)-1].ReplyTo != res.MessageID {
+		t.Fatalf("journal %s", journalTypes(msgs))
+	}
+	second := h.llm.Requests()[1].Messages
+	var toolIDs []string
+	for _, m := range second {
+		if m.Role == "tool" {
+			toolIDs = append(toolIDs, m.ToolCallID+"="+m.Text())
+		}
+	}
+	if len(toolIDs) != 2 || toolIDs[0] != "call_ui=blue" || !strings.HasPrefix(toolIDs[1], "call_srv=") {
+		t.Fatalf("tool results fed back %v", toolIDs)
+	}
+}
+
+func TestNewMessageAbandonsWaitingClientTurn(t *testing.T) {
+	h := newHarness(t)
+	pick := agentik.ToolSpec{Name: "pick", Parameters: agentik.RawJSON(`{"type":"object"}`)}
+	h.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("pick", `{}`)), llmtest.Text("fresh"))
+	c, s := h.conversation()
+	res, _ := c.Send(h.ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("a")}, ClientTools: []agentik.ToolSpec{pick}})
+	until(t, s, endOf(res.MessageID))
+	res2 := h.send(c, "never mind")
+	evs := until(t, s, endOf(res2.MessageID))
+	var abandoned bool
+	for _, ev := range evs {
+		if ev.Type == agentik.EvInterrupted && ev.ReplyTo == res.MessageID {
+			abandoned = true
+		}
+	}
+	if !abandoned {
+		t.Fatalf("waiting turn not closed: %s", types(evs))
+	}
+	if open, _ := h.store.OpenTurns(h.ctx); len(open) != 0 {
+		t.Fatalf("open turns %+v", open)
+	}
+	if _, err := c.Send(h.ctx, agentik.SendRequest{ToolResults: []agentik.ClientToolResult{{CallID: "x"}}}); agentik.ErrorCode(err) != agentik.EInvalid {
+		t.Fatalf("late results: %v", err)
+	}
+}

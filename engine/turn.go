@@ -40,8 +40,9 @@ func (c *conv) loop() {
 			c.mu.Unlock()
 			return
 		}
-		user := c.queue[0]
+		q := c.queue[0]
 		c.queue = c.queue[1:]
+		user := q.user
 		ctx, cancel := context.WithCancel(c.e.baseCtx)
 		t := &turn{user: user, cancel: cancel}
 		c.running = t
@@ -50,7 +51,7 @@ func (c *conv) loop() {
 		c.publishLocked(agentik.Event{Type: agentik.EvWorking, ReplyTo: user.ID})
 		c.mu.Unlock()
 
-		c.runTurn(ctx, t)
+		c.runTurn(ctx, t, q)
 		cancel()
 
 		c.mu.Lock()
@@ -62,11 +63,13 @@ func (c *conv) loop() {
 }
 
 // runTurn answers one user message and always closes its turn.
-func (c *conv) runTurn(ctx context.Context, t *turn) {
-	r := &turnRun{c: c, t: t, ctx: ctx}
-	err := r.run()
+func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
+	r := &turnRun{c: c, t: t, ctx: ctx, client: q.client}
+	err := r.run(q.resume)
 	switch {
 	case err == nil:
+	case errors.Is(err, errWaitingForClient):
+		r.end(agentik.EndClientTools)
 	case ctx.Err() != nil:
 		r.closeInterrupted()
 	default:
@@ -79,17 +82,29 @@ type turnRun struct {
 	c      *conv
 	t      *turn
 	ctx    context.Context
+	client []agentik.ToolSpec // client tools offered in this turn
 	tokens agentik.TurnTokens
 	text   string // the response text of the current model call
 	reason string // reasoning of the current model call
 }
 
-func (r *turnRun) run() error {
+// errWaitingForClient ends a turn that waits for client tool results.
+var errWaitingForClient = errors.New("waiting for client tool results")
+
+func (r *turnRun) run(resume *pendingRound) error {
 	c := r.c
 	if err := c.ensureMemory(r.ctx); err != nil {
 		return err
 	}
-	if !c.hasUserEntry(r.t.user.ID) {
+	if resume != nil {
+		results := make([]agentik.ToolResult, len(resume.calls))
+		for i, tc := range resume.calls {
+			results[i] = resume.results[tc.ID]
+		}
+		if err := c.appendMemory(r.ctx, agentik.Write{Memory: roundMemory(r.t.user.ID, resume.text, resume.reasoning, resume.calls, results)}); err != nil {
+			return r.storeErr(err)
+		}
+	} else if !c.hasUserEntry(r.t.user.ID) {
 		entry := agentik.MemoryEntry{SourceID: r.t.user.ID, ReplyTo: r.t.user.ID,
 			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: r.t.user.Content}}
 		if err := c.appendMemory(r.ctx, agentik.Write{Memory: []agentik.MemoryEntry{entry}}); err != nil {
@@ -123,7 +138,7 @@ func (e *turnError) Unwrap() error { return e.err }
 
 func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 	c := r.c
-	req := agentik.ModelRequest{System: c.e.opts.SystemPrompt, Tools: set.Specs()}
+	req := agentik.ModelRequest{System: c.e.opts.SystemPrompt, Tools: r.offered(set)}
 	req.Messages = make([]agentik.ModelMessage, len(c.memory))
 	for i, m := range c.memory {
 		req.Messages[i] = m.Message
@@ -231,7 +246,12 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	var wg sync.WaitGroup
 	var commitErr error
 	var commitMu sync.Mutex
+	waiting := map[string]bool{}
 	for i, tc := range calls {
+		if r.isClientTool(set, tc.Name) {
+			waiting[tc.ID] = true
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -256,17 +276,67 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	if commitErr != nil {
 		return r.storeErr(commitErr)
 	}
-	mem := make([]agentik.MemoryEntry, 0, 1+len(calls))
-	mem = append(mem, agentik.MemoryEntry{ReplyTo: r.t.user.ID, Message: agentik.ModelMessage{
-		Role: agentik.RoleAssistant, Content: textContent(resp.Text), Reasoning: resp.Reasoning, ToolCalls: calls}})
-	for i, tc := range calls {
-		mem = append(mem, agentik.MemoryEntry{ReplyTo: r.t.user.ID, Message: agentik.ModelMessage{
-			Role: agentik.RoleTool, CallID: tc.ID, Name: tc.Name, Content: results[i].Content, IsError: results[i].IsError}})
+	if len(waiting) > 0 {
+		p := &pendingRound{user: r.t.user, client: r.client, text: resp.Text, reasoning: resp.Reasoning,
+			calls: calls, results: map[string]agentik.ToolResult{}, waiting: waiting}
+		for i, tc := range calls {
+			if !waiting[tc.ID] {
+				p.results[tc.ID] = results[i]
+			}
+		}
+		c.mu.Lock()
+		c.pending = p
+		c.mu.Unlock()
+		return errWaitingForClient
 	}
-	if err := c.appendMemory(r.ctx, agentik.Write{Memory: mem}); err != nil {
+	if err := c.appendMemory(r.ctx, agentik.Write{Memory: roundMemory(r.t.user.ID, resp.Text, resp.Reasoning, calls, results)}); err != nil {
 		return r.storeErr(err)
 	}
 	return nil
+}
+
+// roundMemory is a tool round as working memory: the model's message with
+// its calls, then one result per call in call order.
+func roundMemory(replyTo, text, reasoning string, calls []agentik.ToolCall, results []agentik.ToolResult) []agentik.MemoryEntry {
+	mem := make([]agentik.MemoryEntry, 0, 1+len(calls))
+	mem = append(mem, agentik.MemoryEntry{ReplyTo: replyTo, Message: agentik.ModelMessage{
+		Role: agentik.RoleAssistant, Content: textContent(text), Reasoning: reasoning, ToolCalls: calls}})
+	for i, tc := range calls {
+		mem = append(mem, agentik.MemoryEntry{ReplyTo: replyTo, Message: agentik.ModelMessage{
+			Role: agentik.RoleTool, CallID: tc.ID, Name: tc.Name, Content: results[i].Content, IsError: results[i].IsError}})
+	}
+	return mem
+}
+
+// offered lists the tools for a model call: the agent's own, then the
+// client's tools whose names do not clash with them.
+func (r *turnRun) offered(set *tools.Set) []agentik.ToolSpec {
+	specs := set.Specs()
+	if len(r.client) == 0 {
+		return specs
+	}
+	out := append(make([]agentik.ToolSpec, 0, len(specs)+len(r.client)), specs...)
+	for _, ct := range r.client {
+		if _, clash := set.Lookup(ct.Name); clash {
+			continue
+		}
+		ct.Source = "client"
+		out = append(out, ct)
+	}
+	return out
+}
+
+// isClientTool reports whether name is a client tool of this turn.
+func (r *turnRun) isClientTool(set *tools.Set, name string) bool {
+	if _, server := set.Lookup(name); server {
+		return false
+	}
+	for _, ct := range r.client {
+		if ct.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // callTool runs one tool with the tool timeout; every failure is a result.

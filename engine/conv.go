@@ -20,12 +20,12 @@ type conv struct {
 	store    agentik.Store
 
 	mu         sync.Mutex
-	queue      []queued          // turns waiting to run, in order
-	pending    *pendingRound     // a turn waiting for client tool results
-	running    *turn             // nil when idle
-	looping    bool              // a turn loop goroutine owns the queue
-	phase      string            // agentik.DeltaReasoning or DeltaText of the running turn
-	partial    strings.Builder   // text of the current phase so far
+	queue      []queued        // turns waiting to run, in order
+	pending    *pendingRound   // a turn waiting for client tool results
+	running    *turn           // nil when idle
+	looping    bool            // a turn loop goroutine owns the queue
+	phase      string          // agentik.DeltaReasoning or DeltaText of the running turn
+	partial    strings.Builder // text of the current phase so far
 	lastActive time.Time
 	streams    map[*stream[agentik.Event]]struct{}
 

@@ -46,10 +46,13 @@ func ValidBusyPolicy(p string) bool {
 	return p == "" || p == BusyEnqueue || p == BusyInterrupt || p == BusyReject
 }
 
-// CreateRequest asks for a new conversation.
+// CreateRequest asks for a new conversation. ID is for facades whose
+// clients name conversations (AG-UI threadId, A2A contextId): it must satisfy
+// ValidID, and an existing id is EConflict. Empty: a new id is made.
 type CreateRequest struct {
 	Temporal bool   `json:"temporal,omitempty"`
 	Title    string `json:"title,omitempty"`
+	ID       string `json:"-"`
 }
 
 // SendRequest is a user message to store and answer.

@@ -229,9 +229,17 @@ func (e *Engine) CreateConversation(ctx context.Context, req agentik.CreateReque
 	if err := e.accepting(); err != nil {
 		return agentik.ConversationInfo{}, err
 	}
+	id := req.ID
+	if id == "" {
+		id = agentik.NewID()
+	} else if !agentik.ValidID(id) {
+		return agentik.ConversationInfo{}, agentik.Errorf(agentik.EInvalid, "conversation id must be a UUID")
+	} else if _, err := e.load(ctx, id); err == nil {
+		return agentik.ConversationInfo{}, agentik.Errorf(agentik.EConflict, "conversation %s exists", id)
+	}
 	now := agentik.Now()
 	rec := agentik.ConversationRecord{
-		ID:        agentik.NewID(),
+		ID:        id,
 		Owner:     agentik.PrincipalFrom(ctx),
 		Title:     req.Title,
 		Temporal:  req.Temporal,

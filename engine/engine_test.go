@@ -915,3 +915,18 @@ func TestNewMessageAbandonsWaitingClientTurn(t *testing.T) {
 		t.Fatalf("late results: %v", err)
 	}
 }
+
+func TestCreateWithGivenID(t *testing.T) {
+	h := newHarness(t)
+	id := agentik.NewID()
+	info, err := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{ID: id})
+	if err != nil || info.ID != id {
+		t.Fatalf("%+v %v", info, err)
+	}
+	if _, err := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{ID: id}); agentik.ErrorCode(err) != agentik.EConflict {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if _, err := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{ID: "thread-1"}); agentik.ErrorCode(err) != agentik.EInvalid {
+		t.Fatalf("bad id: %v", err)
+	}
+}

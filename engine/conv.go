@@ -347,15 +347,18 @@ func (c *conv) closeInterrupted(ctx context.Context, id, reason string) error {
 	return err
 }
 
+// closeStreams tells subscribers the conversation is closing (deleted or
+// idle) and ends their streams with ENotFound once they have it.
 func (c *conv) closeStreams() {
 	c.mu.Lock()
+	c.publishLocked(agentik.Event{Type: agentik.EvConversationClosing})
 	streams := make([]*stream[agentik.Event], 0, len(c.streams))
 	for s := range c.streams {
 		streams = append(streams, s)
 	}
 	c.mu.Unlock()
 	for _, s := range streams {
-		s.Close()
+		s.end(agentik.Errorf(agentik.ENotFound, "conversation closed"))
 	}
 }
 

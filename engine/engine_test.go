@@ -930,3 +930,68 @@ func TestCreateWithGivenID(t *testing.T) {
 		t.Fatalf("bad id: %v", err)
 	}
 }
+
+func TestDeleteEndsStreamsWithClosing(t *testing.T) {
+	h := newHarness(t)
+	c, s := h.conversation()
+	if err := h.eng.DeleteConversation(h.ctx, c.ID()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ev := range s.C() {
+		got = append(got, ev.Type)
+	}
+	if strings.Join(got, ",") != agentik.EvConversationClosing || !agentik.IsNotFound(s.Err()) {
+		t.Fatalf("stream got %v, err %v", got, s.Err())
+	}
+}
+
+func TestIdleTemporalConversationIsClosed(t *testing.T) {
+	h := newHarness(t, func(o *engine.Options) { o.TemporalIdle = 20 * time.Millisecond })
+	info, err := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{Temporal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := h.eng.Conversation(h.ctx, info.ID)
+		if agentik.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("idle temporal conversation still there: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for a timer-driven sweep
+	}
+}
+
+func TestSlowSubscriberIsCutOffWithoutStallingTheTurn(t *testing.T) {
+	h := newHarness(t)
+	words := make([]string, 3000)
+	for i := range words {
+		words[i] = "w "
+	}
+	h.llm.Enqueue(llmtest.Stream().Role().Content(words...).Finish("stop").Done())
+	c, s := h.conversation()
+	slow, err := c.Events(h.ctx, agentik.LiveOnly) // never read until the turn ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	res := h.send(c, "talk")
+	until(t, s, endOf(res.MessageID)) // the turn completes while slow reads nothing
+	n := 0
+	for range slow.C() {
+		n++
+	}
+	if slow.Err() != agentik.ErrSlowSubscriber {
+		t.Fatalf("slow subscriber ended with %v after %d events", slow.Err(), n)
+	}
+	// It resumes by cursor and misses no durable event.
+	again, _ := c.Events(h.ctx, 0)
+	defer again.Close()
+	evs := until(t, again, func(ev agentik.Event) bool { return ev.Type == agentik.EvAssistantMessage })
+	if types(evs) != "user_message,assistant_message" {
+		t.Fatalf("resume %s", types(evs))
+	}
+}

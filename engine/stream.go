@@ -23,15 +23,38 @@ type stream[T any] struct {
 	out    chan T
 	ctx    context.Context // the reader's context and Close
 	cancel context.CancelFunc
-	stop   <-chan struct{} // engine shutdown
+	stop   chan struct{} // closed by end: engine shutdown or conversation gone
 
-	mu  sync.Mutex
-	err error
+	mu      sync.Mutex
+	err     error
+	endErr  error // why end was called
+	endOnce sync.Once
 }
 
 func newStream[T any](parent, base context.Context) *stream[T] {
 	ctx, cancel := context.WithCancel(parent)
-	return &stream[T]{out: make(chan T, 64), ctx: ctx, cancel: cancel, stop: base.Done()}
+	s := &stream[T]{out: make(chan T, 64), ctx: ctx, stop: make(chan struct{})}
+	unhook := context.AfterFunc(base, func() { s.end(nil) })
+	s.cancel = func() { unhook(); cancel() }
+	return s
+}
+
+// end stops the stream after it delivered what was already published; Err
+// then returns err.
+func (s *stream[T]) end(err error) {
+	s.endOnce.Do(func() {
+		s.mu.Lock()
+		s.endErr = err
+		s.mu.Unlock()
+		close(s.stop)
+	})
+}
+
+// ended returns the error end was called with.
+func (s *stream[T]) ended() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.endErr
 }
 
 func (s *stream[T]) C() <-chan T { return s.out }
@@ -187,7 +210,7 @@ func (c *conv) feed(s *stream[agentik.Event], sub agentik.Subscriber[agentik.Eve
 			return nil
 		case <-s.stop:
 			drain(s, sub, keep)
-			return nil
+			return s.ended()
 		case ev, ok := <-sub.C():
 			if !ok {
 				return agentik.ErrSlowSubscriber
@@ -196,7 +219,7 @@ func (c *conv) feed(s *stream[agentik.Event], sub agentik.Subscriber[agentik.Eve
 				if isStopped(s.stop) && s.sendLast(ev) {
 					drain(s, sub, keep)
 				}
-				return nil
+				return s.ended()
 			}
 		}
 	}
@@ -263,7 +286,7 @@ func (e *Engine) feedAgent(s *stream[agentik.AgentEvent], sub agentik.Subscriber
 			return nil
 		case <-s.stop:
 			drain(s, sub, keep)
-			return nil
+			return s.ended()
 		case ev, ok := <-sub.C():
 			if !ok {
 				return agentik.ErrSlowSubscriber
@@ -272,7 +295,7 @@ func (e *Engine) feedAgent(s *stream[agentik.AgentEvent], sub agentik.Subscriber
 				if isStopped(s.stop) && s.sendLast(ev) {
 					drain(s, sub, keep)
 				}
-				return nil
+				return s.ended()
 			}
 		}
 	}

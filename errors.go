@@ -3,6 +3,7 @@ package agentik
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes: the one error vocabulary of the core. Each transport maps a
@@ -27,6 +28,8 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error
+	// RetryAfter, when set on an ERateLimited error, says when to retry.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -76,3 +79,13 @@ func ErrorMessage(err error) string {
 
 // IsNotFound reports whether err has code ENotFound.
 func IsNotFound(err error) bool { return ErrorCode(err) == ENotFound }
+
+// RetryAfter returns how long the caller of a rate-limited request should
+// wait (0 when err says nothing about it).
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
+}

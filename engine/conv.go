@@ -151,6 +151,9 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	if busy && req.IfBusy == agentik.BusyReject {
 		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
 	}
+	if err := c.e.limits.admit(c.owner, c.looping); err != nil {
+		return agentik.SendResult{}, err
+	}
 	msg := agentik.Message{
 		ID:             agentik.NewID(),
 		ConversationID: c.id,
@@ -279,6 +282,7 @@ func (c *conv) kick() {
 		return
 	}
 	c.looping = true
+	c.e.limits.started(c.owner)
 	go c.loop()
 }
 

@@ -44,6 +44,11 @@ type Options struct {
 	OnRestart     string        // RestartResume (default) or RestartInterrupt
 	ImageInput    bool          // the model takes image content
 
+	// Per-principal limits; zero means unlimited. A message over a limit is
+	// refused with ERateLimited and stores nothing.
+	MaxConcurrentTurns int // conversations with a running or queued turn
+	MessagesPerMinute  int
+
 	Logger *slog.Logger
 }
 
@@ -103,6 +108,8 @@ type Engine struct {
 	draining bool
 	started  bool
 
+	limits limiter
+
 	// agentMu orders every commit that produces an agent event with its
 	// publication, so agent events reach subscribers in cursor order.
 	agentMu       sync.Mutex
@@ -124,6 +131,7 @@ func New(opts Options) (*Engine, error) {
 		baseCtx:    ctx,
 		cancelBase: cancel,
 		live:       make(map[string]*conv),
+		limits:     newLimiter(opts.MaxConcurrentTurns, opts.MessagesPerMinute),
 	}, nil
 }
 

@@ -995,3 +995,49 @@ func TestSlowSubscriberIsCutOffWithoutStallingTheTurn(t *testing.T) {
 		t.Fatalf("resume %s", types(evs))
 	}
 }
+
+func TestPerPrincipalLimits(t *testing.T) {
+	h := newHarness(t, func(o *engine.Options) { o.MaxConcurrentTurns = 1; o.MessagesPerMinute = 3 })
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	h.llm.Enqueue(llmtest.Stream().Role().Content("x").Pause(gate).Finish("stop").Done())
+	alice := agentik.WithPrincipal(h.ctx, "alice")
+	open := func(ctx context.Context) agentik.Conversation {
+		info, err := h.eng.CreateConversation(ctx, agentik.CreateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := h.eng.Conversation(ctx, info.ID)
+		return c
+	}
+	msg := agentik.SendRequest{Content: []agentik.Content{agentik.Text("hi")}}
+	a1, a2 := open(alice), open(alice)
+	if _, err := a1.Send(alice, msg); err != nil {
+		t.Fatal(err)
+	}
+	<-gate.Reached()
+	// A second conversation would be a second concurrent turn.
+	_, err := a2.Send(alice, msg)
+	if agentik.ErrorCode(err) != agentik.ERateLimited || agentik.RetryAfter(err) <= 0 {
+		t.Fatalf("concurrent turns: %v", err)
+	}
+	if n := len(journal(t, a2)); n != 0 {
+		t.Fatalf("refused message stored (%d)", n)
+	}
+	// Queuing on the running conversation is fine, until the rate runs out.
+	if _, err := a1.Send(alice, msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a1.Send(alice, msg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a1.Send(alice, msg); agentik.ErrorCode(err) != agentik.ERateLimited {
+		t.Fatalf("fourth message in a minute: %v", err)
+	}
+	// Another principal has its own budget.
+	bob := agentik.WithPrincipal(h.ctx, "bob")
+	h.llm.Enqueue(llmtest.Text("bob"))
+	if _, err := open(bob).Send(bob, msg); err != nil {
+		t.Fatalf("bob: %v", err)
+	}
+}

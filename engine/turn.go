@@ -37,6 +37,7 @@ func (c *conv) loop() {
 		c.e.mu.Unlock()
 		if len(c.queue) == 0 || draining {
 			c.looping = false
+			c.e.limits.stopped(c.owner)
 			c.mu.Unlock()
 			return
 		}

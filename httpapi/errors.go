@@ -3,7 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/agentik/agentik"
 )
@@ -85,6 +87,9 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentik"`)
+	}
+	if d := agentik.RetryAfter(err); d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
 }

@@ -280,5 +280,8 @@ func (c Config) Redacted() Config {
 	if c.DatabaseURL != "" {
 		c.DatabaseURL = "[redacted]"
 	}
+	if c.Auth.Tokens != "" {
+		c.Auth.Tokens = "[redacted]"
+	}
 	return c
 }

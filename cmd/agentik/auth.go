@@ -1,6 +1,71 @@
 package main
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
-// setupAuth sets a.auth from the configured tokens (nil: open server).
-func (a *app) setupAuth(ctx context.Context) error { return nil }
+	"github.com/agentik/agentik/auth"
+)
+
+// setupAuth sets a.auth from AGENTIK_AUTH_TOKENS and AGENTIK_AUTH_TOKENS_FILE
+// (reloaded on SIGHUP). Without tokens the server is open and says so loudly.
+func (a *app) setupAuth(ctx context.Context) error {
+	cfg := a.cfg.Auth
+	if !cfg.Enabled() {
+		a.log.Warn("AUTHENTICATION IS OFF: anyone who can reach this port can use the agent; set AGENTIK_AUTH_TOKENS or AGENTIK_AUTH_TOKENS_FILE (and AGENTIK_AUTH=required to refuse to start without them)")
+		return nil
+	}
+	load := func() (map[string]string, error) {
+		pairs, err := auth.ParsePairs(cfg.Tokens)
+		if err != nil {
+			return nil, fmt.Errorf("AGENTIK_AUTH_TOKENS: %w", err)
+		}
+		if cfg.TokensFile != "" {
+			filePairs, err := auth.ReadFile(cfg.TokensFile)
+			if err != nil {
+				return nil, fmt.Errorf("AGENTIK_AUTH_TOKENS_FILE: %w", err)
+			}
+			for t, p := range filePairs {
+				pairs[t] = p
+			}
+		}
+		if len(pairs) == 0 {
+			return nil, fmt.Errorf("no tokens configured")
+		}
+		return pairs, nil
+	}
+	pairs, err := load()
+	if err != nil {
+		return err
+	}
+	tokens := auth.NewTokens(pairs)
+	a.auth = tokens.Authenticate
+	a.log.Info("authentication on", "tokens", tokens.Len())
+
+	if cfg.TokensFile != "" {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		done := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-hup:
+					pairs, err := load()
+					if err != nil {
+						a.log.Error("token reload failed; keeping the old tokens", "err", err)
+						continue
+					}
+					tokens.Replace(pairs)
+					a.log.Info("tokens reloaded", "tokens", tokens.Len())
+				}
+			}
+		}()
+		a.onClose = append(a.onClose, func() { signal.Stop(hup); close(done) })
+	}
+	return nil
+}

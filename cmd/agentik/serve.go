@@ -114,6 +114,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		OnRestart:     cfg.OnRestart,
 		ImageInput:    a.llm.Info().ImageInput,
 		Logger:        log,
+
+		MaxConcurrentTurns: cfg.Auth.MaxConcurrentTurns,
+		MessagesPerMinute:  cfg.Auth.MessagesPerMinute,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,165 @@
+// Package auth maps bearer tokens to principals and limits what each
+// principal may do.
+//
+// Tokens are kept only as SHA-256 digests and compared in constant time
+// against every known digest, so neither the comparison's duration nor a
+// memory dump reveals a token. No function of this package logs or returns a
+// token.
+package auth
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/agentik/agentik"
+)
+
+// Tokens is a reloadable set of principal:token pairs. Safe for concurrent use.
+type Tokens struct {
+	mu      sync.RWMutex
+	entries []entry
+}
+
+type entry struct {
+	digest    [sha256.Size]byte
+	principal string
+}
+
+// ErrUnauthorized is returned for a missing or unknown token.
+var ErrUnauthorized = agentik.Errorf(agentik.EUnauthorized, "a valid bearer token is required")
+
+// ParsePairs reads principal:token pairs separated by commas or newlines.
+// Blank entries and lines starting with # are ignored. The error names the
+// entry's position, never its text.
+func ParsePairs(s string) (map[string]string, error) {
+	pairs := map[string]string{} // token → principal
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' })
+	for i, f := range fields {
+		f = strings.TrimSpace(f)
+		if f == "" || strings.HasPrefix(f, "#") {
+			continue
+		}
+		principal, token, ok := strings.Cut(f, ":")
+		principal, token = strings.TrimSpace(principal), strings.TrimSpace(token)
+		if !ok || principal == "" || token == "" {
+			return nil, fmt.Errorf("entry %d: want principal:token", i+1)
+		}
+		if len(token) < 8 {
+			return nil, fmt.Errorf("entry %d (principal %s): token shorter than 8 characters", i+1, principal)
+		}
+		if _, dup := pairs[token]; dup {
+			return nil, fmt.Errorf("entry %d (principal %s): token used twice", i+1, principal)
+		}
+		pairs[token] = principal
+	}
+	return pairs, nil
+}
+
+// ReadFile reads pairs from a file, one principal:token per line.
+func ReadFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		b.WriteString(sc.Text())
+		b.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return ParsePairs(b.String())
+}
+
+// NewTokens returns a set holding pairs (token → principal).
+func NewTokens(pairs map[string]string) *Tokens {
+	t := &Tokens{}
+	t.Replace(pairs)
+	return t
+}
+
+// Replace swaps the whole set atomically (SIGHUP reload).
+func (t *Tokens) Replace(pairs map[string]string) {
+	entries := make([]entry, 0, len(pairs))
+	for token, principal := range pairs {
+		entries = append(entries, entry{sha256.Sum256([]byte(token)), principal})
+	}
+	t.mu.Lock()
+	t.entries = entries
+	t.mu.Unlock()
+}
+
+// Len returns the number of tokens.
+func (t *Tokens) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.entries)
+}
+
+// Lookup returns the principal of token. It compares the token's digest with
+// every known digest without stopping early.
+func (t *Tokens) Lookup(token string) (string, bool) {
+	if token == "" {
+		return "", false
+	}
+	d := sha256.Sum256([]byte(token))
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	found := -1
+	for i := range t.entries {
+		if subtle.ConstantTimeCompare(d[:], t.entries[i].digest[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", false
+	}
+	return t.entries[found].principal, true
+}
+
+// Authenticate returns the principal of the request's bearer token: the
+// Authorization header, or — only for event streams and WebSocket upgrades,
+// which browsers cannot give headers — the access_token query parameter.
+func (t *Tokens) Authenticate(r *http.Request) (string, error) {
+	token := BearerToken(r)
+	if token == "" && allowsQueryToken(r) {
+		token = r.URL.Query().Get("access_token")
+	}
+	p, ok := t.Lookup(token)
+	if !ok {
+		return "", ErrUnauthorized
+	}
+	return p, nil
+}
+
+// BearerToken returns the token of an "Authorization: Bearer …" header.
+func BearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+func allowsQueryToken(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return true
+	}
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream") || strings.HasSuffix(r.URL.Path, "/events")
+}
+
+// Challenge is the WWW-Authenticate value of a 401.
+const Challenge = `Bearer realm="agentik"`

@@ -1,6 +1,7 @@
 package agentik
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 )
@@ -95,6 +96,84 @@ func JoinText(parts []Content) string {
 		}
 	}
 	return string(b)
+}
+
+// DefaultMaxImageBytes is the default limit of one decoded image: what
+// OpenAI-compatible endpoints commonly accept per image, well under the
+// default request body limit.
+const DefaultMaxImageBytes = 10 << 20
+
+// ValidateImage checks an image part as the model will receive it: an allowed
+// MIME, valid base64, at most maxBytes once decoded (ETooLarge), and bytes
+// that really are an image of that MIME, judged by the file header. A header
+// that names another allowed type is refused too: endpoints reject an image
+// whose data URI lies about its type. maxBytes <= 0 means
+// DefaultMaxImageBytes. Other errors have code EInvalid.
+func (c Content) ValidateImage(maxBytes int) error {
+	if c.Type != ContentImage {
+		return Errorf(EInvalid, "content part is not an image")
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxImageBytes
+	}
+	if !knownImageMIME(c.MIME) {
+		return Errorf(EInvalid, "image mime %q is not one of image/png, image/jpeg, image/webp, image/gif", c.MIME)
+	}
+	if c.Data == "" {
+		return Errorf(EInvalid, "image data is empty")
+	}
+	// Refuse an oversized image before decoding it.
+	if base64.StdEncoding.DecodedLen(len(c.Data)) > maxBytes+2 {
+		return Errorf(ETooLarge, "image is larger than %d bytes", maxBytes)
+	}
+	raw, err := base64.StdEncoding.DecodeString(c.Data)
+	if err != nil {
+		return Errorf(EInvalid, "image data is not valid base64")
+	}
+	if len(raw) > maxBytes {
+		return Errorf(ETooLarge, "image is larger than %d bytes", maxBytes)
+	}
+	switch got := SniffImage(raw); got {
+	case c.MIME:
+		return nil
+	case "":
+		return Errorf(EInvalid, "image data is not a %s image", c.MIME)
+	default:
+		return Errorf(EInvalid, "image data is a %s image, not %s", got, c.MIME)
+	}
+}
+
+// ValidateInput checks a message body a user sends: ValidateContent, then
+// ValidateImage for every image part.
+func ValidateInput(parts []Content, maxImageBytes int) error {
+	if err := ValidateContent(parts); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if p.Type == ContentImage {
+			if err := p.ValidateImage(maxImageBytes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SniffImage returns the MIME type of an image from its header, or "" when b
+// does not start like a PNG, JPEG, WebP or GIF file.
+func SniffImage(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		return "image/png"
+	case len(b) >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF:
+		return "image/jpeg"
+	case bytes.HasPrefix(b, []byte("GIF87a")), bytes.HasPrefix(b, []byte("GIF89a")):
+		return "image/gif"
+	case len(b) >= 16 && bytes.HasPrefix(b, []byte("RIFF")) && string(b[8:12]) == "WEBP" &&
+		(string(b[12:16]) == "VP8 " || string(b[12:16]) == "VP8L" || string(b[12:16]) == "VP8X"):
+		return "image/webp"
+	}
+	return ""
 }
 
 func knownImageMIME(m string) bool {

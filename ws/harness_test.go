@@ -1,0 +1,159 @@
+package ws
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/openai"
+	"github.com/agentik/agentik/sqlite"
+	"github.com/agentik/agentik/tools"
+)
+
+// stack is the real thing: the engine over a SQLite file and the in-process
+// bus, the OpenAI adapter talking to a scripted llmtest server, the ws
+// Server on a real listener.
+type stack struct {
+	t     *testing.T
+	llm   *llmtest.Server
+	eng   *engine.Engine
+	store *sqlite.Store
+	srv   *Server
+	http  *httptest.Server
+	url   string // ws://…/agentik/ws
+}
+
+// tokens maps bearer tokens to principals when the stack has auth.
+func newStack(t *testing.T, opts Options, tokens map[string]string) *stack {
+	t.Helper()
+	ctx := testCtx(t)
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	model, err := openai.New(openai.Options{BaseURL: llm.URL(), Model: "test-model", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.Options{Store: store, Bus: bus.New(), LLM: model,
+		Tools: tools.NewRegistry(tools.CurrentTime{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tokens != nil {
+		opts.Authenticate = func(r *http.Request) (string, error) {
+			p, ok := tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+			if !ok {
+				return "", errors.New("bad token")
+			}
+			return p, nil
+		}
+	}
+	srv := NewServer(eng, opts)
+	mux := http.NewServeMux()
+	mux.Handle("GET /agentik/ws", srv)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		eng.Shutdown(ctx)
+		hs.Close()
+	})
+	return &stack{t: t, llm: llm, eng: eng, store: store, srv: srv, http: hs,
+		url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/agentik/ws"}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (s *stack) dial(opts *DialOptions) *Conn {
+	s.t.Helper()
+	c, err := Dial(testCtx(s.t), s.url, opts)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// next returns the next message, failing the test after a timeout.
+func next(t *testing.T, c *Conn) ServerMessage {
+	t.Helper()
+	select {
+	case m, ok := <-c.Messages():
+		if !ok {
+			t.Fatalf("connection ended: %v", c.Err())
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message within 10s")
+	}
+	return nil
+}
+
+// answer collects TEXT_CHUNKs up to END; other messages are returned too.
+func answer(t *testing.T, c *Conn) (text string, end *End, others []ServerMessage) {
+	t.Helper()
+	var b strings.Builder
+	for {
+		switch m := next(t, c).(type) {
+		case *TextChunk:
+			b.WriteString(m.Text)
+		case *End:
+			return b.String(), m, others
+		default:
+			others = append(others, m)
+		}
+	}
+}
+
+// wantError reads the next message and checks it is ERROR with code.
+func wantError(t *testing.T, c *Conn, code string) *Error {
+	t.Helper()
+	m := next(t, c)
+	e, ok := m.(*Error)
+	if !ok || e.Code != code || e.Details == "" {
+		t.Fatalf("want ERROR %s, got %#v", code, m)
+	}
+	return e
+}
+
+// journal returns the conversation's stored messages.
+func (s *stack) journal(id string, principal string) []agentik.Message {
+	s.t.Helper()
+	ctx := agentik.WithPrincipal(testCtx(s.t), principal)
+	conv, err := s.eng.Conversation(ctx, id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	page, err := conv.Messages(ctx, agentik.MessagesRequest{Limit: 500})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return page.Messages
+}
+
+func (s *stack) sessions() int {
+	s.srv.mu.Lock()
+	defer s.srv.mu.Unlock()
+	return len(s.srv.sessions)
+}

@@ -1,0 +1,209 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/jackc/pgx/v5"
+)
+
+// Conversation list page sizes: the interface leaves limit to the caller, the
+// store keeps one page bounded.
+const (
+	defaultListLimit = 50
+	maxListLimit     = 500
+)
+
+// CreateConversation stores c and its created agent event in one transaction.
+// An id that already exists is EConflict.
+func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRecord) (agentik.AgentEvent, error) {
+	if c.ID == "" {
+		return agentik.AgentEvent{}, agentik.Errorf(agentik.EInvalid, "create conversation: empty id")
+	}
+	c.CreatedAt = agentik.TimeOf(c.CreatedAt.Time)
+	c.UpdatedAt = agentik.TimeOf(c.UpdatedAt.Time)
+	ev := agentik.AgentEvent{
+		Date:           c.CreatedAt,
+		Type:           agentik.AgentEvCreated,
+		Conversation:   conversationInfo(c),
+		ConversationID: c.ID,
+		Owner:          c.Owner,
+	}
+	err := s.write(ctx, "create conversation "+c.ID, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, qInsertConversation,
+			c.ID, c.Owner, c.Title, c.Temporal, c.CreatedAt.Time, c.UpdatedAt.Time, c.Tokens.Input, c.Tokens.Output); err != nil {
+			return err
+		}
+		return insertAgentEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return agentik.AgentEvent{}, err
+	}
+	return ev, nil
+}
+
+// conversationInfo is the snapshot a created event carries. Working and the
+// image capabilities belong to the engine, not the store.
+func conversationInfo(c agentik.ConversationRecord) *agentik.ConversationInfo {
+	info := &agentik.ConversationInfo{
+		ID:        c.ID,
+		Title:     c.Title,
+		Temporal:  c.Temporal,
+		CreatedAt: c.CreatedAt,
+		UpdatedAt: c.UpdatedAt,
+		Owner:     c.Owner,
+	}
+	if c.Tokens != (agentik.TurnTokens{}) {
+		t := c.Tokens
+		info.Tokens = &t
+	}
+	return info
+}
+
+// GetConversation returns the conversation, ENotFound when there is none.
+func (s *Store) GetConversation(ctx context.Context, id string) (agentik.ConversationRecord, error) {
+	var c agentik.ConversationRecord
+	err := s.read(ctx, "get conversation "+id, func(q querier) error {
+		var err error
+		c, err = scanConversation(q.QueryRow(ctx, qGetConversation, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(id)
+		}
+		return err
+	})
+	return c, err
+}
+
+func scanConversation(row pgx.Row) (agentik.ConversationRecord, error) {
+	var c agentik.ConversationRecord
+	var created, updated time.Time
+	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Temporal, &created, &updated, &c.Tokens.Input, &c.Tokens.Output)
+	c.CreatedAt = agentik.TimeOf(created)
+	c.UpdatedAt = agentik.TimeOf(updated)
+	return c, err
+}
+
+// ListConversations pages the owner's conversations, newest updated_at first
+// (ties by id, descending), using the (owner, updated_at, id) index. limit <= 0
+// means 50; it is capped at 500.
+func (s *Store) ListConversations(ctx context.Context, owner string, limit int, before string) ([]agentik.ConversationRecord, string, error) {
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	limit = min(limit, maxListLimit)
+	// One more than the limit tells whether a next page exists.
+	query, args := qList, []any{owner, limit + 1}
+	if before != "" {
+		at, id, err := agentik.ParseListToken(before)
+		if err != nil {
+			return nil, "", err
+		}
+		query, args = qListBefore, []any{owner, at.Time, id, limit + 1}
+	}
+	list := []agentik.ConversationRecord{}
+	err := s.read(ctx, "list conversations", func(q querier) error {
+		rows, err := q.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			c, err := scanConversation(rows)
+			if err != nil {
+				return err
+			}
+			list = append(list, c)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(list) > limit {
+		list = list[:limit]
+		last := list[limit-1]
+		next = agentik.ListToken(last.UpdatedAt, last.ID)
+	}
+	return list, next, nil
+}
+
+// RenameConversation sets the title and appends a renamed agent event dated
+// at. It does not change updated_at (the renamed event carries none).
+func (s *Store) RenameConversation(ctx context.Context, id, title string, at agentik.Time) (agentik.ConversationRecord, agentik.AgentEvent, error) {
+	var c agentik.ConversationRecord
+	var ev agentik.AgentEvent
+	err := s.write(ctx, "rename conversation "+id, func(tx pgx.Tx) error {
+		var err error
+		c, err = scanConversation(tx.QueryRow(ctx, qRename, title, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		ev = agentik.AgentEvent{
+			Date:           agentik.TimeOf(at.Time),
+			Type:           agentik.AgentEvRenamed,
+			ConversationID: id,
+			Title:          title,
+			Owner:          c.Owner,
+		}
+		return insertAgentEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return agentik.ConversationRecord{}, agentik.AgentEvent{}, err
+	}
+	return c, ev, nil
+}
+
+// DeleteConversation removes the conversation; foreign keys cascade to its
+// journal, events and memory. The deleted agent event stays.
+func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Time) (agentik.AgentEvent, error) {
+	var ev agentik.AgentEvent
+	err := s.write(ctx, "delete conversation "+id, func(tx pgx.Tx) error {
+		var owner string
+		err := tx.QueryRow(ctx, qDelete, id).Scan(&owner)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		ev = agentik.AgentEvent{
+			Date:           agentik.TimeOf(at.Time),
+			Type:           agentik.AgentEvDeleted,
+			ConversationID: id,
+			Owner:          owner,
+		}
+		return insertAgentEvent(ctx, tx, &ev)
+	})
+	if err != nil {
+		return agentik.AgentEvent{}, err
+	}
+	return ev, nil
+}
+
+// insertAgentEvent allocates ev's cursor, stores it and sets the cursor on
+// ev only once both succeeded. The payload is the event's JSON without the
+// cursor and the owner (both columns).
+func insertAgentEvent(ctx context.Context, tx pgx.Tx, ev *agentik.AgentEvent) error {
+	e := *ev
+	e.Cursor = 0
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return agentik.WrapError(agentik.EInternal, "encode agent event", err)
+	}
+	cursor, err := allocate(ctx, tx, "agent_events", 1)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, qInsertAgentEvent, cursor, e.ConversationID, e.Owner, e.Type, e.Date.Time, string(payload)); err != nil {
+		return err
+	}
+	ev.Cursor = cursor
+	return nil
+}

@@ -1,0 +1,245 @@
+// Package postgres is the scale-out agentik.Store: conversations, journals,
+// durable events, working memory and the agent-level event stream in one
+// PostgreSQL database that several agentik processes share, on the pure-Go
+// pgx driver. It also provides the cross-process agentik.Bus (LISTEN/NOTIFY
+// as the wake-up, the events table as the source of truth) and a
+// Coordinator that gives each conversation's turns to exactly one process.
+//
+// Main guarantee: every Commit is one transaction, so a journal message and
+// its durable event are stored together or not at all (SPEC §1.4); seqs are
+// gap-free per conversation, and cursors strictly increasing, never reused
+// and handed out in commit order across all processes — a reader that
+// follows the events by cursor never skips one that commits late.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var _ agentik.Store = (*Store)(nil)
+
+// Defaults of Options.
+const (
+	DefaultMaxConns         = 10
+	DefaultStatementTimeout = 30 * time.Second
+	DefaultConnectTimeout   = 5 * time.Second
+)
+
+// Options tune the connection pool. Zero values take the defaults.
+type Options struct {
+	// MaxConns is the pool size of this process (AGENTIK_DB_POOL_SIZE).
+	// The Bus and the Coordinator each hold one more connection of their own.
+	MaxConns int32
+	// StatementTimeout bounds every statement on the server
+	// (AGENTIK_DB_STATEMENT_TIMEOUT): a stuck query becomes EUnavailable
+	// instead of holding a turn or a request forever.
+	StatementTimeout time.Duration
+	// ConnectTimeout bounds dialling the database, so that requests fail
+	// fast with EUnavailable while it is down.
+	ConnectTimeout time.Duration
+}
+
+// Store is an agentik.Store backed by PostgreSQL. Safe for concurrent use;
+// Close is idempotent.
+type Store struct {
+	pool    *pgxpool.Pool
+	cfg     *pgx.ConnConfig // for the Bus's and Coordinator's own connections
+	schema  string          // current_schema() at Open: scopes notifications and locks
+	node    string          // this handle's id in notifications
+	timeout time.Duration
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// Open connects to the database at dsn (a postgres:// URL or a key=value
+// connection string; search_path in it selects the schema), applies pending
+// migrations and returns the store. It refuses a database whose schema is
+// newer than this program knows (ErrSchemaTooNew). Errors reaching the
+// database are EUnavailable.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.StatementTimeout <= 0 {
+		opts.StatementTimeout = DefaultStatementTimeout
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// The parse error may quote the DSN, password included: keep it out.
+		return nil, agentik.Errorf(agentik.EInvalid, "AGENTIK_DATABASE_URL is not a valid PostgreSQL connection string")
+	}
+	pc.MaxConns = opts.MaxConns
+	pc.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	pc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
+	if pc.ConnConfig.RuntimeParams["application_name"] == "" {
+		pc.ConnConfig.RuntimeParams["application_name"] = "agentik"
+	}
+	// A connection that died while the database was down is noticed when it
+	// is next used; checking idle ones keeps the pool from handing them out.
+	pc.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", unavailable(err))
+	}
+	s := &Store{
+		pool:    pool,
+		cfg:     pc.ConnConfig.Copy(),
+		node:    agentik.NewID(),
+		timeout: opts.StatementTimeout,
+		closed:  make(chan struct{}),
+	}
+	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&s.schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: %w", classify(err))
+	}
+	if s.schema == "" {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: no schema in search_path exists")
+	}
+	if err := migrate(ctx, pool, s.schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	return s, nil
+}
+
+// Schema is the schema the store works in.
+func (s *Store) Schema() string { return s.schema }
+
+// Close closes the pool. It is idempotent.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.pool.Close()
+	})
+	return nil
+}
+
+func (s *Store) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Ping checks that the database answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.isClosed() {
+		return fmt.Errorf("ping: %w", unavailable(errors.New("store closed")))
+	}
+	var one int
+	if err := s.pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("ping: %w", classify(err))
+	}
+	return nil
+}
+
+// unavailable marks a database failure: the caller sees "the store is
+// unavailable" (503), operators see the driver's error in the chain.
+func unavailable(err error) error {
+	return agentik.WrapError(agentik.EUnavailable, "the store is unavailable", err)
+}
+
+// classify turns an error from a store operation into one with a code from
+// the agentik vocabulary, keeping errors that already carry one and the
+// context's own errors (a caller that gave up is not a database failure).
+func classify(err error) error {
+	var ae *agentik.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		var ne net.Error
+		if !errors.As(err, &ne) { // a dial timeout is the database's fault
+			return err
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
+		return agentik.WrapError(agentik.EConflict, "already exists", err)
+	}
+	return unavailable(err)
+}
+
+// write runs fn in one transaction; any error rolls everything back. op
+// names the operation in the returned error.
+func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	if s.isClosed() {
+		return fmt.Errorf("%s: %w", op, unavailable(errors.New("store closed")))
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	return nil
+}
+
+// read runs fn on the pool. Reads are single statements (a page query
+// fetches one extra row for has_more), each seeing one consistent snapshot.
+func (s *Store) read(ctx context.Context, op string, fn func(q querier) error) error {
+	if s.isClosed() {
+		return fmt.Errorf("%s: %w", op, unavailable(errors.New("store closed")))
+	}
+	if err := fn(s.pool); err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	return nil
+}
+
+// querier is what both a transaction and the pool offer.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func notFound(id string) error {
+	return agentik.Errorf(agentik.ENotFound, "conversation %s not found", id)
+}
+
+// exists returns ENotFound unless the conversation exists.
+func exists(ctx context.Context, q querier, id string) error {
+	var one int
+	err := q.QueryRow(ctx, qExists, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound(id)
+	}
+	return err
+}
+
+// allocate reserves n cursors of counter ("events" or "agent_events") and
+// returns the first. The counter row stays locked until the transaction
+// ends, which is what orders cursors by commit (see migrations/0001).
+// Callers take it as late as possible in the transaction, and events before
+// agent_events, so writers never wait on each other in a cycle.
+func allocate(ctx context.Context, tx pgx.Tx, counter string, n int) (int64, error) {
+	var last int64
+	if err := tx.QueryRow(ctx, qAllocate, int64(n), counter).Scan(&last); err != nil {
+		return 0, err
+	}
+	return last - int64(n) + 1, nil
+}

@@ -1,0 +1,266 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/agentik/agentik"
+	"github.com/jackc/pgx/v5"
+)
+
+// Reads run one statement each. A conversation's existence is only checked
+// when its query finds nothing, so the common case is one indexed lookup.
+
+// Messages pages the journal by seq through the (conversation_id, seq)
+// primary key. With Before set, the page is the newest entries below it
+// (above After, if set); otherwise the oldest entries above After. Offset
+// skips entries in the paging direction. The bool reports whether more
+// entries lie beyond the page in that direction. Results are ascending.
+func (s *Store) Messages(ctx context.Context, conversationID string, req agentik.MessagesRequest) ([]agentik.Message, bool, error) {
+	if req.After < 0 || req.Before < 0 || req.Offset < 0 {
+		return nil, false, agentik.Errorf(agentik.EInvalid, "messages: negative after, before or offset")
+	}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = agentik.DefaultMessagesLimit
+	}
+	limit = min(limit, agentik.MaxMessagesLimit)
+	query, args := qMessagesAfter, []any{conversationID, req.After, limit + 1, req.Offset}
+	if req.Before > 0 {
+		query, args = qMessagesBefore, []any{conversationID, req.After, req.Before, limit + 1, req.Offset}
+	}
+	msgs := []agentik.Message{}
+	err := s.read(ctx, "messages "+conversationID, func(q querier) error {
+		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
+			m, err := scanMessage(rows)
+			msgs = append(msgs, m)
+			return err
+		}, query, args...); err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return exists(ctx, q, conversationID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(msgs) > limit
+	if more {
+		msgs = msgs[:limit]
+	}
+	if req.Before > 0 {
+		slices.Reverse(msgs)
+	}
+	return msgs, more, nil
+}
+
+// Message returns one journal message; ENotFound when the conversation or the
+// message (in that conversation) does not exist.
+func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik.Message, error) {
+	var m agentik.Message
+	err := s.read(ctx, "message "+id, func(q querier) error {
+		var err error
+		m, err = scanMessage(q.QueryRow(ctx, qMessage, id, conversationID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return agentik.Errorf(agentik.ENotFound, "message %s not found", id)
+		}
+		return err
+	})
+	return m, err
+}
+
+func scanMessage(row pgx.Row) (agentik.Message, error) {
+	var payload []byte
+	var m agentik.Message
+	if err := row.Scan(&payload); err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return m, agentik.WrapError(agentik.EInternal, "decode message", err)
+	}
+	return m, nil
+}
+
+func scanEvent(rows pgx.Rows) (agentik.Event, error) {
+	var ev agentik.Event
+	var cursor int64
+	var payload []byte
+	if err := rows.Scan(&cursor, &payload); err != nil {
+		return ev, err
+	}
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return ev, agentik.WrapError(agentik.EInternal, "decode event", err)
+	}
+	ev.Cursor = cursor
+	return ev, nil
+}
+
+func scanAgentEvent(rows pgx.Rows) (agentik.AgentEvent, error) {
+	var ev agentik.AgentEvent
+	var cursor int64
+	var owner string
+	var payload []byte
+	if err := rows.Scan(&cursor, &owner, &payload); err != nil {
+		return ev, err
+	}
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return ev, agentik.WrapError(agentik.EInternal, "decode agent event", err)
+	}
+	ev.Cursor = cursor
+	ev.Owner = owner
+	if ev.Conversation != nil {
+		ev.Conversation.Owner = owner
+	}
+	return ev, nil
+}
+
+// limitArg stands for "all rows" in LIMIT parameters (LIMIT NULL).
+func limitArg(limit int) any {
+	if limit <= 0 {
+		return nil
+	}
+	return int64(limit)
+}
+
+// Events returns up to limit events of the conversation after the cursor,
+// ascending; limit <= 0 returns all of them.
+func (s *Store) Events(ctx context.Context, conversationID string, after int64, limit int) ([]agentik.Event, error) {
+	evs := []agentik.Event{}
+	err := s.read(ctx, "events "+conversationID, func(q querier) error {
+		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
+			ev, err := scanEvent(rows)
+			evs = append(evs, ev)
+			return err
+		}, qEvents, conversationID, after, limitArg(limit)); err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return exists(ctx, q, conversationID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// LastCursor is the greatest cursor of the conversation's events.
+func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, error) {
+	var cursor int64
+	err := s.read(ctx, "last cursor "+conversationID, func(q querier) error {
+		var found bool
+		if err := q.QueryRow(ctx, qLastCursor, conversationID).Scan(&found, &cursor); err != nil {
+			return err
+		}
+		if !found {
+			return notFound(conversationID)
+		}
+		return nil
+	})
+	return cursor, err
+}
+
+// AgentEvents returns up to limit agent events after the cursor, ascending;
+// limit <= 0 returns all of them.
+func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agentik.AgentEvent, error) {
+	evs := []agentik.AgentEvent{}
+	err := s.read(ctx, "agent events", func(q querier) error {
+		return queryEach(ctx, q, func(rows pgx.Rows) error {
+			ev, err := scanAgentEvent(rows)
+			evs = append(evs, ev)
+			return err
+		}, qAgentEvents, after, limitArg(limit))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// LastAgentCursor is the greatest agent-event cursor (0 when none).
+func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
+	var cursor int64
+	err := s.read(ctx, "last agent cursor", func(q querier) error {
+		return q.QueryRow(ctx, qLastAgentCursor).Scan(&cursor)
+	})
+	return cursor, err
+}
+
+// Memory returns the working memory in order.
+func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
+	entries := []agentik.MemoryEntry{}
+	err := s.read(ctx, "memory "+conversationID, func(q querier) error {
+		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
+			var ord int64
+			var payload []byte
+			if err := rows.Scan(&ord, &payload); err != nil {
+				return err
+			}
+			var e agentik.MemoryEntry
+			if err := json.Unmarshal(payload, &e); err != nil {
+				return agentik.WrapError(agentik.EInternal, "decode memory entry", err)
+			}
+			e.Order = ord
+			entries = append(entries, e)
+			return nil
+		}, qMemory, conversationID); err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			return exists(ctx, q, conversationID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
+// OpenTurns reads the partial index of unclosed user messages that Commit
+// maintains, so start-up cost follows the number of open turns, not the size
+// of the journals.
+func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
+	return s.openTurns(ctx, qOpenTurns)
+}
+
+// OpenTurnsOf returns the open turns of one conversation in seq order: the
+// queue of a conversation whose turns several processes share.
+func (s *Store) OpenTurnsOf(ctx context.Context, conversationID string) ([]agentik.Message, error) {
+	return s.openTurns(ctx, qOpenTurnsOf, conversationID)
+}
+
+func (s *Store) openTurns(ctx context.Context, query string, args ...any) ([]agentik.Message, error) {
+	msgs := []agentik.Message{}
+	err := s.read(ctx, "open turns", func(q querier) error {
+		return queryEach(ctx, q, func(rows pgx.Rows) error {
+			m, err := scanMessage(rows)
+			msgs = append(msgs, m)
+			return err
+		}, query, args...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}
+
+// queryEach runs a query and calls fn for each row.
+func queryEach(ctx context.Context, q querier, fn func(pgx.Rows) error, query string, args ...any) error {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storetest"
+	"github.com/jackc/pgx/v5"
+)
+
+// testDSN returns the database the tests run against. Without
+// AGENTIK_TEST_DATABASE_URL the tests are skipped on a developer's machine
+// and fail in CI, where the PostgreSQL contract must be checked.
+func testDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("AGENTIK_TEST_DATABASE_URL")
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("AGENTIK_TEST_DATABASE_URL is not set: the PostgreSQL store must be tested in CI")
+		}
+		t.Skip("AGENTIK_TEST_DATABASE_URL is not set")
+	}
+	return dsn
+}
+
+// freshSchema creates a schema of its own for one test and returns a DSN
+// whose search_path selects it; the schema is dropped when the test ends.
+// Tests of several packages may share one database at the same time.
+func freshSchema(t testing.TB) string {
+	t.Helper()
+	dsn := testDSN(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to the test database: %v", err)
+	}
+	defer conn.Close(ctx)
+	schema := "agentik_test_" + strings.ReplaceAll(agentik.NewID(), "-", "")
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(t, dsn, schema)
+}
+
+func withSearchPath(t testing.TB, dsn, schema string) string {
+	t.Helper()
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("AGENTIK_TEST_DATABASE_URL: %v", err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return fmt.Sprintf("%s search_path=%s", dsn, schema)
+}
+
+func openDSN(t testing.TB, dsn string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dsn, Options{MaxConns: 4})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestContract(t *testing.T) {
+	dsn := freshSchema(t)
+	storetest.Run(t, func(t *testing.T) agentik.Store { return openDSN(t, dsn) })
+}
+
+func TestContractShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (agentik.Store, agentik.Store) {
+		dsn := freshSchema(t)
+		return openDSN(t, dsn), openDSN(t, dsn)
+	})
+}

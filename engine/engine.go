@@ -44,6 +44,12 @@ type Options struct {
 	OnRestart     string        // RestartResume (default) or RestartInterrupt
 	ImageInput    bool          // the model takes image content
 
+	// Context management (see docs/context.md and compact.go).
+	ContextTokens int    // the model's context budget; 0: LLM.Info().ContextTokens, else 32768
+	SummaryPrompt string // system prompt of compaction summaries; default DefaultSummaryPrompt
+	SendReasoning bool   // feed stored reasoning back to the model; default off
+	MaxImageBytes int    // limit of one image in a user message; default agentik.DefaultMaxImageBytes
+
 	// Per-principal limits; zero means unlimited. A message over a limit is
 	// refused with ERateLimited and stores nothing.
 	MaxConcurrentTurns int // conversations with a running or queued turn
@@ -67,6 +73,18 @@ func (o *Options) setDefaults() error {
 	}
 	if o.TemporalIdle <= 0 {
 		o.TemporalIdle = 30 * time.Minute
+	}
+	if o.ContextTokens <= 0 {
+		o.ContextTokens = o.LLM.Info().ContextTokens
+	}
+	if o.ContextTokens <= 0 {
+		o.ContextTokens = DefaultContextTokens
+	}
+	if o.SummaryPrompt == "" {
+		o.SummaryPrompt = DefaultSummaryPrompt
+	}
+	if o.MaxImageBytes <= 0 {
+		o.MaxImageBytes = agentik.DefaultMaxImageBytes
 	}
 	switch o.OnRestart {
 	case "":

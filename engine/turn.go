@@ -139,29 +139,42 @@ func (e *turnError) Unwrap() error { return e.err }
 
 func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 	c := r.c
-	req := agentik.ModelRequest{System: c.e.opts.SystemPrompt, Tools: r.offered(set)}
-	req.Messages = make([]agentik.ModelMessage, len(c.memory))
-	for i, m := range c.memory {
-		req.Messages[i] = m.Message
+	offered := r.offered(set)
+	if _, err := r.fit(offered, false); err != nil {
+		return agentik.ModelResponse{}, err
 	}
-	r.text, r.reason = "", ""
-	// The LLM bounds its own waiting (connect, retries, silence between
-	// chunks); the turn's context adds interrupts and shutdown.
-	resp, err := c.e.opts.LLM.Generate(r.ctx, req, r.onDelta)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		req := r.request(offered)
+		r.text, r.reason = "", ""
+		// The LLM bounds its own waiting (connect, retries, silence between
+		// chunks); the turn's context adds interrupts and shutdown.
+		resp, err := c.e.opts.LLM.Generate(r.ctx, req, r.onDelta)
+		if err == nil {
+			r.tokens = r.tokens.Add(resp.Tokens)
+			return resp, nil
+		}
 		if r.ctx.Err() != nil {
 			return resp, r.ctx.Err()
 		}
 		switch {
 		case errors.Is(err, agentik.ErrContextOverflow):
+			// The estimate was wrong for this model: compact harder and
+			// retry once. An overflow is refused before anything streams.
+			if attempt == 0 && r.text == "" && r.reason == "" {
+				compacted, ferr := r.fit(offered, true)
+				if ferr != nil {
+					return resp, ferr
+				}
+				if compacted {
+					continue
+				}
+			}
 			return resp, &turnError{code: CodeContextOverflow, details: "the conversation is too long for the model", err: err}
 		case errors.Is(err, context.DeadlineExceeded):
 			return resp, &turnError{code: CodeLLMTimeout, details: "the model stopped answering", err: err}
 		}
 		return resp, &turnError{code: CodeLLMError, details: "the model call failed: " + err.Error(), err: err}
 	}
-	r.tokens = r.tokens.Add(resp.Tokens)
-	return resp, nil
 }
 
 // onDelta publishes one streamed piece; the model adapter calls it in order.

@@ -1,0 +1,585 @@
+package agui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/google/uuid"
+)
+
+// DefaultPath is where the facade is usually mounted.
+const DefaultPath = "/agui"
+
+// What a client disconnect before RUN_FINISHED does (Options.OnDisconnect).
+const (
+	// DisconnectInterrupt interrupts the run's turn, as AG-UI's abortRun
+	// asks: HttpAgent.abortRun() aborts the request, and a server cannot tell
+	// that from a dropped connection.
+	DisconnectInterrupt = "interrupt"
+	// DisconnectContinue lets the turn finish; the client reads the result
+	// later (MESSAGES_SNAPSHOT, or the native API).
+	DisconnectContinue = "continue"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes = 16 << 20
+	DefaultKeepAlive    = 15 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+)
+
+// threadNamespace is the UUID namespace of conversation ids derived from
+// AG-UI threadIds that are not UUIDs. Changing it would orphan every such
+// thread, so it is fixed forever.
+var threadNamespace = uuid.MustParse("5d0f3c4e-8a57-4c44-9f6e-2b7a0e1c9d13")
+
+// Options configures the facade. The zero value is usable.
+type Options struct {
+	// MaxBodyBytes bounds the RunAgentInput body; larger ones get 413.
+	MaxBodyBytes int64
+	// KeepAlive is the interval of SSE comments on a silent stream (the
+	// AG-UI client ignores them; proxies see a live connection).
+	KeepAlive time.Duration
+	// WriteTimeout bounds each write to the stream; a client that stops
+	// reading for that long is treated as gone.
+	WriteTimeout time.Duration
+	// IfBusy is the busy policy of the run's messages when the thread has a
+	// turn running (see agentik.SendRequest); "" is enqueue.
+	IfBusy string
+	// OnDisconnect is DisconnectInterrupt (the default) or DisconnectContinue.
+	OnDisconnect string
+	// Authenticate returns the principal a request acts for; an error
+	// refuses it (401 unless the error carries another agentik code). Nil
+	// means open access: every request is the anonymous principal "".
+	Authenticate func(r *http.Request) (principal string, err error)
+	// Logger receives failed requests; nil means slog.Default().
+	Logger *slog.Logger
+	// newID makes the ids of streamed messages (tests make them stable).
+	newID func() string
+}
+
+// Handler serves AG-UI runs against one agent. Safe for concurrent use.
+type Handler struct {
+	agent agentik.Agent
+	opts  Options
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	threads map[string]*threadLock
+}
+
+// threadLock serialises the runs of one thread in this process from reading
+// the journal to the last Send, so that two concurrent runs carrying the
+// same new message store it once.
+type threadLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// NewHandler returns the facade for agent. Mount it on POST only.
+func NewHandler(agent agentik.Agent, opts Options) *Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	if opts.OnDisconnect == "" {
+		opts.OnDisconnect = DisconnectInterrupt
+	}
+	if opts.newID == nil {
+		opts.newID = agentik.NewID
+	}
+	h := &Handler{agent: agent, opts: opts, log: opts.Logger, threads: map[string]*threadLock{}}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	return h
+}
+
+// Mount registers "POST path" on mux for agent (path "" is DefaultPath), so
+// that several agents can each have their own AG-UI endpoint.
+func Mount(mux *http.ServeMux, path string, agent agentik.Agent, opts Options) {
+	if path == "" {
+		path = DefaultPath
+	}
+	mux.Handle("POST /"+strings.Trim(path, "/"), NewHandler(agent, opts))
+}
+
+// ConversationID returns the conversation that holds AG-UI thread threadID
+// for principal: the thread id itself when it is a UUID (so AG-UI and the
+// native API name the same conversation), otherwise a name-based UUID of the
+// principal and the thread id, so that equal thread names of different
+// principals never meet and no mapping needs storing.
+func ConversationID(principal, threadID string) string {
+	if u, err := uuid.Parse(threadID); err == nil && len(threadID) == 36 {
+		return u.String()
+	}
+	return uuid.NewSHA1(threadNamespace, []byte(principal+"\x00"+threadID)).String()
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.writeError(w, r, agentik.Errorf("method_not_allowed", "use POST"))
+		return
+	}
+	if h.opts.Authenticate != nil {
+		p, err := h.opts.Authenticate(r)
+		if err != nil {
+			if agentik.ErrorCode(err) == agentik.EInternal {
+				err = agentik.WrapError(agentik.EUnauthorized, "missing or invalid credentials", err)
+			}
+			h.writeError(w, r, err)
+			return
+		}
+		r = r.WithContext(agentik.WithPrincipal(r.Context(), p))
+	}
+	body, err := readBody(w, r, h.opts.MaxBodyBytes)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	in, err := DecodeInput(body)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	h.run(w, r, in)
+}
+
+// plan is what a run asks of the core after reconciling with the journal.
+type plan struct {
+	users    []InputMessage
+	results  []agentik.ClientToolResult
+	snapshot bool
+}
+
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
+	ctx := r.Context()
+	convID := ConversationID(agentik.PrincipalFrom(ctx), in.ThreadID)
+	unlock := h.lockThread(convID)
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
+
+	conv, journal, cursor, err := h.open(ctx, convID, wantsTurn(in))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if conv != nil {
+		defer conv.Close()
+	}
+	p := reconcile(journal, in)
+	p.snapshot = len(in.Messages) == 0
+	if conv == nil || (len(p.users) == 0 && len(p.results) == 0) {
+		// Nothing to answer: the run only reports (the server's history when
+		// the client sent none, e.g. a reloaded UI).
+		unlock()
+		locked = false
+		s := h.startStream(w, r, in)
+		if p.snapshot {
+			msgs := snapshotMessages(journal)
+			s.emit(Event{Type: MessagesSnapshot, Messages: msgs})
+		}
+		s.emit(Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID})
+		return
+	}
+
+	// Subscribe before sending so that no event of the run can be missed;
+	// the stream replays from the cursor read with the journal.
+	stream, err := conv.Events(ctx, cursor)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	defer func() { stream.Close() }()
+
+	// The turn belongs to the conversation, not to this request: it must
+	// not end with the request (a disconnect is handled explicitly below).
+	sendCtx := context.WithoutCancel(ctx)
+	var turns []string
+	skip := map[string]bool{}
+	if len(p.results) > 0 {
+		res, err := conv.Send(sendCtx, agentik.SendRequest{ToolResults: p.results, ClientTools: in.Tools, IfBusy: h.opts.IfBusy})
+		switch {
+		case err == nil:
+			turns = append(turns, res.MessageID)
+			for _, tr := range p.results {
+				skip[tr.CallID] = true
+			}
+		case agentik.ErrorCode(err) == agentik.EInvalid && len(p.users) > 0:
+			// The calls are no longer waiting (the turn was closed meanwhile):
+			// the results are stale and the new message goes ahead alone.
+			h.log.DebugContext(ctx, "agui: stale tool results dropped", "conversation", convID, "err", err)
+		default:
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	var sendErr error
+	for i, u := range p.users {
+		req := agentik.SendRequest{Content: u.Content, ClientTools: in.Tools, IfBusy: h.opts.IfBusy,
+			Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: Channel}, Metadata: map[string]string{MetaMessageID: u.ID}}}
+		if i == len(p.users)-1 && len(in.Context) > 0 {
+			req.Content = append(append([]agentik.Content(nil), u.Content...), agentik.Text(renderContext(in.Context)))
+			req.Context.Metadata[MetaContextParts] = "1"
+		}
+		res, err := conv.Send(sendCtx, req)
+		if err != nil {
+			sendErr = err
+			break
+		}
+		turns = append(turns, res.MessageID)
+	}
+	if len(turns) == 0 {
+		h.writeError(w, r, sendErr)
+		return
+	}
+	unlock()
+	locked = false
+
+	s := h.startStream(w, r, in)
+	tr := newTranslator(in.ThreadID, in.RunID, turns, skip, h.opts.newID)
+	if sendErr != nil {
+		// An earlier message was accepted and a later one refused: the run
+		// reports the accepted turns, then ends with the refusal.
+		h.log.WarnContext(ctx, "agui: a later message of the run was refused", "conversation", convID, "err", sendErr)
+		tr.finalErr = sendErr
+	}
+	h.follow(ctx, conv, stream, cursor, s, tr)
+	if tr.done {
+		return
+	}
+	if ctx.Err() != nil || s.failed {
+		h.disconnected(conv, tr)
+		return
+	}
+	s.emitAll(tr.fail(nil, "the conversation's event stream ended", agentik.EUnavailable))
+}
+
+// follow feeds the conversation's events to tr and writes what it makes,
+// until the run is done, the client goes away or the stream cannot go on. A
+// subscription cut off for being slow resumes from the last durable cursor:
+// durable events are never lost, only deltas, which the translator repairs.
+func (h *Handler) follow(ctx context.Context, conv agentik.Conversation, stream agentik.Stream[agentik.Event], cursor int64, s *sseWriter, tr *translator) {
+	defer func() { stream.Close() }()
+	keepAlive := time.NewTicker(h.opts.KeepAlive)
+	defer keepAlive.Stop()
+	for !tr.done && !s.failed {
+		select {
+		case <-ctx.Done():
+			return
+		case <-keepAlive.C:
+			s.comment("keep-alive")
+		case ev, ok := <-stream.C():
+			if !ok {
+				if !errors.Is(stream.Err(), agentik.ErrSlowSubscriber) {
+					return
+				}
+				next, err := conv.Events(ctx, cursor)
+				if err != nil {
+					return
+				}
+				stream.Close()
+				stream = next
+				continue
+			}
+			if ev.Cursor > cursor {
+				cursor = ev.Cursor
+			}
+			s.emitAll(tr.event(ev))
+			keepAlive.Reset(h.opts.KeepAlive)
+		}
+	}
+}
+
+// disconnected handles a client gone before the run ended. With the
+// interrupt policy the run's turn is interrupted if it is the one running:
+// a turn of this run still queued behind another is left to run (the core
+// has no way to withdraw a queued message), and so is any turn not the run's.
+func (h *Handler) disconnected(conv agentik.Conversation, tr *translator) {
+	if h.opts.OnDisconnect != DisconnectInterrupt || !tr.running() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := conv.Interrupt(ctx); err != nil {
+		h.log.Warn("agui: interrupt after disconnect", "conversation", conv.ID(), "err", err)
+	}
+}
+
+// open returns the conversation of the thread with its journal and the
+// cursor to subscribe from. A missing conversation is created when create
+// is set; otherwise conv is nil.
+func (h *Handler) open(ctx context.Context, id string, create bool) (agentik.Conversation, []agentik.Message, int64, error) {
+	conv, err := h.agent.Conversation(ctx, id)
+	if agentik.IsNotFound(err) && create {
+		_, err = h.agent.CreateConversation(ctx, agentik.CreateRequest{ID: id})
+		if agentik.ErrorCode(err) == agentik.EConflict {
+			// Created meanwhile by another request of the same principal, or
+			// owned by another principal (then Conversation says not found).
+			err = nil
+		}
+		if err == nil {
+			conv, err = h.agent.Conversation(ctx, id)
+		}
+		if agentik.IsNotFound(err) {
+			err = agentik.Errorf(agentik.EConflict, "this threadId is in use by another caller")
+		}
+	}
+	if agentik.IsNotFound(err) {
+		return nil, nil, 0, nil
+	}
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var journal []agentik.Message
+	var cursor int64 = -1
+	after := int64(0)
+	for {
+		page, err := conv.Messages(ctx, agentik.MessagesRequest{After: after, Limit: agentik.MaxMessagesLimit})
+		if err != nil {
+			conv.Close()
+			return nil, nil, 0, err
+		}
+		if cursor < 0 {
+			cursor = page.Cursor
+		}
+		journal = append(journal, page.Messages...)
+		if !page.HasMore || len(page.Messages) == 0 {
+			break
+		}
+		after = page.Messages[len(page.Messages)-1].Seq
+	}
+	return conv, journal, cursor, nil
+}
+
+// wantsTurn reports whether in could make the core do anything: only then
+// is a missing thread created.
+func wantsTurn(in RunInput) bool {
+	for _, m := range in.Messages {
+		if m.Role == RoleUser || m.Role == RoleTool {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcile compares the client's messages with the journal: user messages
+// whose ids the server has not seen are new; tool messages answer the calls
+// the last turn waits for.
+func reconcile(journal []agentik.Message, in RunInput) plan {
+	seen := seenIDs(journal)
+	waiting := waitingCalls(journal)
+	var p plan
+	for _, m := range in.Messages {
+		switch {
+		case m.Role == RoleUser && !seen[m.ID]:
+			p.users = append(p.users, m)
+		case m.Role == RoleTool && waiting[m.ToolCallID]:
+			content := m.Content
+			if m.Error != "" && len(content) == 0 {
+				content = []agentik.Content{agentik.Text(m.Error)}
+			}
+			p.results = append(p.results, agentik.ClientToolResult{CallID: m.ToolCallID, Content: content, IsError: m.Error != ""})
+			delete(waiting, m.ToolCallID)
+		}
+	}
+	return p
+}
+
+// renderContext writes input.context for the model. It travels as one extra
+// text part of the run's last user message (the core has no other per-turn
+// channel to the model) and is hidden again in MESSAGES_SNAPSHOT.
+func renderContext(ctx []InputContext) string {
+	var b strings.Builder
+	b.WriteString("<context>\n")
+	for _, c := range ctx {
+		b.WriteString(c.Description)
+		b.WriteString(": ")
+		b.WriteString(c.Value)
+		b.WriteByte('\n')
+	}
+	b.WriteString("</context>")
+	return b.String()
+}
+
+func (h *Handler) lockThread(id string) (unlock func()) {
+	h.mu.Lock()
+	l := h.threads[id]
+	if l == nil {
+		l = &threadLock{}
+		h.threads[id] = l
+	}
+	l.refs++
+	h.mu.Unlock()
+	l.mu.Lock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Unlock()
+			h.mu.Lock()
+			if l.refs--; l.refs == 0 {
+				delete(h.threads, id)
+			}
+			h.mu.Unlock()
+		})
+	}
+}
+
+// startStream writes the 200 and RUN_STARTED.
+func (h *Handler) startStream(w http.ResponseWriter, r *http.Request, in RunInput) *sseWriter {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.opts.WriteTimeout}
+	s.emit(Event{Type: RunStarted, ThreadID: in.ThreadID, RunID: in.RunID, ParentRunID: in.ParentRunID})
+	return s
+}
+
+// sseWriter writes AG-UI frames, flushing each. After a failed write it
+// writes nothing more (failed is set).
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     []byte
+	failed  bool
+}
+
+func (s *sseWriter) emitAll(evs []Event) {
+	for _, ev := range evs {
+		s.emit(ev)
+	}
+}
+
+func (s *sseWriter) emit(ev Event) {
+	if s.failed {
+		return
+	}
+	ev.Timestamp = time.Now().UnixMilli()
+	var err error
+	if s.buf, err = appendFrame(s.buf[:0], ev); err != nil {
+		s.failed = true
+		return
+	}
+	s.write(s.buf)
+}
+
+func (s *sseWriter) comment(text string) {
+	if !s.failed {
+		s.write([]byte(": " + text + "\n\n"))
+	}
+}
+
+func (s *sseWriter) write(b []byte) {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.failed = true
+		return
+	}
+	if _, err := s.w.Write(b); err != nil {
+		s.failed = true
+		return
+	}
+	if err := s.rc.Flush(); err != nil {
+		s.failed = true
+	}
+}
+
+// readBody reads the bounded JSON body.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || !(mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return nil, agentik.Errorf(agentik.EUnsupportedMed, "request body must be application/json (an AG-UI RunAgentInput)")
+	}
+	if r.ContentLength > limit {
+		return nil, agentik.Errorf(agentik.ETooLarge, "request body is larger than %d bytes", limit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, agentik.Errorf(agentik.ETooLarge, "request body is larger than %d bytes", limit)
+		}
+		return nil, agentik.WrapError(agentik.EMalformed, "cannot read request body", err)
+	}
+	return b, nil
+}
+
+// statusOf maps the core's error codes to HTTP statuses (the one place).
+func statusOf(code string) int {
+	switch code {
+	case agentik.EMalformed:
+		return http.StatusBadRequest
+	case agentik.EInvalid:
+		return http.StatusUnprocessableEntity
+	case agentik.EUnauthorized:
+		return http.StatusUnauthorized
+	case agentik.ENotFound:
+		return http.StatusNotFound
+	case agentik.EBusy, agentik.EConflict:
+		return http.StatusConflict
+	case agentik.ETooLarge:
+		return http.StatusRequestEntityTooLarge
+	case agentik.EUnsupportedMed:
+		return http.StatusUnsupportedMediaType
+	case agentik.ERateLimited:
+		return http.StatusTooManyRequests
+	case agentik.EUnavailable:
+		return http.StatusServiceUnavailable
+	case "method_not_allowed":
+		return http.StatusMethodNotAllowed
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeError answers a refused run before streaming, in the same error body
+// as the native API. Internal errors get a generic message.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := agentik.ErrorCode(err)
+	status := statusOf(code)
+	msg := agentik.ErrorMessage(err)
+	if status == http.StatusInternalServerError {
+		code, msg = agentik.EInternal, "internal error"
+		h.log.ErrorContext(r.Context(), "agui: request failed", "path", r.URL.Path, "err", err)
+	} else {
+		h.log.DebugContext(r.Context(), "agui: request refused", "path", r.URL.Path, "code", code, "err", err)
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="agentik"`)
+	}
+	b, _ := json.Marshal(errorBody{Error: errorDetail{Code: code, Message: msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,295 @@
+package agui
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentik/agentik"
+)
+
+// Limits on RunAgentInput beyond the body size. They keep one request from
+// making the facade do unbounded work before the core sees anything.
+const (
+	maxIDLen       = 512
+	maxToolNameLen = 64 // OpenAI's limit for function names
+	maxTools       = 128
+)
+
+// RunInput is a decoded, validated RunAgentInput: only what the facade uses.
+// state, forwardedProps and resume are accepted and ignored.
+type RunInput struct {
+	ThreadID    string
+	RunID       string
+	ParentRunID string
+	Messages    []InputMessage
+	Tools       []agentik.ToolSpec
+	Context     []InputContext
+}
+
+// InputMessage is one message of input.messages. Content holds the parts the
+// core understands (text, base64 images); it is set for user and tool
+// messages only, the only roles the facade acts on.
+type InputMessage struct {
+	ID         string
+	Role       string
+	Content    []agentik.Content
+	ToolCallID string // role tool
+	Error      string // role tool: the client's tool failed
+}
+
+// InputContext is one entry of input.context.
+type InputContext struct {
+	Description string `json:"description"`
+	Value       string `json:"value"`
+}
+
+// wire shapes of the request; pointers tell absent from empty.
+type wireInput struct {
+	ThreadID    *string           `json:"threadId"`
+	RunID       *string           `json:"runId"`
+	ParentRunID *string           `json:"parentRunId"`
+	Messages    *[]wireMessage    `json:"messages"`
+	Tools       []wireTool        `json:"tools"`
+	Context     []InputContext    `json:"context"`
+	State       json.RawMessage   `json:"state"`
+	Forwarded   json.RawMessage   `json:"forwardedProps"`
+	Resume      []json.RawMessage `json:"resume"`
+}
+
+type wireMessage struct {
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"toolCallId"`
+	Error      string          `json:"error"`
+}
+
+type wireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type wirePart struct {
+	Type     string      `json:"type"`
+	Text     *string     `json:"text"`
+	Source   *wireSource `json:"source"`
+	MIMEType string      `json:"mimeType"` // legacy "binary" part
+	Data     string      `json:"data"`     // legacy "binary" part
+	URL      string      `json:"url"`      // legacy "binary" part
+}
+
+type wireSource struct {
+	Type     string `json:"type"` // data, url, file
+	Value    string `json:"value"`
+	MIMEType string `json:"mimeType"`
+}
+
+// defaultParameters is offered for a frontend tool that declares none: the
+// model APIs want an object schema.
+var defaultParameters = agentik.RawJSON(`{"type":"object","properties":{}}`)
+
+// DecodeInput decodes and validates a RunAgentInput body. It is a pure
+// function of the bytes (fuzzed). Errors are *agentik.Error: EMalformed for
+// bytes that are not one JSON value, EInvalid for a value of the wrong shape.
+func DecodeInput(b []byte) (RunInput, error) {
+	var in RunInput
+	if len(bytes.TrimSpace(b)) == 0 {
+		return in, agentik.Errorf(agentik.EMalformed, "request body is required")
+	}
+	var w wireInput
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&w); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			if typeErr.Field == "" {
+				return in, agentik.Errorf(agentik.EInvalid, "RunAgentInput must be a JSON object")
+			}
+			return in, agentik.Errorf(agentik.EInvalid, "field %s has the wrong type (%s)", typeErr.Field, typeErr.Value)
+		}
+		return in, agentik.WrapError(agentik.EMalformed, "request body is not valid JSON", err)
+	}
+	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
+		return in, agentik.Errorf(agentik.EMalformed, "request body has data after the JSON value")
+	}
+	switch {
+	case w.ThreadID == nil || *w.ThreadID == "":
+		return in, agentik.Errorf(agentik.EInvalid, "threadId is required")
+	case w.RunID == nil || *w.RunID == "":
+		return in, agentik.Errorf(agentik.EInvalid, "runId is required")
+	case w.Messages == nil:
+		return in, agentik.Errorf(agentik.EInvalid, "messages is required (an array, possibly empty)")
+	case len(*w.ThreadID) > maxIDLen || len(*w.RunID) > maxIDLen:
+		return in, agentik.Errorf(agentik.EInvalid, "threadId and runId must be at most %d bytes", maxIDLen)
+	case len(w.Tools) > maxTools:
+		return in, agentik.Errorf(agentik.EInvalid, "at most %d tools", maxTools)
+	}
+	in.ThreadID, in.RunID = *w.ThreadID, *w.RunID
+	if w.ParentRunID != nil {
+		in.ParentRunID = *w.ParentRunID
+	}
+	in.Context = w.Context
+
+	seen := map[string]bool{}
+	for i, m := range *w.Messages {
+		if m.ID == "" {
+			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].id is required", i)
+		}
+		if len(m.ID) > maxIDLen {
+			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].id is longer than %d bytes", i, maxIDLen)
+		}
+		out := InputMessage{ID: m.ID, Role: m.Role}
+		switch m.Role {
+		case RoleUser:
+			parts, err := decodeContent(m.Content, true)
+			if err != nil {
+				return in, agentik.Errorf(agentik.EInvalid, "messages[%d].content: %s", i, agentik.ErrorMessage(err))
+			}
+			if err := agentik.ValidateContent(parts); err != nil {
+				return in, agentik.Errorf(agentik.EInvalid, "messages[%d].content: %s", i, agentik.ErrorMessage(err))
+			}
+			out.Content = parts
+		case RoleTool:
+			if m.ToolCallID == "" {
+				return in, agentik.Errorf(agentik.EInvalid, "messages[%d].toolCallId is required for a tool message", i)
+			}
+			parts, err := decodeContent(m.Content, false)
+			if err != nil {
+				return in, agentik.Errorf(agentik.EInvalid, "messages[%d].content: %s", i, agentik.ErrorMessage(err))
+			}
+			out.Content, out.ToolCallID, out.Error = parts, m.ToolCallID, m.Error
+		case RoleAssistant, RoleSystem, RoleDeveloper, RoleReasoning, RoleActivity:
+			// The server's own journal is the truth for these; kept for
+			// nothing but the duplicate-id check.
+		case "":
+			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].role is required", i)
+		default:
+			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].role %q is not an AG-UI role", i, m.Role)
+		}
+		if seen[m.ID] {
+			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].id %q is used twice", i, m.ID)
+		}
+		seen[m.ID] = true
+		in.Messages = append(in.Messages, out)
+	}
+
+	names := map[string]bool{}
+	for i, t := range w.Tools {
+		if !validToolName(t.Name) {
+			return in, agentik.Errorf(agentik.EInvalid, "tools[%d].name must be 1 to %d letters, digits, _ or -", i, maxToolNameLen)
+		}
+		if names[t.Name] {
+			return in, agentik.Errorf(agentik.EInvalid, "tools[%d].name %q is used twice", i, t.Name)
+		}
+		names[t.Name] = true
+		params := agentik.RawJSON(bytes.TrimSpace(t.Parameters))
+		if len(params) == 0 || string(params) == "null" {
+			params = defaultParameters
+		} else if params[0] != '{' {
+			return in, agentik.Errorf(agentik.EInvalid, "tools[%d].parameters must be a JSON Schema object", i)
+		}
+		in.Tools = append(in.Tools, agentik.ToolSpec{Name: t.Name, Description: t.Description, Parameters: params})
+	}
+	return in, nil
+}
+
+func validToolName(s string) bool {
+	if s == "" || len(s) > maxToolNameLen {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeContent turns an AG-UI content (a string or an array of parts) into
+// core content. Only text and inline (base64 "data") images reach the core:
+// the core stores images as bytes, so URL and provider-file sources, audio,
+// video and documents are refused rather than silently dropped. Empty text
+// parts are skipped; a tool result may be empty (allowEmpty false keeps an
+// empty string as nothing).
+func decodeContent(raw json.RawMessage, user bool) ([]agentik.Content, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		if user {
+			return nil, agentik.Errorf(agentik.EInvalid, "is required")
+		}
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, agentik.Errorf(agentik.EInvalid, "is not a valid string")
+		}
+		if s == "" {
+			return nil, nil
+		}
+		return []agentik.Content{agentik.Text(s)}, nil
+	}
+	var parts []wirePart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, agentik.Errorf(agentik.EInvalid, "must be a string or an array of content parts")
+	}
+	var out []agentik.Content
+	for i, p := range parts {
+		switch p.Type {
+		case "text":
+			if p.Text == nil {
+				return nil, agentik.Errorf(agentik.EInvalid, "part %d: text is required", i)
+			}
+			if *p.Text != "" {
+				out = append(out, agentik.Text(*p.Text))
+			}
+		case "image":
+			if p.Source == nil {
+				return nil, agentik.Errorf(agentik.EInvalid, "part %d: source is required", i)
+			}
+			if p.Source.Type != "data" {
+				return nil, agentik.Errorf(agentik.EInvalid, "part %d: only inline images (source type \"data\") are supported, not %q", i, p.Source.Type)
+			}
+			c, err := imagePart(p.Source.MIMEType, p.Source.Value)
+			if err != nil {
+				return nil, agentik.Errorf(agentik.EInvalid, "part %d: %s", i, agentik.ErrorMessage(err))
+			}
+			out = append(out, c)
+		case "binary": // pre-1.0 shape, still sent by older clients
+			if !strings.HasPrefix(p.MIMEType, "image/") || p.Data == "" {
+				return nil, agentik.Errorf(agentik.EInvalid, "part %d: only inline images (binary with image mimeType and data) are supported", i)
+			}
+			c, err := imagePart(p.MIMEType, p.Data)
+			if err != nil {
+				return nil, agentik.Errorf(agentik.EInvalid, "part %d: %s", i, agentik.ErrorMessage(err))
+			}
+			out = append(out, c)
+		case "audio", "video", "document":
+			return nil, agentik.Errorf(agentik.EInvalid, "part %d: %s content is not supported", i, p.Type)
+		default:
+			return nil, agentik.Errorf(agentik.EInvalid, "part %d: unknown content part type %q", i, p.Type)
+		}
+	}
+	return out, nil
+}
+
+func imagePart(mime, data string) (agentik.Content, error) {
+	c := agentik.Content{Type: agentik.ContentImage, MIME: mime, Data: data}
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	// Re-encode so that the stored form is canonical (padded, standard).
+	raw, _ := base64.StdEncoding.DecodeString(data)
+	c.Data = base64.StdEncoding.EncodeToString(raw)
+	return c, nil
+}
+
+// String is for logs.
+func (in RunInput) String() string {
+	return fmt.Sprintf("thread=%q run=%q messages=%d tools=%d", in.ThreadID, in.RunID, len(in.Messages), len(in.Tools))
+}

@@ -1,0 +1,249 @@
+package agui
+
+import (
+	"strings"
+
+	"github.com/agentik/agentik"
+)
+
+// translator turns the core's conversation events into the AG-UI events of
+// one run. It is a pure state machine (no I/O, not safe for concurrent use):
+// the handler feeds it every event of the conversation in order, and it picks
+// out those of the run's own turns.
+//
+// The run covers the turns in turns, in order; it ends at the end event of
+// the last one, or at the first that fails. Whatever the core does, the
+// output keeps the AG-UI rules: text, reasoning and tool calls are closed
+// before they are left, the run ends exactly once, and nothing follows.
+type translator struct {
+	threadID, runID string
+	turns           []string        // user message ids of the run's turns, in order
+	skipResults     map[string]bool // call ids whose results came from this client
+	newID           func() string
+
+	ended     map[string]bool
+	current   string // the turn the latest working/start event belongs to
+	ours      bool   // whether current is one of turns
+	textID    string // open TEXT_MESSAGE, "" when none
+	text      strings.Builder
+	reasonID  string // open REASONING span and message, "" when none
+	parentID  string // assistant message the round's tool calls belong to
+	started   []string
+	results   map[string]bool
+	cancelled bool
+	done      bool
+	// finalErr, when set, ends the run with RUN_ERROR instead of
+	// RUN_FINISHED once its turns are over.
+	finalErr error
+}
+
+func newTranslator(threadID, runID string, turns []string, skip map[string]bool, newID func() string) *translator {
+	return &translator{threadID: threadID, runID: runID, turns: turns, skipResults: skip, newID: newID,
+		ended: map[string]bool{}, results: map[string]bool{}}
+}
+
+func (t *translator) isOurs(turn string) bool {
+	for _, id := range t.turns {
+		if id == turn {
+			return true
+		}
+	}
+	return false
+}
+
+// running reports whether one of the run's turns is running now, as far as
+// the events fed so far tell.
+func (t *translator) running() bool { return !t.done && t.ours && !t.ended[t.current] }
+
+// event translates one core event. It returns nothing once the run is done.
+func (t *translator) event(ev agentik.Event) []Event {
+	if t.done {
+		return nil
+	}
+	var out []Event
+	switch ev.Type {
+	case agentik.EvWorking:
+		t.current, t.ours = ev.ReplyTo, t.isOurs(ev.ReplyTo)
+		out = t.closeAll(out)
+		t.parentID = ""
+	case agentik.EvStartReasoning, agentik.EvStartResponse:
+		t.current, t.ours = ev.ReplyTo, t.isOurs(ev.ReplyTo)
+		if !t.ours {
+			return nil
+		}
+		out = t.closeAll(out)
+		if ev.Type == agentik.EvStartReasoning {
+			t.reasonID = t.newID()
+			out = append(out,
+				Event{Type: ReasoningStart, MessageID: t.reasonID},
+				Event{Type: ReasoningMessageStart, MessageID: t.reasonID, Role: RoleReasoning})
+			t.parentID = ""
+		} else {
+			t.textID = t.newID()
+			t.text.Reset()
+			out = append(out, Event{Type: TextMessageStart, MessageID: t.textID, Role: RoleAssistant})
+			t.parentID = t.textID
+		}
+	case agentik.EvAppendText:
+		// Online deltas carry no turn: they belong to the phase opened last,
+		// and only if that phase is ours. Empty deltas are never sent.
+		switch {
+		case !t.ours || ev.Text == "":
+		case t.textID != "":
+			t.text.WriteString(ev.Text)
+			out = append(out, Event{Type: TextMessageContent, MessageID: t.textID, Delta: ev.Text})
+		case t.reasonID != "":
+			out = append(out, Event{Type: ReasoningMessageContent, MessageID: t.reasonID, Delta: ev.Text})
+		}
+	case agentik.EvAssistantMessage:
+		if !t.isOurs(ev.Message.ReplyTo) {
+			return nil
+		}
+		out = t.closeReasoning(out)
+		full := agentik.JoinText(ev.Message.Content)
+		if t.textID != "" {
+			// Deltas may have been dropped for a slow reader; the durable
+			// message completes the text when what was shown is a prefix.
+			if shown := t.text.String(); len(full) > len(shown) && strings.HasPrefix(full, shown) {
+				out = append(out, Event{Type: TextMessageContent, MessageID: t.textID, Delta: full[len(shown):]})
+			}
+			t.parentID = t.textID
+			out = t.closeText(out)
+		} else if full != "" {
+			// Nothing was streamed (a resubscribe lost the start): show the
+			// answer whole under its journal id.
+			out = append(out,
+				Event{Type: TextMessageStart, MessageID: ev.Message.ID, Role: RoleAssistant},
+				Event{Type: TextMessageContent, MessageID: ev.Message.ID, Delta: full},
+				Event{Type: TextMessageEnd, MessageID: ev.Message.ID})
+			t.parentID = ev.Message.ID
+		}
+	case agentik.EvToolCall:
+		m := ev.Message
+		if !t.isOurs(m.ReplyTo) {
+			return nil
+		}
+		out = t.closeAll(out)
+		if t.parentID == "" {
+			t.parentID = t.newID()
+		}
+		out = append(out, Event{Type: ToolCallStart, ToolCallID: m.CallID, ToolCallName: m.Name, ParentMessageID: t.parentID})
+		if len(m.Arguments) > 0 {
+			out = append(out, Event{Type: ToolCallArgs, ToolCallID: m.CallID, Delta: string(m.Arguments)})
+		}
+		out = append(out, Event{Type: ToolCallEnd, ToolCallID: m.CallID})
+		t.started = append(t.started, m.CallID)
+	case agentik.EvToolResult, agentik.EvToolFailed:
+		m := ev.Message
+		if !t.isOurs(m.ReplyTo) {
+			return nil
+		}
+		t.parentID = "" // the round's calls are all out; a new round follows
+		t.results[m.CallID] = true
+		if t.skipResults[m.CallID] {
+			return nil // the client sent this result; it has it already
+		}
+		out = t.closeAll(out)
+		out = append(out, Event{Type: ToolCallResult, MessageID: m.ID, ToolCallID: m.CallID,
+			Content: strPtr(agentik.JoinText(m.Content)), Role: RoleTool})
+	case agentik.EvError:
+		m := ev.Message
+		if !t.isOurs(m.ReplyTo) {
+			return nil
+		}
+		msg := m.Details
+		if msg == "" {
+			msg = "the turn failed"
+		}
+		out = t.fail(out, msg, m.Code)
+	case agentik.EvInterrupted:
+		if t.isOurs(ev.ReplyTo) {
+			t.cancelled = true
+		}
+	case agentik.EvEnd:
+		if !t.isOurs(ev.ReplyTo) {
+			return nil
+		}
+		t.ended[ev.ReplyTo] = true
+		out = t.closeAll(out)
+		if ev.Reason == agentik.EndError {
+			// The error record normally comes first and ends the run; this
+			// covers an error that could not even be recorded.
+			return t.fail(out, "the turn failed", agentik.EInternal)
+		}
+		if ev.Reason == agentik.EndInterrupted {
+			t.cancelled = true
+		}
+		if !t.allEnded() {
+			return out
+		}
+		if t.finalErr != nil {
+			return t.fail(out, agentik.ErrorMessage(t.finalErr), agentik.ErrorCode(t.finalErr))
+		}
+		fin := Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID}
+		switch {
+		case ev.Reason == agentik.EndClientTools:
+			fin.Outcome = &Outcome{Type: OutcomeSuccess, PendingToolCallIDs: t.pending()}
+		case t.cancelled:
+			fin.Outcome = &Outcome{Type: OutcomeCancelled}
+		}
+		t.done = true
+		out = append(out, fin)
+	}
+	return out
+}
+
+func (t *translator) allEnded() bool {
+	for _, id := range t.turns {
+		if !t.ended[id] {
+			return false
+		}
+	}
+	return true
+}
+
+// pending lists the calls started in this run that have no result yet.
+func (t *translator) pending() []string {
+	var p []string
+	for _, id := range t.started {
+		if !t.results[id] {
+			p = append(p, id)
+		}
+	}
+	return p
+}
+
+// fail closes what is open and ends the run with RUN_ERROR.
+func (t *translator) fail(out []Event, message, code string) []Event {
+	if t.done {
+		return out
+	}
+	out = t.closeAll(out)
+	t.done = true
+	return append(out, Event{Type: RunError, Message: message, Code: code})
+}
+
+func (t *translator) closeAll(out []Event) []Event {
+	return t.closeText(t.closeReasoning(out))
+}
+
+func (t *translator) closeText(out []Event) []Event {
+	if t.textID == "" {
+		return out
+	}
+	out = append(out, Event{Type: TextMessageEnd, MessageID: t.textID})
+	t.textID = ""
+	t.text.Reset()
+	return out
+}
+
+func (t *translator) closeReasoning(out []Event) []Event {
+	if t.reasonID == "" {
+		return out
+	}
+	out = append(out,
+		Event{Type: ReasoningMessageEnd, MessageID: t.reasonID},
+		Event{Type: ReasoningEnd, MessageID: t.reasonID})
+	t.reasonID = ""
+	return out
+}

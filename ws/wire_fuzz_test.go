@@ -1,0 +1,107 @@
+package ws
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// FuzzDecodeClientMessage: any frame decodes to a message or an *Error with
+// one of the stable codes; never a panic. A decoded message re-encodes to a
+// frame that decodes to the same message.
+func FuzzDecodeClientMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"USER_MESSAGE","text":"hi"}`,
+		`{"type":"USER_MESSAGE","text":"hi","if_busy":"interrupt"}`,
+		`{"type":"USER_MESSAGE","text":""}`,
+		`{"type":"USER_MESSAGE","text":42}`,
+		`{"type":"USER_MESSAGE"}`,
+		`{"type":"INTERRUPT"}`,
+		`{"type":"NOPE"}`,
+		`{"type":null}`,
+		`[1]`, `null`, `"x"`, ``, `{`, `{"type":"USER_MESSAGE","text":"\ud800"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeClientMessage(b)
+		if err != nil {
+			e, ok := err.(*Error)
+			if !ok || m != nil {
+				t.Fatalf("error %T %v with message %v", err, err, m)
+			}
+			switch e.Code {
+			case CodeMalformed, CodeUnknownType, CodeInvalid:
+			default:
+				t.Fatalf("unstable code %q", e.Code)
+			}
+			return
+		}
+		if um, ok := m.(*UserMessage); ok && um.Text == "" {
+			t.Fatal("empty text accepted")
+		}
+		enc, err := EncodeClientMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, err := DecodeClientMessage(enc)
+		if err != nil || !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip: %#v -> %s -> %#v %v", m, enc, m2, err)
+		}
+	})
+}
+
+// FuzzDecodeServerMessage: the SDK's decoder never panics, and what it
+// decodes re-encodes to an equivalent frame.
+func FuzzDecodeServerMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"STATUS"}`,
+		`{"type":"STATUS","conversation_id":"c1","working":true,"events":["tools"]}`,
+		`{"type":"AGENT_EVENT","subtype":"TEXT_CHUNK","text":"Фрагмент"}`,
+		`{"type":"AGENT_EVENT","subtype":"END","tokens_used":42}`,
+		`{"type":"AGENT_EVENT","subtype":"TOOL_CALL","call_id":"c","name":"n","arguments":{"a":1}}`,
+		`{"type":"AGENT_EVENT","subtype":"TOOL_RESULT","call_id":"c","name":"n","text":"t","is_error":true}`,
+		`{"type":"AGENT_EVENT","subtype":"REASONING_CHUNK","text":"r"}`,
+		`{"type":"AGENT_EVENT","subtype":"FUTURE"}`,
+		`{"type":"ERROR","code":"error_code","details":"d"}`,
+		`{"type":"GRACEFUL_DISCONNECT"}`,
+		`{"type":"AGENT_EVENT","subtype":"END","tokens_used":"x"}`,
+		`{}`, `[]`, `nul`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeServerMessage(b)
+		if err != nil {
+			return
+		}
+		enc, err := EncodeServerMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := m.(*Unknown); ok {
+			if !bytes.Equal(enc, b) {
+				t.Fatal("unknown frame not kept verbatim")
+			}
+			return
+		}
+		m2, err := DecodeServerMessage(enc)
+		if err != nil {
+			t.Fatalf("re-decode %s: %v", enc, err)
+		}
+		if tc, ok := m2.(*ToolCall); ok && tc.Arguments != nil {
+			// RawMessage keeps the input's spacing; compare compacted.
+			var a, b2 bytes.Buffer
+			json.Compact(&a, m.(*ToolCall).Arguments)
+			json.Compact(&b2, tc.Arguments)
+			if a.String() != b2.String() {
+				t.Fatalf("arguments %s vs %s", a.String(), b2.String())
+			}
+			return
+		}
+		if !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip: %#v -> %s -> %#v", m, enc, m2)
+		}
+	})
+}

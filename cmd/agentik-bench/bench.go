@@ -1,0 +1,799 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// plan sizes every phase; fullPlan is what docs/benchmarks.md reports,
+// quickPlan a smoke run of the same code.
+type plan struct {
+	LatencyTurns  int // measured turns per variant (plain, tool)
+	LatencyWarmup int
+	RotateEvery   int // turns before a worker moves to a fresh conversation
+
+	Levels        []int
+	LevelWarmup   time.Duration
+	LevelDuration time.Duration
+
+	RelayDeltasOne  int // deltas of the answer relayed to one client
+	RelayDeltasMany int // deltas of the answer relayed to RelayClients
+	RelayClients    int
+
+	Lengths     []int
+	LengthTurns int
+
+	ReplayEvents int
+	ReplayRuns   int
+
+	IdleConvs   int
+	StartupRuns int
+	Settle      time.Duration // pause before reading RSS, see measureMemory
+}
+
+func fullPlan() plan {
+	return plan{
+		LatencyTurns: 1000, LatencyWarmup: 50, RotateEvery: 25,
+		Levels: []int{1, 10, 20, 100, 1000}, LevelWarmup: 2 * time.Second, LevelDuration: 10 * time.Second,
+		RelayDeltasOne: 20000, RelayDeltasMany: 1000, RelayClients: 1000,
+		Lengths: []int{10, 1000, 100_000}, LengthTurns: 200,
+		ReplayEvents: 10_000, ReplayRuns: 20,
+		IdleConvs: 1000, StartupRuns: 10, Settle: 2 * time.Second,
+	}
+}
+
+func quickPlan() plan {
+	return plan{
+		LatencyTurns: 100, LatencyWarmup: 10, RotateEvery: 25,
+		Levels: []int{1, 10, 20, 100, 1000}, LevelWarmup: 500 * time.Millisecond, LevelDuration: 1500 * time.Millisecond,
+		RelayDeltasOne: 2000, RelayDeltasMany: 200, RelayClients: 1000,
+		Lengths: []int{10, 1000, 10_000}, LengthTurns: 20, // seeding 100,000 alone takes ~10 s
+		ReplayEvents: 10_000, ReplayRuns: 3,
+		IdleConvs: 1000, StartupRuns: 3, Settle: 500 * time.Millisecond,
+	}
+}
+
+// Phases, in the order they run.
+var allPhases = []string{"startup", "latency", "concurrency", "memory", "length", "replay"}
+
+// runner runs the phases against fresh servers and fills res.
+type runner struct {
+	plan   plan
+	server serverConfig // binary, pgDSN, model; dbPath is set per server
+	dir    string       // scratch directory for databases
+	model  *model
+	hc     *http.Client
+	out    io.Writer // progress
+	t0     time.Time
+	res    *Results
+	dbs    int
+}
+
+func (r *runner) logf(format string, args ...any) {
+	fmt.Fprintf(r.out, "[%6.1fs] %s\n", time.Since(r.t0).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// newDB returns a fresh database path (unused with --pg).
+func (r *runner) newDB() string {
+	r.dbs++
+	return filepath.Join(r.dir, "bench-"+strconv.Itoa(r.dbs)+".db")
+}
+
+// start runs a server on db and returns it with a client for it.
+func (r *runner) start(ctx context.Context, db string) (target, *api, time.Duration, error) {
+	sc := r.server
+	sc.dbPath = db
+	t, d, err := startTarget(ctx, sc)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return t, &api{base: t.Base(), hc: r.hc}, d, nil
+}
+
+func stop(t target, err *error) {
+	if e := t.Stop(); e != nil && *err == nil {
+		*err = e
+	}
+}
+
+// run runs the phases named in phases.
+func (r *runner) run(ctx context.Context, phases []string) error {
+	for _, p := range allPhases {
+		if !slices.Contains(phases, p) {
+			continue
+		}
+		r.logf("== %s", p)
+		var err error
+		switch p {
+		case "startup":
+			err = r.startup(ctx)
+		case "latency":
+			err = r.latency(ctx)
+		case "concurrency":
+			err = r.concurrency(ctx)
+		case "memory":
+			err = r.memory(ctx)
+		case "length":
+			err = r.length(ctx)
+		case "replay":
+			err = r.replay(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// startup (7): start-up time to a healthy server on a fresh database, and
+// the binary's size.
+func (r *runner) startup(ctx context.Context) error {
+	if r.server.binary != "" {
+		fi, err := os.Stat(r.server.binary)
+		if err != nil {
+			return err
+		}
+		r.res.Binary = &BinaryInfo{Path: r.server.binary, SizeBytes: fi.Size()}
+		r.logf("binary %s: %.1f MiB", r.server.binary, float64(fi.Size())/(1<<20))
+	}
+	var ds []time.Duration
+	for range r.plan.StartupRuns {
+		t, _, d, err := r.start(ctx, r.newDB())
+		if err != nil {
+			return err
+		}
+		if err := t.Stop(); err != nil {
+			return err
+		}
+		ds = append(ds, d)
+	}
+	s := &Startup{Dist: dist(ds).rounded()}
+	for _, d := range ds {
+		s.Runs = append(s.Runs, round3(ms(d)))
+	}
+	r.res.Startup = s
+	r.logf("start-up to healthy: p50 %.1f ms (min %.1f, max %.1f) over %d runs", s.Dist.P50Ms, s.Dist.MinMs, s.Dist.MaxMs, s.Dist.N)
+	return nil
+}
+
+// latency (1): one turn at a time, each followed by a direct replay of the
+// very requests the server made to the model, so both see the same load.
+func (r *runner) latency(ctx context.Context) (err error) {
+	t, a, _, err := r.start(ctx, r.newDB())
+	if err != nil {
+		return err
+	}
+	defer stop(t, &err)
+	res := &Latency{}
+	for _, v := range []struct {
+		name, prompt string
+		calls        int
+		out          *LatencyPair
+	}{
+		{"plain", promptPlain, 1, &res.Plain},
+		{"one tool call", promptTool, 2, &res.Tool},
+	} {
+		p, err := r.latencyVariant(ctx, a, v.prompt, v.calls)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.name, err)
+		}
+		*v.out = p
+		r.logf("%s turn: agentik p50 %.3f ms p99 %.3f ms | direct p50 %.3f ms p99 %.3f ms | added p50 %.3f ms p99 %.3f ms",
+			v.name, p.Agentik.P50Ms, p.Agentik.P99Ms, p.Direct.P50Ms, p.Direct.P99Ms, p.AddedP50Ms, p.AddedP99Ms)
+	}
+	r.res.Latency = res
+	return nil
+}
+
+func (r *runner) latencyVariant(ctx context.Context, a *api, prompt string, calls int) (LatencyPair, error) {
+	r.model.startRecording()
+	defer r.model.stopRecording()
+	var agentik, direct, pair []time.Duration
+	var es *eventStream
+	defer func() {
+		if es != nil {
+			es.Close()
+		}
+	}()
+	var conv string
+	for i := range r.plan.LatencyWarmup + r.plan.LatencyTurns {
+		if i%r.plan.RotateEvery == 0 {
+			if es != nil {
+				es.Close()
+			}
+			var err error
+			if conv, err = a.createConversation(ctx, "latency"); err != nil {
+				return LatencyPair{}, err
+			}
+			if es, err = a.events(ctx, conv, -1); err != nil {
+				return LatencyPair{}, err
+			}
+		}
+		r.model.take()
+		t0 := time.Now()
+		if err := a.send(ctx, conv, prompt); err != nil {
+			return LatencyPair{}, err
+		}
+		if _, err := es.waitEnd(); err != nil {
+			return LatencyPair{}, err
+		}
+		d := time.Since(t0)
+		bodies := r.model.take()
+		if len(bodies) != calls {
+			return LatencyPair{}, fmt.Errorf("the turn made %d model calls, want %d", len(bodies), calls)
+		}
+		t1 := time.Now()
+		for _, b := range bodies {
+			if _, err := r.model.direct(ctx, r.hc, b); err != nil {
+				return LatencyPair{}, err
+			}
+		}
+		dd := time.Since(t1)
+		if i >= r.plan.LatencyWarmup {
+			agentik, direct, pair = append(agentik, d), append(direct, dd), append(pair, d-dd)
+		}
+	}
+	p := LatencyPair{Agentik: dist(agentik).rounded(), Direct: dist(direct).rounded(), Pairwise: dist(pair).rounded()}
+	p.AddedP50Ms = round3(p.Agentik.P50Ms - p.Direct.P50Ms)
+	p.AddedP99Ms = round3(p.Agentik.P99Ms - p.Direct.P99Ms)
+	return p, nil
+}
+
+// worker is one conversation driven in a closed loop: send, wait for end,
+// send again. It moves to a fresh conversation every RotateEvery turns so
+// that the model context stays the size of a real chat.
+type worker struct {
+	a      *api
+	rotate int
+	conv   string
+	es     *eventStream
+	turns  int
+}
+
+func (w *worker) open(ctx context.Context) error {
+	if w.es != nil {
+		w.es.Close()
+	}
+	var err error
+	if w.conv, err = w.a.createConversation(ctx, "load"); err != nil {
+		return err
+	}
+	w.es, err = w.a.events(ctx, w.conv, -1)
+	return err
+}
+
+func (w *worker) turn(ctx context.Context, prompt string) error {
+	if w.turns > 0 && w.turns%w.rotate == 0 {
+		if err := w.open(ctx); err != nil {
+			return err
+		}
+	}
+	w.turns++
+	if err := w.a.send(ctx, w.conv, prompt); err != nil {
+		return err
+	}
+	_, err := w.es.waitEnd()
+	return err
+}
+
+func (w *worker) close() {
+	if w.es != nil {
+		w.es.Close()
+	}
+}
+
+// openWorkers creates n conversations with their event streams, 32 at a time.
+func openWorkers(ctx context.Context, a *api, n, rotate int) ([]*worker, error) {
+	ws := make([]*worker, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i := range ws {
+		ws[i] = &worker{a: a, rotate: rotate}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = ws[i].open(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, w := range ws {
+			w.close()
+		}
+		return nil, err
+	}
+	return ws, nil
+}
+
+// concurrency (2): closed-loop load at each level. Throughput counts the
+// turns completed inside the measuring window; latency is that of the turns
+// started inside it.
+func (r *runner) concurrency(ctx context.Context) (err error) {
+	t, a, _, err := r.start(ctx, r.newDB())
+	if err != nil {
+		return err
+	}
+	defer stop(t, &err)
+	for _, n := range r.plan.Levels {
+		lvl, err := r.level(ctx, a, n)
+		if err != nil {
+			return fmt.Errorf("%d conversations: %w", n, err)
+		}
+		r.res.Concurrency = append(r.res.Concurrency, lvl)
+		r.logf("%4d conversations: %7.0f turns/s  p50 %8.3f ms  p99 %8.3f ms  (%d turns, %d errors)",
+			n, lvl.TurnsPerSec, lvl.Latency.P50Ms, lvl.Latency.P99Ms, lvl.Turns, lvl.Errors)
+	}
+	return nil
+}
+
+func (r *runner) level(ctx context.Context, a *api, n int) (ConcurrencyLevel, error) {
+	ws, err := openWorkers(ctx, a, n, r.plan.RotateEvery)
+	if err != nil {
+		return ConcurrencyLevel{}, err
+	}
+	defer func() {
+		for _, w := range ws {
+			w.close()
+		}
+	}()
+	// The window opens after the warm-up and once every conversation has
+	// finished its first turn (at 1,000 conversations the first round alone
+	// can outlast the warm-up), then stays open for LevelDuration.
+	start := time.Now()
+	var (
+		fromNs, endNs atomic.Int64 // unix nanoseconds; 0 until the window is known
+		windowNs      atomic.Int64
+		started       atomic.Int64 // workers past their first turn
+		mu            sync.Mutex
+		lat           []time.Duration
+		completed     atomic.Int64
+		failed        atomic.Int64
+		firstErr      error
+		wg            sync.WaitGroup
+	)
+	firstDone := func() {
+		if started.Add(1) == int64(n) {
+			from := start.Add(r.plan.LevelWarmup)
+			if now := time.Now(); now.After(from) {
+				from = now
+			}
+			// A window shorter than a few turn latencies counts mostly
+			// the turns that happen to straddle its edges: stretch it to
+			// three times the first round.
+			window := max(r.plan.LevelDuration, 3*time.Since(start))
+			fromNs.Store(from.UnixNano())
+			endNs.Store(from.Add(window).UnixNano())
+			windowNs.Store(int64(window))
+		}
+	}
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			first := true
+			defer func() {
+				if first {
+					firstDone() // a worker that died must not hold the window shut
+				}
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			}()
+			for {
+				t0 := time.Now()
+				if e := endNs.Load(); e != 0 && t0.UnixNano() >= e {
+					return
+				}
+				err := w.turn(ctx, promptPlain)
+				t1 := time.Now()
+				if first {
+					first = false
+					firstDone()
+				}
+				if err != nil {
+					failed.Add(1)
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					if errors.Is(err, errTurnFailed) {
+						continue
+					}
+					return // a broken connection: this worker is done
+				}
+				from, end := fromNs.Load(), endNs.Load()
+				if from == 0 {
+					continue
+				}
+				if t0.UnixNano() >= from {
+					mine = append(mine, t1.Sub(t0))
+				}
+				if t1.UnixNano() >= from && t1.UnixNano() < end {
+					completed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	lvl := ConcurrencyLevel{
+		Conversations: n,
+		Seconds:       round3(time.Duration(windowNs.Load()).Seconds()),
+		Turns:         int(completed.Load()),
+		TurnsPerSec:   round3(float64(completed.Load()) / time.Duration(windowNs.Load()).Seconds()),
+		Latency:       dist(lat).rounded(),
+		Errors:        int(failed.Load()),
+	}
+	if firstErr != nil {
+		r.logf("  first error at %d conversations: %v", n, firstErr)
+	}
+	if lvl.Turns == 0 {
+		return lvl, fmt.Errorf("no turn completed: %v", firstErr)
+	}
+	return lvl, nil
+}
+
+// memory (6) and relay (3) share one server: RSS idle, after IdleConvs
+// conversations with one answered turn each, after RelayClients SSE clients;
+// then an answer relayed to one client and to all of them.
+//
+// RSS is read after Settle: the Go runtime returns freed memory lazily, so the
+// figures include garbage not yet collected and are upper bounds.
+func (r *runner) memory(ctx context.Context) (err error) {
+	t, a, _, err := r.start(ctx, r.newDB())
+	if err != nil {
+		return err
+	}
+	defer stop(t, &err)
+	settle := func() (int64, error) {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(r.plan.Settle):
+		}
+		return t.RSSKB()
+	}
+	m := &Memory{IdleConversations: r.plan.IdleConvs, SSEClients: r.plan.RelayClients}
+	r.res.Memory = m
+	if m.IdleRSSKB, err = settle(); err != nil {
+		return err
+	}
+	r.logf("idle RSS %d KiB", m.IdleRSSKB)
+
+	// Warm up: the first turns allocate what every later turn reuses (HTTP
+	// connections to the model, pools, the statement cache).
+	ws, err := openWorkers(ctx, a, 10, r.plan.RotateEvery)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		for range 3 {
+			if err := w.turn(ctx, promptPlain); err != nil {
+				return err
+			}
+		}
+		w.close()
+	}
+	if m.WarmRSSKB, err = settle(); err != nil {
+		return err
+	}
+
+	// Idle conversations: created, answered once, then left alone.
+	var wg sync.WaitGroup
+	errs := make(chan error, r.plan.IdleConvs)
+	sem := make(chan struct{}, 20)
+	for range r.plan.IdleConvs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			w := &worker{a: a, rotate: 1 << 30}
+			defer w.close()
+			if err := w.open(ctx); err != nil {
+				errs <- err
+				return
+			}
+			if err := w.turn(ctx, promptPlain); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	if m.RSSWithConvsKB, err = settle(); err != nil {
+		return err
+	}
+	m.PerConversationKB = round3(float64(m.RSSWithConvsKB-m.WarmRSSKB) / float64(r.plan.IdleConvs))
+	r.logf("%d idle conversations: RSS %d KiB, %.2f KiB each", r.plan.IdleConvs, m.RSSWithConvsKB, m.PerConversationKB)
+
+	// Relay to one client, and the model's own rate for the same answer.
+	one, err := r.relay(ctx, a, 1, r.plan.RelayDeltasOne, nil)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	n, err := r.model.direct(ctx, r.hc, relayBody(r.plan.RelayDeltasOne))
+	if err != nil {
+		return err
+	}
+	one.ModelDeltasPerSec = round3(float64(n) / time.Since(t0).Seconds())
+	r.res.Relay = append(r.res.Relay, one)
+	r.logf("relay to 1 client: %.0f deltas/s (model alone: %.0f deltas/s), %d/%d delivered",
+		one.DeltasPerSec, one.ModelDeltasPerSec, one.DeliveredMin, one.DeltasSent)
+
+	// Many clients of one conversation: RSS per client, then the relay.
+	conv, err := a.createConversation(ctx, "relay")
+	if err != nil {
+		return err
+	}
+	before, err := settle()
+	if err != nil {
+		return err
+	}
+	clients, err := openClients(ctx, a, conv, r.plan.RelayClients)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	if m.RSSWithClientsKB, err = settle(); err != nil {
+		return err
+	}
+	m.PerSSEClientKB = round3(float64(m.RSSWithClientsKB-before) / float64(r.plan.RelayClients))
+	r.logf("%d SSE clients: RSS %d KiB, %.2f KiB each", r.plan.RelayClients, m.RSSWithClientsKB, m.PerSSEClientKB)
+	many, err := r.relay(ctx, a, r.plan.RelayClients, r.plan.RelayDeltasMany, &relayConv{id: conv, clients: clients})
+	if err != nil {
+		return err
+	}
+	r.res.Relay = append(r.res.Relay, many)
+	r.logf("relay to %d clients: %.0f deltas/s in total, %.0f per client, min delivered %d/%d",
+		many.Clients, many.DeltasPerSec, many.PerClientDeltasPerSec, many.DeliveredMin, many.DeltasSent)
+	m.RSSAfterBurstKB, _ = t.RSSKB()
+	return nil
+}
+
+func openClients(ctx context.Context, a *api, conv string, n int) ([]*eventStream, error) {
+	cs := make([]*eventStream, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i := range cs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cs[i], errs[i] = a.events(ctx, conv, -1)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range cs {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, err
+	}
+	return cs, nil
+}
+
+type relayConv struct {
+	id      string
+	clients []*eventStream
+}
+
+// relay sends relay:deltas and has every client read the answer to its end,
+// noting when its first and last delta arrived.
+func (r *runner) relay(ctx context.Context, a *api, n, deltas int, rc *relayConv) (Relay, error) {
+	if rc == nil {
+		conv, err := a.createConversation(ctx, "relay")
+		if err != nil {
+			return Relay{}, err
+		}
+		cs, err := openClients(ctx, a, conv, n)
+		if err != nil {
+			return Relay{}, err
+		}
+		defer func() {
+			for _, c := range cs {
+				c.Close()
+			}
+		}()
+		rc = &relayConv{id: conv, clients: cs}
+	}
+	type got struct {
+		first, last time.Time
+		count       int
+		err         error
+	}
+	gots := make([]got, len(rc.clients))
+	var wg sync.WaitGroup
+	for i, c := range rc.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g := &gots[i]
+			for {
+				ev, err := c.Next()
+				if err != nil {
+					g.err = err
+					return
+				}
+				switch ev.Type {
+				case "append_text":
+					g.last = time.Now()
+					if g.count == 0 {
+						g.first = g.last
+					}
+					g.count++
+				case "end":
+					return
+				}
+			}
+		}()
+	}
+	if err := a.send(ctx, rc.id, relayPrefix+strconv.Itoa(deltas)); err != nil {
+		for _, c := range rc.clients {
+			c.Close()
+		}
+		wg.Wait()
+		return Relay{}, err
+	}
+	wg.Wait()
+	res := Relay{Clients: len(rc.clients), DeltasSent: deltas, DeliveredMin: deltas}
+	var first, last time.Time
+	var rates []float64
+	for _, g := range gots {
+		if g.err != nil {
+			return Relay{}, fmt.Errorf("relay client: %w", g.err)
+		}
+		res.DeliveredTotal += int64(g.count)
+		res.DeliveredMin = min(res.DeliveredMin, g.count)
+		if g.count == 0 {
+			continue
+		}
+		if first.IsZero() || g.first.Before(first) {
+			first = g.first
+		}
+		if g.last.After(last) {
+			last = g.last
+		}
+		if d := g.last.Sub(g.first); d > 0 {
+			rates = append(rates, float64(g.count-1)/d.Seconds())
+		}
+	}
+	if d := last.Sub(first); d > 0 {
+		res.Seconds = round3(d.Seconds())
+		res.DeltasPerSec = round3(float64(res.DeliveredTotal) / d.Seconds())
+	}
+	if len(rates) > 0 {
+		slices.Sort(rates)
+		res.PerClientDeltasPerSec = round3(rates[len(rates)/2])
+	}
+	return res, nil
+}
+
+// length (4): turn latency in a conversation that already holds n journal
+// messages, seeded straight into the database before the server starts.
+func (r *runner) length(ctx context.Context) error {
+	if r.server.pgDSN != "" {
+		r.res.Notes = append(r.res.Notes, "length: skipped with --pg (seeding writes SQLite directly)")
+		r.logf("skipped with --pg")
+		return nil
+	}
+	for _, n := range r.plan.Lengths {
+		p, err := r.lengthPoint(ctx, n)
+		if err != nil {
+			return fmt.Errorf("%d messages: %w", n, err)
+		}
+		r.res.Length = append(r.res.Length, p)
+		r.logf("%6d messages: first turn %.3f ms, p50 %.3f ms, p99 %.3f ms (seeded in %.1fs, start-up %.1f ms)",
+			n, p.FirstTurnMs, p.Latency.P50Ms, p.Latency.P99Ms, p.SeedSeconds, p.StartupMs)
+	}
+	return nil
+}
+
+func (r *runner) lengthPoint(ctx context.Context, n int) (p LengthPoint, err error) {
+	db := r.newDB()
+	t0 := time.Now()
+	conv, err := seedConversation(ctx, db, n)
+	if err != nil {
+		return p, err
+	}
+	p = LengthPoint{Messages: n, SeedSeconds: round3(time.Since(t0).Seconds())}
+	t, a, d, err := r.start(ctx, db)
+	if err != nil {
+		return p, err
+	}
+	defer stop(t, &err)
+	p.StartupMs = round3(ms(d))
+	es, err := a.events(ctx, conv, -1)
+	if err != nil {
+		return p, err
+	}
+	defer es.Close()
+	var lat []time.Duration
+	for i := range r.plan.LengthTurns + 1 {
+		t0 := time.Now()
+		if err := a.send(ctx, conv, promptPlain); err != nil {
+			return p, err
+		}
+		if _, err := es.waitEnd(); err != nil {
+			return p, err
+		}
+		if i == 0 {
+			p.FirstTurnMs = round3(ms(time.Since(t0)))
+			continue
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	p.Latency = dist(lat).rounded()
+	return p, nil
+}
+
+// replay (5): a client reconnecting with after=0 to a conversation holding
+// ReplayEvents durable events, timed until the last one arrived.
+func (r *runner) replay(ctx context.Context) (err error) {
+	if r.server.pgDSN != "" {
+		r.res.Notes = append(r.res.Notes, "replay: skipped with --pg (seeding writes SQLite directly)")
+		r.logf("skipped with --pg")
+		return nil
+	}
+	db := r.newDB()
+	conv, err := seedConversation(ctx, db, r.plan.ReplayEvents)
+	if err != nil {
+		return err
+	}
+	t, a, _, err := r.start(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer stop(t, &err)
+	var ds []time.Duration
+	for range r.plan.ReplayRuns {
+		t0 := time.Now()
+		es, err := a.events(ctx, conv, 0)
+		if err != nil {
+			return err
+		}
+		got := 0
+		for got < r.plan.ReplayEvents {
+			ev, err := es.Next()
+			if err != nil {
+				es.Close()
+				return fmt.Errorf("after %d events: %w", got, err)
+			}
+			if ev.ID != "" {
+				got++
+			}
+		}
+		ds = append(ds, time.Since(t0))
+		es.Close()
+	}
+	r.res.Replay = &Replay{Events: r.plan.ReplayEvents, Dist: dist(ds).rounded()}
+	r.logf("replay of %d events: p50 %.1f ms (min %.1f, max %.1f) over %d runs",
+		r.plan.ReplayEvents, r.res.Replay.Dist.P50Ms, r.res.Replay.Dist.MinMs, r.res.Replay.Dist.MaxMs, len(ds))
+	return nil
+}

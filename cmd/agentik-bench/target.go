@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/openai"
+	"github.com/agentik/agentik/sqlite"
+	"github.com/agentik/agentik/tools"
+)
+
+// target is a running Agentik server under test.
+type target interface {
+	Base() string // http://host:port
+	// RSSKB is the resident set size of the server process in KiB.
+	RSSKB() (int64, error)
+	Stop() error
+}
+
+// serverConfig says how to run a server: which database, which model.
+type serverConfig struct {
+	binary string // the agentik binary; "" runs the stack in this process
+	dbPath string // SQLite file (ignored with pgDSN)
+	pgDSN  string // AGENTIK_DATABASE_URL
+	model  string // OpenAI-compatible base URL
+}
+
+// startTarget starts a server and returns once GET /health answers 200,
+// with the time that took from exec.
+func startTarget(ctx context.Context, sc serverConfig) (target, time.Duration, error) {
+	if sc.binary == "" {
+		return startInProcess(ctx, sc)
+	}
+	return startProcess(ctx, sc)
+}
+
+// proc is the real agentik binary run as a child process.
+type proc struct {
+	cmd    *exec.Cmd
+	base   string
+	exited chan struct{}
+	tail   *logTail
+}
+
+func (p *proc) Base() string          { return p.base }
+func (p *proc) RSSKB() (int64, error) { return rssKB(p.cmd.Process.Pid) }
+
+// Stop sends SIGTERM (graceful shutdown) and waits; a server that does not
+// stop within 20 s is killed and that is an error.
+func (p *proc) Stop() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		return fmt.Errorf("server did not stop within 20s after SIGTERM; killed\n%s", p.tail)
+	}
+	if p.cmd.ProcessState != nil && !p.cmd.ProcessState.Success() {
+		return fmt.Errorf("server exited with %v\n%s", p.cmd.ProcessState, p.tail)
+	}
+	return nil
+}
+
+func serverEnv(sc serverConfig) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "AGENTIK_") || strings.HasPrefix(kv, "OPENAI_") {
+			continue // the bench decides the whole configuration
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"AGENTIK_HOST=127.0.0.1",
+		"AGENTIK_PORT=0",
+		"AGENTIK_LOG_FORMAT=json",
+		// The bench reads the listening line, logged at info; info logs
+		// nothing per request, so it costs the measurement nothing.
+		"AGENTIK_LOG_LEVEL=info",
+		"AGENTIK_LLM_BACKEND=openai",
+		"OPENAI_BASE_URL="+sc.model,
+		"OPENAI_MODEL=llmtest",
+		"AGENTIK_LLM_MAX_RETRIES=0",
+		"AGENTIK_DRAIN_TIMEOUT=5s",
+	)
+	if sc.pgDSN != "" {
+		env = append(env, "AGENTIK_DATABASE_URL="+sc.pgDSN)
+	} else {
+		env = append(env, "AGENTIK_DB_PATH="+sc.dbPath)
+	}
+	return env
+}
+
+func startProcess(ctx context.Context, sc serverConfig) (target, time.Duration, error) {
+	cmd := exec.Command(sc.binary, "serve")
+	cmd.Env = serverEnv(sc)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, 0, err
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{}), tail: &logTail{}}
+	addr := make(chan string, 1)
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, 0, err
+	}
+	// The log must be drained for the server's whole life, or it blocks on
+	// a full pipe.
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.tail.add(line)
+			var rec struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "agentik listening" && rec.Addr != "" {
+				select {
+				case addr <- rec.Addr:
+				default:
+				}
+			}
+		}
+	}()
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	select {
+	case a := <-addr:
+		p.base = "http://" + a
+	case <-p.exited:
+		return nil, 0, fmt.Errorf("server exited during start-up: %v\n%s", cmd.ProcessState, p.tail)
+	case <-time.After(60 * time.Second):
+		_ = p.Stop()
+		return nil, 0, fmt.Errorf("server did not listen within 60s\n%s", p.tail)
+	case <-ctx.Done():
+		_ = p.Stop()
+		return nil, 0, ctx.Err()
+	}
+	if err := waitHealthy(ctx, p.base); err != nil {
+		_ = p.Stop()
+		return nil, 0, fmt.Errorf("%w\n%s", err, p.tail)
+	}
+	return p, time.Since(t0), nil
+}
+
+// waitHealthy polls GET /health until it answers 200. The server logs that
+// it listens just before serving, so the first or second poll succeeds.
+func waitHealthy(ctx context.Context, base string) error {
+	a := &api{base: base, hc: &http.Client{Timeout: 2 * time.Second}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := a.health(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server not healthy: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// rssKB reads VmRSS from /proc/<pid>/status.
+func rssKB(pid int) (int64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// logTail keeps the last lines of the server's log for error messages.
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (t *logTail) add(l string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, l)
+	if len(t.lines) > 30 {
+		t.lines = t.lines[len(t.lines)-30:]
+	}
+}
+
+func (t *logTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return "server log (last lines):\n  " + strings.Join(t.lines, "\n  ")
+}
+
+// inProcess runs the same stack as `agentik serve` (SQLite store, in-process
+// bus, OpenAI adapter, built-in tools, engine, REST+SSE) inside the bench, so
+// that --cpuprofile sees the server's hot paths. Its RSS is the bench's own
+// (model and clients included), so memory figures only come from the binary.
+type inProcess struct {
+	srv   *http.Server
+	ln    net.Listener
+	eng   *engine.Engine
+	store *sqlite.Store
+}
+
+func startInProcess(ctx context.Context, sc serverConfig) (target, time.Duration, error) {
+	if sc.pgDSN != "" {
+		return nil, 0, errors.New("--pg needs the server binary (the in-process mode runs SQLite only)")
+	}
+	t0 := time.Now()
+	store, err := sqlite.Open(ctx, sc.dbPath)
+	if err != nil {
+		return nil, 0, err
+	}
+	llm, err := openai.New(openai.Options{BaseURL: sc.model, Model: "llmtest", MaxRetries: -1, ContextTokens: 32768})
+	if err != nil {
+		store.Close()
+		return nil, 0, err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	eng, err := engine.New(engine.Options{
+		Store: store, Bus: bus.New(), LLM: llm, Tools: tools.NewRegistry(tools.CurrentTime{}),
+		Info:         agentik.AgentInfo{ID: "agentik", Name: "Agentik"},
+		SystemPrompt: "You are a helpful assistant. Answer concisely and use the tools you are given when they help.",
+		Logger:       log,
+	})
+	if err != nil {
+		store.Close()
+		return nil, 0, err
+	}
+	mux := http.NewServeMux()
+	httpapi.MountHealth(mux, store.Ping)
+	httpapi.Mount(mux, "/agentik", eng, httpapi.Options{Logger: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		store.Close()
+		return nil, 0, err
+	}
+	if err := eng.Start(ctx); err != nil {
+		ln.Close()
+		store.Close()
+		return nil, 0, err
+	}
+	ip := &inProcess{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, eng: eng, store: store}
+	go ip.srv.Serve(ln) //nolint:errcheck // ErrServerClosed on Stop
+	if err := waitHealthy(ctx, ip.Base()); err != nil {
+		ip.Stop()
+		return nil, 0, err
+	}
+	return ip, time.Since(t0), nil
+}
+
+func (p *inProcess) Base() string          { return "http://" + p.ln.Addr().String() }
+func (p *inProcess) RSSKB() (int64, error) { return rssKB(os.Getpid()) }
+
+func (p *inProcess) Stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := p.eng.Shutdown(ctx)
+	p.srv.Shutdown(ctx) //nolint:errcheck // streams are already ended by the engine
+	p.store.Close()
+	return err
+}

@@ -136,7 +136,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 	}
 	srv := &http.Server{
-		Handler:           a.mux,
+		Handler:           a.accessLog(a.mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -335,6 +335,9 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	c.queue, c.pending = nil, nil // nothing left to answer
+	c.mu.Unlock()
 	c.interrupt(agentik.ReasonUser)
 	e.agentMu.Lock()
 	ev, err := c.store.DeleteConversation(ctx, id, agentik.Now())

@@ -1,0 +1,224 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentik/agentik"
+)
+
+// watch translates one conversation's events into the A2A events of one
+// task. The conversation stream carries every turn; online deltas have no
+// reply_to, so the watch tracks which turn is current from working and
+// start_* events and keeps only its own.
+type watch struct {
+	task   *Task
+	userID string
+
+	cur       string // reply_to of the turn that is running
+	phase     string // start_reasoning or start_response of the current turn
+	open      bool   // an artifact is being streamed
+	streamed  bytes.Buffer
+	artifacts int             // artifacts finished so far (numbers the next one)
+	images    int             // images streamed
+	skip      map[string]bool // journal entries already shown (resubscribe)
+	errText   string
+	cancel    func() // called once when the turn is seen running (cancel)
+	canceled  bool
+}
+
+func newWatch(task *Task, userID string) *watch { return &watch{task: task, userID: userID} }
+
+func (w *watch) status(state string, msg *Message, final bool) *StatusUpdate {
+	return &StatusUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, Final: final,
+		Status: Status{State: state, Message: msg, Timestamp: time.Now()}}
+}
+
+func (w *watch) note(parts ...Part) *Message {
+	return &Message{ID: agentik.NewID(), ContextID: w.task.ContextID, TaskID: w.task.ID, Role: RoleAgent, Parts: parts}
+}
+
+func dataPart(v any) Part {
+	b, _ := json.Marshal(v)
+	return Part{Kind: "data", Data: b}
+}
+
+func (w *watch) running() {
+	if w.cancel != nil && !w.canceled {
+		w.canceled = true
+		w.cancel()
+	}
+}
+
+// handle returns the A2A events for ev and whether the task has ended.
+func (w *watch) handle(ev agentik.Event) ([]Event, bool) {
+	mine := func(m *agentik.Message) bool {
+		return m != nil && m.ReplyTo == w.userID && !w.skip[m.ID]
+	}
+	switch ev.Type {
+	case agentik.EvWorking:
+		w.cur, w.phase, w.open = ev.ReplyTo, "", false
+		if w.cur == w.userID {
+			w.running()
+			return []Event{w.status(StateWorking, nil, false)}, false
+		}
+	case agentik.EvStartResponse, agentik.EvStartReasoning:
+		w.cur, w.phase = ev.ReplyTo, ev.Type
+		if w.cur == w.userID {
+			w.running()
+			if ev.Type == agentik.EvStartResponse {
+				w.open = false
+				w.streamed.Reset()
+			}
+		}
+	case agentik.EvAppendText:
+		if w.cur != w.userID || w.phase != agentik.EvStartResponse || ev.Text == "" {
+			return nil, false
+		}
+		a := &ArtifactUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, Append: w.open,
+			Artifact: Artifact{ID: artifactID(w.task.ID, w.artifacts), Name: "response", Parts: []Part{TextPart(ev.Text)}}}
+		w.open = true
+		w.streamed.WriteString(ev.Text)
+		return []Event{a}, false
+	case agentik.EvAppendImage:
+		if w.cur != w.userID {
+			return nil, false
+		}
+		parts := fromContent([]agentik.Content{{Type: agentik.ContentImage, Data: ev.Data, MIME: ev.MIME}})
+		if len(parts) == 0 {
+			return nil, false
+		}
+		w.images++
+		return []Event{&ArtifactUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, LastChunk: true,
+			Artifact: Artifact{ID: w.task.ID + ":image-" + strconv.Itoa(w.images), Name: "image", Parts: parts}}}, false
+	case agentik.EvAssistantMessage:
+		if !mine(ev.Message) {
+			return nil, false
+		}
+		parts := fromContent(ev.Message.Content)
+		if len(parts) == 0 {
+			return nil, false
+		}
+		var out []Event
+		// The streamed chunks already show this text unless some were
+		// lost (a resumed stream) or it was never streamed: then the whole
+		// artifact replaces what the client has.
+		if !w.open || w.streamed.String() != agentik.JoinText(ev.Message.Content) || agentik.HasImage(ev.Message.Content) {
+			out = append(out, &ArtifactUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, LastChunk: true,
+				Artifact: Artifact{ID: artifactID(w.task.ID, w.artifacts), Name: "response", Parts: parts}})
+		}
+		w.artifacts++
+		w.open = false
+		w.streamed.Reset()
+		return out, false
+	case agentik.EvToolCall:
+		if !mine(ev.Message) {
+			return nil, false
+		}
+		args := json.RawMessage(ev.Message.Arguments)
+		if !json.Valid(args) {
+			args = json.RawMessage("{}")
+		}
+		return []Event{w.status(StateWorking, w.note(dataPart(map[string]any{
+			"tool_call": map[string]any{"id": ev.Message.CallID, "name": ev.Message.Name, "arguments": args}})), false)}, false
+	case agentik.EvToolResult, agentik.EvToolFailed:
+		if !mine(ev.Message) {
+			return nil, false
+		}
+		return []Event{w.status(StateWorking, w.note(dataPart(map[string]any{
+			"tool_result": map[string]any{"id": ev.Message.CallID, "name": ev.Message.Name, "is_error": ev.Message.IsError}})), false)}, false
+	case agentik.EvError:
+		if mine(ev.Message) {
+			w.errText = ev.Message.Details
+		}
+	case agentik.EvEnd:
+		if ev.ReplyTo != w.userID {
+			return nil, false
+		}
+		switch ev.Reason {
+		case agentik.EndCompleted:
+			return []Event{w.status(StateCompleted, nil, true)}, true
+		case agentik.EndInterrupted:
+			return []Event{w.status(StateCanceled, w.note(TextPart("the turn was interrupted")), true)}, true
+		case agentik.EndError:
+			text := w.errText
+			if text == "" {
+				text = "the turn failed"
+			}
+			return []Event{w.status(StateFailed, w.note(TextPart(text)), true)}, true
+		default:
+			// A turn that waits for client-side tools cannot be continued
+			// over A2A; it is reported as failed rather than faked as
+			// input-required.
+			return []Event{w.status(StateFailed, w.note(TextPart("the turn stopped: "+ev.Reason)), true)}, true
+		}
+	case agentik.EvConversationClosing:
+		return []Event{w.status(StateFailed, w.note(TextPart("the conversation was closed")), true)}, true
+	}
+	return nil, false
+}
+
+// ---- SSE ----
+
+// sseWriteTimeout bounds each write: a client that stops reading is cut off
+// instead of pinning the handler.
+const sseWriteTimeout = 30 * time.Second
+
+// sseOut writes one JSON-RPC streaming response: every event is an SSE
+// data line holding a JSON-RPC response with the request's id.
+type sseOut struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	id      json.RawMessage
+	v       Version
+	started bool
+	buf     bytes.Buffer
+}
+
+func (s *Server) newSSE(w http.ResponseWriter, req *request) *sseOut {
+	return &sseOut{w: w, rc: http.NewResponseController(w), id: req.ID, v: req.v}
+}
+
+func (o *sseOut) start() {
+	if o.started {
+		return
+	}
+	o.started = true
+	h := o.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	o.w.WriteHeader(http.StatusOK)
+}
+
+func (o *sseOut) write(b []byte) error {
+	o.start()
+	o.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+	if _, err := o.w.Write(b); err != nil {
+		return err
+	}
+	return o.rc.Flush()
+}
+
+func (o *sseOut) send(ev Event) error {
+	return o.frame(response{JSONRPC: "2.0", ID: o.id, Result: encodeEvent(o.v, ev)})
+}
+
+func (o *sseOut) fail(e *Error) { o.frame(response{JSONRPC: "2.0", ID: o.id, Error: e}) }
+
+func (o *sseOut) frame(r response) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	o.buf.Reset()
+	o.buf.WriteString("data: ")
+	o.buf.Write(data)
+	o.buf.WriteString("\n\n")
+	return o.write(o.buf.Bytes())
+}
+
+func (o *sseOut) ping() error { return o.write([]byte(": keep-alive\n\n")) }

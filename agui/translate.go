@@ -151,11 +151,7 @@ func (t *translator) event(ev agentik.Event) []Event {
 		if !t.isOurs(m.ReplyTo) {
 			return nil
 		}
-		msg := m.Details
-		if msg == "" {
-			msg = "the turn failed"
-		}
-		out = t.fail(out, msg, m.Code)
+		out = t.fail(out, errorMessage(m.Code, m.Details), m.Code)
 	case agentik.EvInterrupted:
 		if t.isOurs(ev.ReplyTo) {
 			t.cancelled = true
@@ -246,4 +242,27 @@ func (t *translator) closeReasoning(out []Event) []Event {
 		Event{Type: ReasoningEnd, MessageID: t.reasonID})
 	t.reasonID = ""
 	return out
+}
+
+// errorMessage is the RUN_ERROR message of a failed turn. The engine's codes
+// (written out here so that the facade depends on agentik.Agent alone)
+// get a fixed text: their details may carry provider or network detail that
+// is for operators (it stays in the journal and the logs), not for a UI.
+func errorMessage(code, details string) string {
+	switch code {
+	case "llm_error":
+		return "the model call failed"
+	case "llm_timeout":
+		return "the model stopped answering"
+	case "context_overflow":
+		return "the conversation is too long for the model"
+	case "tool_rounds_exceeded":
+		return "the model kept calling tools without answering"
+	case "store_error":
+		return "the turn could not be stored"
+	}
+	if details != "" {
+		return details
+	}
+	return "the turn failed"
 }

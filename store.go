@@ -149,3 +149,56 @@ type Subscriber[T any] interface {
 	C() <-chan T
 	Close()
 }
+
+// Validate refuses a Write no journal can take: events that are not durable,
+// journal events without their message (or the reverse), messages without an
+// id, of an unknown type or of another conversation. Errors are EInvalid.
+// Every Store calls it first, so the rules are the same everywhere.
+func (w Write) Validate() error {
+	if w.ConversationID == "" {
+		return Errorf(EInvalid, "commit: no conversation id")
+	}
+	if w.DropMemoryThrough < 0 {
+		return Errorf(EInvalid, "commit: negative memory order")
+	}
+	for _, ev := range w.Events {
+		if !Durable(ev.Type) {
+			return Errorf(EInvalid, "commit: event type %q is not durable", ev.Type)
+		}
+		if ev.ConversationID != "" && ev.ConversationID != w.ConversationID {
+			return Errorf(EInvalid, "commit: event of conversation %s in a write to %s", ev.ConversationID, w.ConversationID)
+		}
+		carries := carriesMessage(ev.Type)
+		switch {
+		case carries && ev.Message == nil:
+			return Errorf(EInvalid, "commit: %s event without its message", ev.Type)
+		case !carries && ev.Message != nil:
+			return Errorf(EInvalid, "commit: %s event cannot carry a message", ev.Type)
+		case ev.Message == nil:
+			continue
+		}
+		m := ev.Message
+		if m.ID == "" {
+			return Errorf(EInvalid, "commit: message without id")
+		}
+		if m.ConversationID != "" && m.ConversationID != w.ConversationID {
+			return Errorf(EInvalid, "commit: message of conversation %s in a write to %s", m.ConversationID, w.ConversationID)
+		}
+		switch m.Type {
+		case MsgUser, MsgAssistant, MsgToolCall, MsgToolResult, MsgError:
+		default:
+			return Errorf(EInvalid, "commit: unknown message type %q", m.Type)
+		}
+	}
+	return nil
+}
+
+// carriesMessage reports whether events of type t announce a journal message.
+func carriesMessage(t string) bool {
+	switch t {
+	case EvUserMessage, EvAssistantMessage, EvToolCall,
+		EvToolResult, EvToolFailed, EvError:
+		return true
+	}
+	return false
+}

@@ -267,7 +267,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 // events' Messages and the assigned orders into w.Memory.
 func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
 	op := "commit " + w.ConversationID
-	if err := validateWrite(w); err != nil {
+	if err := w.Validate(); err != nil {
 		return nil, nil, err
 	}
 	if err := s.lock(ctx, op); err != nil {

@@ -48,6 +48,11 @@ type Config struct {
 	LogLevel     string // AGENTIK_LOG_LEVEL: debug, info, warn, error
 	LogFormat    string // AGENTIK_LOG_FORMAT: text or json
 
+	// PostgreSQL (AGENTIK_DATABASE_URL set): see docs/postgres.md. Zero
+	// values take the postgres package's defaults.
+	DBPoolSize         int           // AGENTIK_DB_POOL_SIZE
+	DBStatementTimeout time.Duration // AGENTIK_DB_STATEMENT_TIMEOUT
+
 	// One struct per area, each declared and read in its own file.
 	MCP  MCPConfig
 	A2A  A2AConfig
@@ -175,6 +180,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	str("AGENTIK_HOST", &c.Host)
 	str("AGENTIK_DB_PATH", &c.DBPath)
 	str("AGENTIK_DATABASE_URL", &c.DatabaseURL)
+	if u := c.DatabaseURL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		bad("AGENTIK_DATABASE_URL", "", "want a postgres:// or postgresql:// URL") // the value may hold a password
+	}
+	integer("AGENTIK_DB_POOL_SIZE", &c.DBPoolSize, 1, 1000)
+	duration("AGENTIK_DB_STATEMENT_TIMEOUT", &c.DBStatementTimeout)
 	str("AGENTIK_SYSTEM_PROMPT", &c.SystemPrompt)
 	oneOf("AGENTIK_LLM_BACKEND", &c.Backend, BackendOpenAI, BackendDemo)
 	str("OPENAI_BASE_URL", &c.OpenAIBaseURL)
@@ -231,9 +241,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.OpenAIBaseURL != "" && !strings.HasPrefix(c.OpenAIBaseURL, "http://") && !strings.HasPrefix(c.OpenAIBaseURL, "https://") {
 		bad("OPENAI_BASE_URL", c.OpenAIBaseURL, "want an http:// or https:// URL")
-	}
-	if c.DatabaseURL != "" {
-		bad("AGENTIK_DATABASE_URL", "", "PostgreSQL is not supported by this build yet; unset it to use SQLite (AGENTIK_DB_PATH)")
 	}
 	return c, errors.Join(r.errs...)
 }

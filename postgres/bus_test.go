@@ -1,0 +1,257 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+)
+
+func newBus(t *testing.T, s *Store, poll time.Duration) *Bus {
+	t.Helper()
+	b, err := NewBus(t.Context(), s, BusOptions{PollInterval: poll})
+	if err != nil {
+		t.Fatalf("NewBus: %v", err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+func createConv(t *testing.T, s *Store) string {
+	t.Helper()
+	id := agentik.NewID()
+	now := agentik.Now()
+	if _, err := s.CreateConversation(t.Context(), agentik.ConversationRecord{ID: id, Owner: "alice", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatalf("CreateConversation: %v", err)
+	}
+	return id
+}
+
+func userEvent(conv, text string) agentik.Event {
+	m := &agentik.Message{ID: agentik.NewID(), ConversationID: conv, Date: agentik.Now(), Type: agentik.MsgUser,
+		Content: []agentik.Content{agentik.Text(text)}}
+	return agentik.MessageEvent(m)
+}
+
+// commitPublish commits one user message through s and publishes its event
+// on b, as the engine does.
+func commitPublish(t *testing.T, s *Store, b *Bus, conv, text string) agentik.Event {
+	t.Helper()
+	evs, _, err := s.Commit(t.Context(), agentik.Write{ConversationID: conv, Events: []agentik.Event{userEvent(conv, text)}})
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	b.Publish(evs[0])
+	return evs[0]
+}
+
+func next(t *testing.T, sub agentik.Subscriber[agentik.Event]) agentik.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-sub.C():
+		if !ok {
+			t.Fatal("subscriber cut off")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	panic("unreachable")
+}
+
+// TestBusAcrossProcesses: durable and online events published through one
+// handle reach subscribers of another, in order, with the durable events
+// read back from the store.
+func TestBusAcrossProcesses(t *testing.T) {
+	dsn := freshSchema(t)
+	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
+	// A long poll: delivery must come from the notifications.
+	ba, bb := newBus(t, sa, time.Hour), newBus(t, sb, time.Hour)
+	conv := createConv(t, sa)
+	sub := bb.Subscribe(conv)
+	defer sub.Close()
+	agentSub := bb.SubscribeAgent()
+	defer agentSub.Close()
+
+	// The listener of b may not be LISTENing yet: the hour-long poll would
+	// then hide the first event. A probe loop waits for it.
+	waitListening(t, ba, bb)
+
+	first := commitPublish(t, sa, ba, conv, "one")
+	ba.Publish(agentik.Event{ConversationID: conv, Type: agentik.EvWorking, ReplyTo: first.Message.ID})
+	big := strings.Repeat("é<>&\"\n", 4000) // 24,000 bytes, more when escaped
+	ba.Publish(agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: big})
+	ba.Publish(agentik.Event{ConversationID: conv, Type: agentik.EvAppendImage, MIME: "image/png", Data: strings.Repeat("A", 9000)})
+	second := commitPublish(t, sa, ba, conv, "two")
+	ba.Publish(agentik.Event{ConversationID: conv, Type: agentik.EvEnd, ReplyTo: first.Message.ID, Reason: agentik.EndCompleted})
+
+	if got := next(t, sub); got.Cursor != first.Cursor || got.Message.ID != first.Message.ID {
+		t.Fatalf("first event %+v, want cursor %d", got, first.Cursor)
+	}
+	if got := next(t, sub); got.Type != agentik.EvWorking || got.ReplyTo != first.Message.ID {
+		t.Fatalf("want working, got %+v", got)
+	}
+	var text strings.Builder
+	parts := 0
+	for text.Len() < len(big) {
+		got := next(t, sub)
+		if got.Type != agentik.EvAppendText {
+			t.Fatalf("want append_text parts, got %s after %d bytes", got.Type, text.Len())
+		}
+		text.WriteString(got.Text)
+		parts++
+	}
+	if text.String() != big || parts < 4 {
+		t.Fatalf("split text arrived in %d parts, equal: %v", parts, text.String() == big)
+	}
+	// The oversized image is not sent to other processes (documented rule).
+	if got := next(t, sub); got.Cursor != second.Cursor {
+		t.Fatalf("want the second message, got %+v", got)
+	}
+	if got := next(t, sub); got.Type != agentik.EvEnd {
+		t.Fatalf("want end, got %+v", got)
+	}
+}
+
+// waitListening publishes probe online events on a until b delivers one.
+func waitListening(t *testing.T, a, b *Bus) {
+	t.Helper()
+	probe := agentik.NewID()
+	sub := b.Subscribe(probe)
+	defer sub.Close()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		a.Publish(agentik.Event{ConversationID: probe, Type: agentik.EvWorking})
+		select {
+		case <-sub.C():
+			return
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the other bus never started listening")
+		}
+	}
+}
+
+// TestBusOrderAcrossWriters: two processes commit to the same conversations
+// at once; subscribers on both see every durable event exactly once, in
+// cursor order, although each process learns of the other's events late.
+func TestBusOrderAcrossWriters(t *testing.T) {
+	dsn := freshSchema(t)
+	stores := []*Store{openDSN(t, dsn), openDSN(t, dsn)}
+	buses := []*Bus{newBus(t, stores[0], 50*time.Millisecond), newBus(t, stores[1], 50*time.Millisecond)}
+	convs := []string{createConv(t, stores[0]), createConv(t, stores[0])}
+	type key struct{ bus, conv int }
+	subs := map[key]agentik.Subscriber[agentik.Event]{}
+	for i, b := range buses {
+		for j, c := range convs {
+			subs[key{i, j}] = b.Subscribe(c)
+		}
+	}
+	const writers, each = 4, 30
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				s, b := stores[w%2], buses[w%2]
+				conv := convs[(w+i)%2]
+				evs, _, err := s.Commit(context.Background(), agentik.Write{ConversationID: conv,
+					Events: []agentik.Event{userEvent(conv, fmt.Sprint(w, i))}})
+				if err != nil {
+					t.Errorf("Commit: %v", err)
+					return
+				}
+				b.Publish(evs[0])
+			}
+		})
+	}
+	wg.Wait()
+	for j, c := range convs {
+		want, err := stores[0].Events(t.Context(), c, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range buses {
+			sub := subs[key{i, j}]
+			for n, w := range want {
+				got := next(t, sub)
+				if got.Cursor != w.Cursor {
+					t.Fatalf("bus %d, conversation %d: event %d has cursor %d, want %d", i, j, n, got.Cursor, w.Cursor)
+				}
+			}
+			sub.Close()
+		}
+	}
+}
+
+// TestBusLostNotification: an event committed by a process that died before
+// notifying still reaches the other processes, through the poll.
+func TestBusLostNotification(t *testing.T) {
+	dsn := freshSchema(t)
+	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
+	bb := newBus(t, sb, 100*time.Millisecond)
+	conv := createConv(t, sa)
+	sub := bb.Subscribe(conv)
+	defer sub.Close()
+	evs, _, err := sa.Commit(t.Context(), agentik.Write{ConversationID: conv, Events: []agentik.Event{userEvent(conv, "silent")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := next(t, sub); got.Cursor != evs[0].Cursor {
+		t.Fatalf("got %+v, want cursor %d", got, evs[0].Cursor)
+	}
+}
+
+// TestBusLocalOrder: within one process, events reach subscribers in publish
+// order, online ones between durable ones, and agent events too.
+func TestBusLocalOrder(t *testing.T) {
+	s := openDSN(t, freshSchema(t))
+	b := newBus(t, s, time.Hour)
+	conv := createConv(t, s)
+	sub := b.Subscribe(conv)
+	defer sub.Close()
+	asub := b.SubscribeAgent()
+	defer asub.Close()
+	var want []string
+	for i := range 20 {
+		ev := commitPublish(t, s, b, conv, fmt.Sprint(i))
+		want = append(want, fmt.Sprint(ev.Cursor))
+		b.Publish(agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: fmt.Sprint(i)})
+		want = append(want, "text "+fmt.Sprint(i))
+	}
+	var got []string
+	for range want {
+		ev := next(t, sub)
+		if ev.Cursor != 0 {
+			got = append(got, fmt.Sprint(ev.Cursor))
+		} else {
+			got = append(got, "text "+ev.Text)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order\n got  %v\n want %v", got, want)
+	}
+	_, aev, err := s.RenameConversation(t.Context(), conv, "x", agentik.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.PublishAgent(aev)
+	// The created event was committed but never published: the bus reads
+	// it from the store before the renamed one, in cursor order.
+	for _, typ := range []string{agentik.AgentEvCreated, agentik.AgentEvRenamed} {
+		select {
+		case got := <-asub.C():
+			if got.Type != typ || got.ConversationID != conv || got.Owner != "alice" {
+				t.Fatalf("agent event %+v, want %s", got, typ)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no agent event")
+		}
+	}
+}

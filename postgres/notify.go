@@ -1,0 +1,169 @@
+package postgres
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentik/agentik"
+)
+
+// Notifications on the store's channel carry one of:
+//
+//	<node> <seq> e <cursor>      events up to cursor are committed
+//	<node> <seq> a <cursor>      agent events up to cursor are committed
+//	<node> <seq> o <event JSON>  an online event (working, append_text, end, …)
+//	<node> <seq> i <conversation id> <reason>   interrupt the conversation's turn
+//	<node> <seq> w <conversation id>            the conversation has a new open turn
+//
+// node is the sending process's id (a process ignores its own), seq a counter
+// of that process: PostgreSQL folds identical payloads sent in one
+// transaction into one, and two equal deltas must both arrive.
+//
+// PostgreSQL refuses payloads of 8000 bytes or more. maxPayload leaves room
+// for the header; an append_text event that does not fit is split into
+// several (their texts concatenate to the original), any other online event
+// that does not fit is not sent to other processes (see docs/postgres.md).
+const maxPayload = 7999
+
+// Notification kinds.
+const (
+	kindEvents    = 'e'
+	kindAgent     = 'a'
+	kindOnline    = 'o'
+	kindInterrupt = 'i'
+	kindWork      = 'w'
+)
+
+// notification is a decoded payload.
+type notification struct {
+	node   string
+	seq    uint64
+	kind   byte
+	cursor int64         // e, a
+	event  agentik.Event // o
+	conv   string        // i, w
+	reason string        // i
+}
+
+var errBadNotification = errors.New("malformed notification")
+
+// encodeNotification renders n as a payload.
+func encodeNotification(n notification) (string, error) {
+	var b strings.Builder
+	b.WriteString(n.node)
+	b.WriteByte(' ')
+	b.WriteString(strconv.FormatUint(n.seq, 10))
+	b.WriteByte(' ')
+	b.WriteByte(n.kind)
+	b.WriteByte(' ')
+	switch n.kind {
+	case kindEvents, kindAgent:
+		b.WriteString(strconv.FormatInt(n.cursor, 10))
+	case kindOnline:
+		j, err := json.Marshal(n.event)
+		if err != nil {
+			return "", err
+		}
+		b.Write(j)
+	case kindInterrupt:
+		b.WriteString(n.conv)
+		b.WriteByte(' ')
+		b.WriteString(n.reason)
+	case kindWork:
+		b.WriteString(n.conv)
+	default:
+		return "", errBadNotification
+	}
+	return b.String(), nil
+}
+
+// decodeNotification parses a payload. Anyone allowed to connect can notify
+// on the channel, so everything is checked: an online event must be a
+// non-durable type of a conversation, an interrupt must name one.
+func decodeNotification(p string) (notification, error) {
+	var n notification
+	node, rest, ok := strings.Cut(p, " ")
+	if !ok || node == "" {
+		return n, errBadNotification
+	}
+	seq, rest, ok := strings.Cut(rest, " ")
+	if !ok {
+		return n, errBadNotification
+	}
+	var err error
+	if n.seq, err = strconv.ParseUint(seq, 10, 64); err != nil {
+		return n, errBadNotification
+	}
+	if len(rest) < 2 || rest[1] != ' ' {
+		return n, errBadNotification
+	}
+	n.node, n.kind, rest = node, rest[0], rest[2:]
+	switch n.kind {
+	case kindEvents, kindAgent:
+		if n.cursor, err = strconv.ParseInt(rest, 10, 64); err != nil || n.cursor <= 0 {
+			return n, errBadNotification
+		}
+	case kindOnline:
+		if err := json.Unmarshal([]byte(rest), &n.event); err != nil {
+			return n, errBadNotification
+		}
+		if n.event.Cursor != 0 || n.event.Type == "" || agentik.Durable(n.event.Type) || !agentik.ValidID(n.event.ConversationID) {
+			return n, errBadNotification
+		}
+	case kindInterrupt:
+		conv, reason, ok := strings.Cut(rest, " ")
+		if !ok || !agentik.ValidID(conv) {
+			return n, errBadNotification
+		}
+		switch reason {
+		case agentik.ReasonUser, agentik.ReasonBusyPolicy:
+		default:
+			return n, errBadNotification
+		}
+		n.conv, n.reason = conv, reason
+	case kindWork:
+		if !agentik.ValidID(rest) {
+			return n, errBadNotification
+		}
+		n.conv = rest
+	default:
+		return n, errBadNotification
+	}
+	return n, nil
+}
+
+// onlinePayloads encodes an online event for other processes, splitting an
+// append_text that does not fit into one payload. It returns nil for any
+// other event that does not fit.
+func onlinePayloads(node string, seq func() uint64, ev agentik.Event) []string {
+	p, err := encodeNotification(notification{node: node, seq: seq(), kind: kindOnline, event: ev})
+	if err != nil {
+		return nil
+	}
+	if len(p) <= maxPayload {
+		return []string{p}
+	}
+	if ev.Type != agentik.EvAppendText || len(ev.Text) < 2 {
+		return nil
+	}
+	// Halve at a rune boundary until each part fits: JSON escaping makes the
+	// encoded size hard to predict from the text alone.
+	mid := len(ev.Text) / 2
+	for mid > 0 && !utf8.RuneStart(ev.Text[mid]) {
+		mid--
+	}
+	if mid == 0 {
+		return nil
+	}
+	first, second := ev, ev
+	first.Text, second.Text = ev.Text[:mid], ev.Text[mid:]
+	a := onlinePayloads(node, seq, first)
+	b := onlinePayloads(node, seq, second)
+	if a == nil || b == nil {
+		return nil
+	}
+	return append(a, b...)
+}

@@ -1,0 +1,92 @@
+package postgres
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agentik/agentik"
+)
+
+func TestNotificationRoundTrip(t *testing.T) {
+	node, conv := agentik.NewID(), agentik.NewID()
+	for _, n := range []notification{
+		{node: node, seq: 1, kind: kindEvents, cursor: 42},
+		{node: node, seq: 2, kind: kindAgent, cursor: 7},
+		{node: node, seq: 3, kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvAppendText, Text: "hi \x00 there"}},
+		{node: node, seq: 4, kind: kindInterrupt, conv: conv, reason: agentik.ReasonUser},
+		{node: node, seq: 5, kind: kindWork, conv: conv},
+	} {
+		p, err := encodeNotification(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeNotification(p)
+		if err != nil || !reflect.DeepEqual(got, n) {
+			t.Fatalf("%q decoded to %+v, %v; want %+v", p, got, err, n)
+		}
+	}
+	for _, bad := range []string{
+		"", "x", node + " 1 e", node + " 1 e 0", node + " 1 e -3", node + " x e 1", node + " 1 z 1",
+		node + " 1 o {}", node + ` 1 o {"conversation_id":"` + conv + `","type":"user_message"}`,
+		node + ` 1 o {"conversation_id":"` + conv + `","type":"end","cursor":3}`,
+		node + " 1 i " + conv + " restart", node + " 1 i nope user", node + " 1 w nope",
+	} {
+		if _, err := decodeNotification(bad); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+	}
+}
+
+func TestOnlinePayloadsFit(t *testing.T) {
+	node, conv := agentik.NewID(), agentik.NewID()
+	var seq uint64
+	next := func() uint64 { seq++; return seq }
+	text := strings.Repeat("\x01ж", 10000) // escapes to 6 bytes + 2
+	ps := onlinePayloads(node, next, agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: text})
+	var joined strings.Builder
+	for _, p := range ps {
+		if len(p) > maxPayload {
+			t.Fatalf("payload of %d bytes", len(p))
+		}
+		n, err := decodeNotification(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined.WriteString(n.event.Text)
+	}
+	if joined.String() != text {
+		t.Fatalf("split text does not join back (%d payloads)", len(ps))
+	}
+	if ps := onlinePayloads(node, next, agentik.Event{ConversationID: conv, Type: agentik.EvAppendImage, Data: strings.Repeat("A", 8000)}); ps != nil {
+		t.Fatalf("an oversized image was encoded into %d payloads", len(ps))
+	}
+}
+
+// FuzzDecodeNotification: any payload someone NOTIFYs on the channel is
+// either refused or decodes to a notification that encodes back to itself.
+func FuzzDecodeNotification(f *testing.F) {
+	node, conv := agentik.NewID(), agentik.NewID()
+	for _, s := range []string{
+		node + " 1 e 42", node + " 2 a 7", node + " 3 i " + conv + " user", node + " 4 w " + conv,
+		node + ` 5 o {"conversation_id":"` + conv + `","date":"2025-01-01T00:00:00.000Z","type":"append_text","text":"hi"}`,
+		node + ` 6 o {"conversation_id":"` + conv + `","type":"end","tokens":{"input":1,"output":2}}`,
+		"", "x 1 e 1", node + " 99999999999999999999 e 1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		n, err := decodeNotification(p)
+		if err != nil {
+			return
+		}
+		again, err := encodeNotification(n)
+		if err != nil {
+			t.Fatalf("decoded %q does not encode: %v", p, err)
+		}
+		m, err := decodeNotification(again)
+		if err != nil || !reflect.DeepEqual(m, n) {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", p, n, again, m, err)
+		}
+	})
+}

@@ -430,6 +430,9 @@ func (r *runner) level(ctx context.Context, a *api, n int) (ConcurrencyLevel, er
 		}()
 	}
 	wg.Wait()
+	if windowNs.Load() == 0 {
+		return ConcurrencyLevel{}, fmt.Errorf("no conversation finished a turn: %v", firstErr)
+	}
 	lvl := ConcurrencyLevel{
 		Conversations: n,
 		Seconds:       round3(time.Duration(windowNs.Load()).Seconds()),

@@ -181,7 +181,7 @@ func bench(ctx context.Context, f flags, progress io.Writer) (*Results, error) {
 }
 
 // buildBinary builds ./cmd/agentik of the module the bench runs in, the way
-// a user would (go build, no special flags).
+// a user would (pure Go, no special flags; the test adds -race).
 func buildBinary(ctx context.Context, dir string, extra ...string) (string, error) {
 	root, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
@@ -192,7 +192,9 @@ func buildBinary(ctx context.Context, dir string, extra ...string) (string, erro
 	args = append(args, "-o", out, "./cmd/agentik")
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = strings.TrimSpace(string(root))
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if !slices.Contains(extra, "-race") { // -race needs cgo
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/agentik: %w\n%s", err, b)
 	}

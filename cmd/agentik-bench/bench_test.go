@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/sqlite"
+)
+
+// tinyPlan runs every phase of the quick mode with small sizes: the point is
+// that the tool works end to end against the real binary, not its figures.
+func tinyPlan() plan {
+	return plan{
+		LatencyTurns: 10, LatencyWarmup: 2, RotateEvery: 5,
+		Levels: []int{1, 20}, LevelWarmup: 100 * time.Millisecond, LevelDuration: 300 * time.Millisecond,
+		RelayDeltasOne: 100, RelayDeltasMany: 20, RelayClients: 20,
+		Lengths: []int{10, 1000}, LengthTurns: 3,
+		ReplayEvents: 1000, ReplayRuns: 1,
+		IdleConvs: 20, StartupRuns: 1, Settle: 50 * time.Millisecond,
+	}
+}
+
+// TestBenchEndToEnd builds the real agentik binary, runs every phase against
+// it with the scripted model, and checks that the results are complete and
+// sane, and that the JSON and SVG outputs are written.
+func TestBenchEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server binary")
+	}
+	dir := t.TempDir()
+	var extra []string
+	if raceEnabled {
+		extra = append(extra, "-race")
+	}
+	bin, err := buildBinary(t.Context(), dir, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(0, 0)
+	defer m.Close()
+	var progress bytes.Buffer
+	res := &Results{Mode: "test", Server: "binary", Store: "sqlite", Machine: machine()}
+	r := &runner{plan: tinyPlan(), dir: dir, hc: newHTTPClient(), out: &progress, t0: time.Now(), res: res, model: m,
+		server: serverConfig{binary: bin, model: m.URL()}}
+	if err := r.run(t.Context(), allPhases); err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	res.Targets = evaluate(res)
+	t.Logf("progress:\n%s", progress.String())
+
+	if res.Binary == nil || res.Binary.SizeBytes < 1<<20 {
+		t.Errorf("binary info %+v", res.Binary)
+	}
+	if res.Startup == nil || len(res.Startup.Runs) != 1 || res.Startup.Dist.MinMs <= 0 {
+		t.Errorf("startup %+v", res.Startup)
+	}
+	for name, p := range map[string]LatencyPair{"plain": res.Latency.Plain, "tool": res.Latency.Tool} {
+		if p.Agentik.N != 10 || p.Direct.N != 10 || p.Pairwise.N != 10 || p.Agentik.P50Ms <= 0 || p.Direct.P50Ms <= 0 {
+			t.Errorf("%s latency %+v", name, p)
+		}
+	}
+	if len(res.Concurrency) != 2 {
+		t.Fatalf("concurrency levels %+v", res.Concurrency)
+	}
+	for i, l := range res.Concurrency {
+		if l.Conversations != tinyPlan().Levels[i] || l.Turns == 0 || l.Errors != 0 || l.TurnsPerSec <= 0 || l.Latency.N == 0 || l.Seconds < 0.3 {
+			t.Errorf("level %d: %+v", i, l)
+		}
+	}
+	if len(res.Relay) != 2 || res.Relay[0].Clients != 1 || res.Relay[1].Clients != 20 {
+		t.Fatalf("relay %+v", res.Relay)
+	}
+	for _, rl := range res.Relay {
+		// The bus buffers 1,024 events per subscriber: answers this short
+		// must reach every client whole.
+		if rl.DeliveredMin != rl.DeltasSent || rl.DeliveredTotal != int64(rl.Clients*rl.DeltasSent) || rl.DeltasPerSec <= 0 {
+			t.Errorf("relay %+v", rl)
+		}
+	}
+	if res.Relay[0].ModelDeltasPerSec <= 0 {
+		t.Errorf("model relay rate %+v", res.Relay[0])
+	}
+	mem := res.Memory
+	if mem == nil || mem.IdleRSSKB <= 0 || mem.RSSWithConvsKB < mem.IdleRSSKB/2 || mem.RSSWithClientsKB <= 0 || mem.IdleConversations != 20 || mem.SSEClients != 20 {
+		t.Errorf("memory %+v", mem)
+	}
+	if len(res.Length) != 2 {
+		t.Fatalf("length %+v", res.Length)
+	}
+	for i, p := range res.Length {
+		if p.Messages != tinyPlan().Lengths[i] || p.Latency.N != 3 || p.FirstTurnMs <= 0 || p.StartupMs <= 0 {
+			t.Errorf("length point %+v", p)
+		}
+	}
+	if res.Replay == nil || res.Replay.Events != 1000 || res.Replay.Dist.N != 1 || res.Replay.Dist.MinMs <= 0 {
+		t.Errorf("replay %+v", res.Replay)
+	}
+	if len(res.Targets) != 9 {
+		t.Errorf("%d targets, want 9", len(res.Targets))
+	}
+	for _, tg := range res.Targets {
+		// 100 conversations, 100,000 messages and 10,000 events are not in
+		// the tiny plan: those targets must say so instead of claiming a result.
+		wantMissing := strings.Contains(tg.Name, "100 concurrent") || strings.Contains(tg.Name, "100,000") || strings.Contains(tg.Name, "replay")
+		if tg.Missing != wantMissing || (tg.Missing && tg.Met) {
+			t.Errorf("target %+v: missing %v, want %v", tg, tg.Missing, wantMissing)
+		}
+	}
+
+	out := t.TempDir()
+	f := flags{jsonOut: filepath.Join(out, "bench.json"), svgDir: out}
+	if err := writeOutputs(f, res, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f.jsonOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Results
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Concurrency) != 2 || back.Replay == nil {
+		t.Fatalf("JSON round trip: %v", err)
+	}
+	for _, name := range []string{"bench-concurrency.svg", "bench-length.svg"} {
+		svg, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("<polyline")) || !bytes.HasSuffix(svg, []byte("</svg>\n")) {
+			t.Errorf("%s is not a chart:\n%s", name, svg)
+		}
+	}
+}
+
+// TestSeedConversation checks the seeded journal is what the length and
+// replay phases claim: n messages, seqs 1…n, durable events for each, a
+// bounded working memory and no turn left open for the server to resume.
+func TestSeedConversation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seed.db")
+	id, err := seedConversation(t.Context(), path, 2501) // odd: rounded up to 2502
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	page, _, err := s.Messages(t.Context(), id, agentik.MessagesRequest{Before: 1 << 40, Limit: 2})
+	if err != nil || len(page) != 2 || page[1].Seq != 2502 || page[1].Type != agentik.MsgAssistant || page[1].ReplyTo != page[0].ID {
+		t.Fatalf("newest page %+v, %v", page, err)
+	}
+	evs, err := s.Events(t.Context(), id, 0, 0)
+	if err != nil || len(evs) != 2502 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	mem, err := s.Memory(t.Context(), id)
+	if err != nil || len(mem) != seedMemory {
+		t.Fatalf("%d memory entries, want %d: %v", len(mem), seedMemory, err)
+	}
+	open, err := s.OpenTurns(t.Context())
+	if err != nil || len(open) != 0 {
+		t.Fatalf("open turns %d, %v", len(open), err)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true},
+		{[]string{"--quick", "--json", "x.json", "--svg", "docs", "--phases", "latency,replay"}, true},
+		{[]string{"--phases", "latency,nope"}, false},
+		{[]string{"--inprocess", "--binary", "/bin/true"}, false},
+		{[]string{"--ttft", "-1s"}, false},
+		{[]string{"extra"}, false},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		if (err == nil) != tc.ok {
+			t.Errorf("parseFlags(%q) = %v, want ok %v", tc.args, err, tc.ok)
+		}
+	}
+}
+
+func TestDist(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	d := dist(ds)
+	if d.N != 100 || d.MinMs != 1 || d.P50Ms != 50 || d.P90Ms != 90 || d.P99Ms != 99 || d.MaxMs != 100 || d.MeanMs != 50.5 {
+		t.Fatalf("dist %+v", d)
+	}
+	if (dist(nil) != Dist{}) {
+		t.Fatal("empty dist not zero")
+	}
+}

@@ -1,0 +1,68 @@
+package agui
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/agentik/agentik"
+)
+
+// FuzzDecodeInput: the RunAgentInput decoder never panics, refuses with a
+// 4xx code only, and what it accepts is something the core can take.
+func FuzzDecodeInput(f *testing.F) {
+	for _, seed := range []string{
+		`{"threadId":"thread-1","runId":"run-1","protocolVersion":"1.0","state":{},"messages":[{"id":"u1","role":"user","content":"What's the weather in Paris?"}],"tools":[{"name":"get_weather","description":"Get weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}],"context":[{"description":"user locale","value":"en-GB"}],"forwardedProps":{"scenario":"ok"}}`,
+		`{"threadId":"t","runId":"r","messages":[]}`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"data","value":"iVBORw0KGgo=","mimeType":"image/png"}}]}]}`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":[{"type":"binary","mimeType":"image/png","data":"iVBORw0KGgo="}]}]}`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"a1","role":"assistant","toolCalls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"id":"t1","role":"tool","toolCallId":"c1","content":"ok","error":"boom"}]}`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"x","role":"reasoning","content":"hm"},{"id":"y","role":"activity","activityType":"a","content":{}}],"resume":[{"interruptId":"i","status":"resolved"}]}`,
+		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":""}]}`,
+		`{"threadId":"t","runId":"r","messages":null}`,
+		`{"threadId":"t","runId":"r","messages":[],"tools":[{"name":"a"},{"name":"a"}]}`,
+		`[1,2]`, `null`, `"x"`, `{`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in, err := DecodeInput(b)
+		if err != nil {
+			code := agentik.ErrorCode(err)
+			if code != agentik.EMalformed && code != agentik.EInvalid {
+				t.Fatalf("code %q for %q", code, b)
+			}
+			if agentik.ErrorMessage(err) == "" {
+				t.Fatal("empty message")
+			}
+			return
+		}
+		if in.ThreadID == "" || in.RunID == "" {
+			t.Fatalf("accepted without ids: %q", b)
+		}
+		for _, m := range in.Messages {
+			if m.ID == "" {
+				t.Fatalf("message without id: %q", b)
+			}
+			switch m.Role {
+			case RoleUser:
+				if err := agentik.ValidateContent(m.Content); err != nil {
+					t.Fatalf("accepted user content the core refuses: %v", err)
+				}
+			case RoleTool:
+				if m.ToolCallID == "" {
+					t.Fatalf("tool message without call id: %q", b)
+				}
+				for _, p := range m.Content {
+					if err := p.Validate(); err != nil {
+						t.Fatalf("accepted tool content the core refuses: %v", err)
+					}
+				}
+			}
+		}
+		for _, tool := range in.Tools {
+			if !validToolName(tool.Name) || !json.Valid(tool.Parameters) || tool.Parameters[0] != '{' {
+				t.Fatalf("accepted tool %+v", tool)
+			}
+		}
+	})
+}

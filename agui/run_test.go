@@ -1,0 +1,289 @@
+package agui
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/llmtest"
+)
+
+// TestResentRunChangesNothing: a client that resends the same thread (a
+// retry, or a run with nothing new) stores nothing twice and calls no model.
+func TestResentRunChangesNothing(t *testing.T) {
+	e := newEnv(t)
+	e.llm.Enqueue(llmtest.Text("once"))
+	in := input("thread-retry", "run-1", user("u1", "hello"))
+	e.run(in)
+	in["runId"] = "run-2"
+	r := e.run(in)
+	if got := strings.Join(typesOf(r.events), ","); got != "RUN_STARTED,RUN_FINISHED" {
+		t.Fatalf("resent run: %s", got)
+	}
+	if msgs := e.journal(ConversationID("", "thread-retry")); journalTypes(msgs) != "user_message,assistant_message" {
+		t.Fatalf("journal %s", journalTypes(msgs))
+	}
+	if n := len(e.llm.Requests()); n != 1 {
+		t.Fatalf("model called %d times", n)
+	}
+}
+
+// TestSnapshotOnEmptyMessages: a client with no messages (a reloaded UI)
+// gets the server's history; user messages keep their AG-UI ids, the
+// run's context part stays hidden, tool calls join their assistant message.
+func TestSnapshotOnEmptyMessages(t *testing.T) {
+	e := newEnv(t, withEcho)
+	e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("echo", `{"a":1}`).WithID("c1")), llmtest.Text("Fine."))
+	in := input("thread-snap", "run-1", user("u1", "How are you?"))
+	in["context"] = []any{map[string]any{"description": "user locale", "value": "en-GB"}}
+	e.run(in)
+	if got := e.llm.Requests()[0].LastUserText(); !strings.Contains(got, "How are you?") || !strings.Contains(got, "user locale: en-GB") {
+		t.Fatalf("the model did not get the context: %q", got)
+	}
+
+	r := e.run(input("thread-snap", "run-2"))
+	if got := strings.Join(typesOf(r.events), ","); got != "RUN_STARTED,MESSAGES_SNAPSHOT,RUN_FINISHED" {
+		t.Fatalf("events %s", got)
+	}
+	golden(t, "snapshot.golden", transcript(r))
+	var snap struct{ Messages []Message }
+	json.Unmarshal([]byte(r.frames[1]), &snap)
+	if len(snap.Messages) != 4 || snap.Messages[0].ID != "u1" || string(snap.Messages[0].Content) != `"How are you?"` ||
+		len(snap.Messages[1].ToolCalls) != 1 || snap.Messages[2].ToolCallID != "c1" {
+		t.Fatalf("snapshot %s", r.frames[1])
+	}
+
+	// An unknown thread with no messages: an empty snapshot, nothing created.
+	r = e.run(input("thread-none", "run-1"))
+	if r.frames[1] == "" || !strings.Contains(r.frames[1], `"messages":[]`) {
+		t.Fatalf("unknown thread: %v", r.frames)
+	}
+	if _, err := e.eng.Conversation(testCtx(t), ConversationID("", "thread-none")); !agentik.IsNotFound(err) {
+		t.Fatalf("an empty run created the thread: %v", err)
+	}
+}
+
+// TestThreadIDs: UUID threadIds name the conversation itself; other names
+// map to a UUID per principal, so equal names of two callers never meet.
+func TestThreadIDs(t *testing.T) {
+	auth := func(r *http.Request) (string, error) {
+		p := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if p == "" {
+			return "", errors.New("no token")
+		}
+		return p, nil
+	}
+	e := newEnv(t, func(_ *engine.Options, o *Options) { o.Authenticate = auth })
+	if r := e.post(`{"threadId":"t","runId":"r","messages":[]}`); r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), `"unauthorized"`) {
+		t.Fatalf("no credentials: %d %s", r.status, r.body)
+	}
+
+	e.llm.Enqueue(llmtest.Text("for alice"), llmtest.Text("for bob"), llmtest.Text("uuid thread"))
+	body := func(thread, text string) string {
+		b, _ := json.Marshal(input(thread, "run-1", user("u-"+text, text)))
+		return string(b)
+	}
+	for _, who := range []string{"alice", "bob"} {
+		if r := e.post(body("shared-name", who), "Authorization", "Bearer "+who); r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", who, r.status, r.body)
+		}
+	}
+	a, b := ConversationID("alice", "shared-name"), ConversationID("bob", "shared-name")
+	if a == b || a != ConversationID("alice", "shared-name") || !agentik.ValidID(a) {
+		t.Fatalf("ids %s %s", a, b)
+	}
+	if got := agentik.JoinText(e.journal(a, "alice")[0].Content); got != "alice" {
+		t.Fatalf("alice's thread holds %q", got)
+	}
+
+	// A UUID threadId is the conversation id, shared with the native API.
+	thread := "0b4a3f8e-4c1d-4e7a-9a51-3f2d7c9e8b10"
+	if r := e.post(body(thread, "hi"), "Authorization", "Bearer alice"); r.status != http.StatusOK {
+		t.Fatalf("uuid thread: %d %s", r.status, r.body)
+	}
+	if msgs := e.journal(thread, "alice"); len(msgs) != 2 {
+		t.Fatalf("native view of the thread: %s", journalTypes(msgs))
+	}
+	// Another caller cannot write into it.
+	r := e.post(body(thread, "intrude"), "Authorization", "Bearer mallory")
+	if r.status != http.StatusConflict {
+		t.Fatalf("foreign uuid thread: %d %s", r.status, r.body)
+	}
+	if msgs := e.journal(thread, "alice"); len(msgs) != 2 {
+		t.Fatalf("intruder changed the thread: %s", journalTypes(msgs))
+	}
+}
+
+// openRun posts input and returns a reader over the live stream.
+func (e *env) openRun(ctx context.Context, in any) (*http.Response, *bufio.Reader) {
+	e.t.Helper()
+	b, _ := json.Marshal(in)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url, strings.NewReader(string(b)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("status %d", resp.StatusCode)
+	}
+	return resp, bufio.NewReader(resp.Body)
+}
+
+// readUntil reads frames until one contains want.
+func readUntil(t *testing.T, br *bufio.Reader, want string) string {
+	t.Helper()
+	var seen strings.Builder
+	for {
+		line, err := br.ReadString('\n')
+		seen.WriteString(line)
+		if strings.Contains(line, want) {
+			return seen.String()
+		}
+		if err != nil {
+			t.Fatalf("stream ended before %q: %v\n%s", want, err, seen.String())
+		}
+	}
+}
+
+// waitDurable replays the conversation's durable events until one matches.
+func (e *env) waitDurable(convID string, match func(agentik.Event) bool) agentik.Event {
+	e.t.Helper()
+	ctx := testCtx(e.t)
+	conv, err := e.eng.Conversation(ctx, convID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	s, err := conv.Events(ctx, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer s.Close()
+	for ev := range s.C() {
+		if match(ev) {
+			return ev
+		}
+	}
+	e.t.Fatalf("event stream ended: %v", s.Err())
+	return agentik.Event{}
+}
+
+// TestDisconnect: with the continue policy a client that goes away costs the
+// turn nothing; with interrupt (the default, AG-UI's abortRun) the turn is
+// interrupted and its partial answer kept. Either way it is all durable.
+func TestDisconnect(t *testing.T) {
+	for _, policy := range []string{DisconnectContinue, DisconnectInterrupt} {
+		t.Run(policy, func(t *testing.T) {
+			e := newEnv(t, func(_ *engine.Options, o *Options) { o.OnDisconnect = policy })
+			gate := llmtest.NewGate()
+			t.Cleanup(gate.Release)
+			e.llm.Enqueue(llmtest.Stream().Role().Content("partial ").Pause(gate).Content("rest").Finish("stop").Done())
+			ctx, cancel := context.WithCancel(testCtx(t))
+			resp, br := e.openRun(ctx, input("thread-dc", "run-1", user("u1", "talk")))
+			readUntil(t, br, `"delta":"partial "`)
+			cancel()
+			resp.Body.Close()
+			conv := ConversationID("", "thread-dc")
+			if policy == DisconnectContinue {
+				<-gate.Reached()
+				gate.Release()
+				ev := e.waitDurable(conv, func(ev agentik.Event) bool { return ev.Type == agentik.EvAssistantMessage })
+				if ev.Message.Interrupted || agentik.JoinText(ev.Message.Content) != "partial rest" {
+					t.Fatalf("answer %+v", ev.Message)
+				}
+				return
+			}
+			ev := e.waitDurable(conv, func(ev agentik.Event) bool { return ev.Type == agentik.EvInterrupted })
+			if ev.Reason != agentik.ReasonUser {
+				t.Fatalf("interrupted %+v", ev)
+			}
+			if msgs := e.journal(conv); journalTypes(msgs) != "user_message,assistant_message" || !msgs[1].Interrupted {
+				t.Fatalf("journal %s", journalTypes(msgs))
+			}
+		})
+	}
+}
+
+// TestKeepAlive: a silent stream carries SSE comments, which the AG-UI
+// client ignores, and the run still ends cleanly.
+func TestKeepAlive(t *testing.T) {
+	e := newEnv(t, func(_ *engine.Options, o *Options) { o.KeepAlive = 5 * time.Millisecond })
+	gate := llmtest.NewGate()
+	t.Cleanup(gate.Release)
+	e.llm.Enqueue(llmtest.Stream().Role().Pause(gate).Content("late").Finish("stop").Done())
+	resp, br := e.openRun(testCtx(t), input("thread-ka", "run-1", user("u1", "wait")))
+	defer resp.Body.Close()
+	readUntil(t, br, ": keep-alive")
+	gate.Release()
+	readUntil(t, br, RunFinished)
+}
+
+// TestForeignTurnIsNotInTheRun: a run queued behind a turn sent through the
+// native API streams only its own turn.
+func TestForeignTurnIsNotInTheRun(t *testing.T) {
+	e := newEnv(t)
+	gate := llmtest.NewGate()
+	t.Cleanup(gate.Release)
+	e.llm.Enqueue(llmtest.Stream().Role().Content("native ").Pause(gate).Content("answer").Finish("stop").Done(), llmtest.Text("agui answer"))
+	ctx := testCtx(t)
+	thread := "6f1b1c2a-3d4e-4f50-8a6b-7c8d9e0f1a2b"
+	if _, err := e.eng.CreateConversation(ctx, agentik.CreateRequest{ID: thread}); err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := e.eng.Conversation(ctx, thread)
+	if _, err := conv.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("native")}}); err != nil {
+		t.Fatal(err)
+	}
+	<-gate.Reached()
+	done := make(chan response, 1)
+	go func() {
+		b, _ := json.Marshal(input(thread, "run-1", user("u1", "agui")))
+		done <- e.post(string(b))
+	}()
+	// The run is subscribed and queued once its user message is in the journal.
+	e.waitDurable(thread, func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvUserMessage && ev.Message.Context != nil && ev.Message.Context.Metadata[MetaMessageID] == "u1"
+	})
+	gate.Release()
+	r := <-done
+	_, r.events = parseFrames(t, r.body)
+	verifyRun(t, r.events, thread, "run-1")
+	var text strings.Builder
+	for _, ev := range r.events {
+		if ev["type"] == TextMessageContent {
+			text.WriteString(ev["delta"].(string))
+		}
+	}
+	if text.String() != "agui answer" {
+		t.Fatalf("run text %q (%v)", text.String(), typesOf(r.events))
+	}
+}
+
+// TestStaleToolResultsWithNewMessage: a tool message for a call the server
+// no longer waits for does not block a new user message.
+func TestStaleToolResultsWithNewMessage(t *testing.T) {
+	e := newEnv(t)
+	e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("pick_color", `{}`).WithID("call_ui")), llmtest.Text("ok"), llmtest.Text("second"))
+	in := input("thread-stale", "run-1", user("u1", "pick"))
+	in["tools"] = []any{pickColor}
+	e.run(in)
+	// The user types instead of answering: the waiting turn is abandoned.
+	e.run(input("thread-stale", "run-2", user("u1", "pick"), user("u2", "never mind")))
+	// A late tool message beside a new message is ignored, not an error.
+	r := e.run(input("thread-stale", "run-3", user("u1", "pick"), user("u2", "never mind"),
+		map[string]any{"id": "t1", "role": "tool", "toolCallId": "call_ui", "content": "late"}, user("u3", "again")))
+	if r.events[len(r.events)-1]["type"] != RunFinished {
+		t.Fatalf("run 3: %v", typesOf(r.events))
+	}
+	msgs := e.journal(ConversationID("", "thread-stale"))
+	if got := journalTypes(msgs); got != "user_message,tool_call,user_message,assistant_message,user_message,assistant_message" {
+		t.Fatalf("journal %s", got)
+	}
+}

@@ -1,0 +1,336 @@
+// Client SDK for Agentik's WebSocket chat protocol (GET /agentik/ws).
+//
+// One connection is one conversation. connect() resolves once the server has
+// sent STATUS; send() posts USER_MESSAGE; the answer arrives as TEXT_CHUNK
+// deltas and ends with END. Iterate the connection (for await) to read every
+// server message in order. Works with the browser's WebSocket and with
+// Node's (Node 22+, or Node 20 with --experimental-websocket).
+
+/** Server → client messages, discriminated by `type` (and `subtype`). */
+export type StatusMessage = {
+  type: "STATUS";
+  /** The conversation this connection is attached to (extra field). */
+  conversation_id?: string;
+  /** A turn is running (extra field). */
+  working?: boolean;
+  /** Extensions in effect (extra field). */
+  events?: Extension[];
+};
+export type TextChunkEvent = { type: "AGENT_EVENT"; subtype: "TEXT_CHUNK"; text: string };
+export type EndEvent = {
+  type: "AGENT_EVENT";
+  subtype: "END";
+  tokens_used: number;
+  /** Why the turn ended (extra field). */
+  reason?: "completed" | "interrupted" | "error";
+};
+/** Extension "reasoning". */
+export type ReasoningChunkEvent = { type: "AGENT_EVENT"; subtype: "REASONING_CHUNK"; text: string };
+/** Extension "tools". */
+export type ToolCallEvent = {
+  type: "AGENT_EVENT";
+  subtype: "TOOL_CALL";
+  call_id: string;
+  name: string;
+  arguments?: unknown;
+};
+/** Extension "tools". */
+export type ToolResultEvent = {
+  type: "AGENT_EVENT";
+  subtype: "TOOL_RESULT";
+  call_id: string;
+  name: string;
+  text: string;
+  is_error: boolean;
+};
+export type AgentEvent = TextChunkEvent | EndEvent | ReasoningChunkEvent | ToolCallEvent | ToolResultEvent;
+export type ErrorMessage = {
+  type: "ERROR";
+  code: string;
+  details: string;
+  /** The user message whose turn failed (extra field; END follows). */
+  reply_to?: string;
+};
+export type GracefulDisconnectMessage = { type: "GRACEFUL_DISCONNECT"; reason?: "idle" | "shutdown" };
+export type ServerMessage = StatusMessage | AgentEvent | ErrorMessage | GracefulDisconnectMessage;
+
+/** Client → server messages. */
+export type BusyPolicy = "enqueue" | "interrupt" | "reject";
+export type UserMessage = { type: "USER_MESSAGE"; text: string; if_busy?: BusyPolicy };
+/** Extension: cancel the running turn. */
+export type InterruptMessage = { type: "INTERRUPT" };
+export type ClientMessage = UserMessage | InterruptMessage;
+
+export type Extension = "tools" | "reasoning";
+
+/** Stable error codes of the protocol (the core adds busy, not_found, …). */
+export const ErrorCodes = {
+  malformed: "malformed",
+  unknownType: "unknown_type",
+  invalid: "invalid",
+  tooLarge: "too_large",
+  binary: "unsupported_media_type",
+} as const;
+
+/** A refused connection or a failed request. */
+export class AgentikError extends Error {
+  constructor(
+    readonly code: string,
+    readonly details: string,
+  ) {
+    super(`${code}: ${details}`);
+    this.name = "AgentikError";
+  }
+}
+
+/**
+ * Parses one server frame. Returns undefined for a frame that is not a JSON
+ * object with a string `type`; messages of types this SDK does not know are
+ * returned as they are (newer servers may add some).
+ */
+export function parseServerMessage(data: string): ServerMessage | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return undefined;
+  const t = (v as { type?: unknown }).type;
+  if (typeof t !== "string" || t === "") return undefined;
+  return v as ServerMessage;
+}
+
+/** The minimal WebSocket this SDK needs (the browser's, Node's, or `ws`'s). */
+export interface WebSocketLike {
+  readonly readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: string, listener: (ev: any) => void): void;
+}
+export type WebSocketConstructor = new (url: string, init?: any) => WebSocketLike;
+
+export interface ConnectOptions {
+  /** Attach to this conversation; otherwise a new one is created. */
+  conversationId?: string;
+  /** Title of a new conversation. */
+  title?: string;
+  /** A new conversation that lives in memory only. */
+  temporal?: boolean;
+  /** Extensions to receive. */
+  events?: Extension[];
+  /**
+   * Bearer token. In Node it is sent as the Authorization header; browsers
+   * cannot set headers, so there it goes as ?access_token=.
+   */
+  token?: string;
+  /** WebSocket implementation; default globalThis.WebSocket. */
+  WebSocket?: WebSocketConstructor;
+  /** How long to wait for STATUS (default 15 s). */
+  timeoutMs?: number;
+}
+
+/** How a connection ended. */
+export interface CloseInfo {
+  code: number;
+  reason: string;
+  /** The server said GRACEFUL_DISCONNECT first (idle timeout, shutdown). */
+  graceful: boolean;
+}
+
+const isNode = typeof process !== "undefined" && !!process.versions?.node;
+
+/** Connects and resolves once the server has sent STATUS. */
+export function connect(url: string, options: ConnectOptions = {}): Promise<Connection> {
+  return Connection.connect(url, options);
+}
+
+/** One connection to one conversation. */
+export class Connection implements AsyncIterable<ServerMessage> {
+  #ws: WebSocketLike;
+  #queue: ServerMessage[] = [];
+  #waiters: ((r: IteratorResult<ServerMessage>) => void)[] = [];
+  #ended = false;
+  #graceful = false;
+  #closeInfo!: Promise<CloseInfo>;
+
+  private constructor(
+    ws: WebSocketLike,
+    readonly url: string,
+    readonly options: ConnectOptions,
+    readonly status: StatusMessage,
+  ) {
+    this.#ws = ws;
+  }
+
+  /** The conversation this connection is attached to. */
+  get conversationId(): string {
+    return this.status.conversation_id ?? "";
+  }
+
+  /** Resolves when the connection has closed. */
+  get closed(): Promise<CloseInfo> {
+    return this.#closeInfo;
+  }
+
+  static connect(url: string, options: ConnectOptions = {}): Promise<Connection> {
+    const Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+    if (!Ctor) {
+      return Promise.reject(
+        new AgentikError("unavailable", "no WebSocket implementation: use Node 22+, --experimental-websocket, or pass options.WebSocket"),
+      );
+    }
+    const u = new URL(url);
+    if (u.protocol === "http:") u.protocol = "ws:";
+    if (u.protocol === "https:") u.protocol = "wss:";
+    if (options.conversationId) {
+      u.searchParams.set("conversation_id", options.conversationId);
+    } else {
+      if (options.title) u.searchParams.set("title", options.title);
+      if (options.temporal) u.searchParams.set("temporal", "true");
+    }
+    if (options.events?.length) u.searchParams.set("events", options.events.join(","));
+    let init: unknown;
+    if (options.token) {
+      if (isNode) init = { headers: { Authorization: `Bearer ${options.token}` } };
+      else u.searchParams.set("access_token", options.token);
+    }
+    const ws = init === undefined ? new Ctor(u.toString()) : new Ctor(u.toString(), init);
+
+    return new Promise<Connection>((resolve, reject) => {
+      let conn: Connection | undefined;
+      let resolveClosed!: (c: CloseInfo) => void;
+      const closed = new Promise<CloseInfo>((r) => (resolveClosed = r));
+      let firstError: AgentikError | undefined;
+      const timer = setTimeout(() => {
+        fail(new AgentikError("unavailable", "no STATUS from the server in time"));
+        ws.close();
+      }, options.timeoutMs ?? 15000);
+      const fail = (e: AgentikError) => {
+        clearTimeout(timer);
+        reject(e);
+      };
+
+      ws.addEventListener("message", (ev: { data: unknown }) => {
+        if (typeof ev.data !== "string") return; // the protocol is JSON text
+        const m = parseServerMessage(ev.data);
+        if (!m) return;
+        if (!conn) {
+          if (m.type === "STATUS") {
+            clearTimeout(timer);
+            conn = new Connection(ws, url, options, m);
+            conn.#closeInfo = closed;
+            resolve(conn);
+          } else if (m.type === "ERROR") {
+            firstError = new AgentikError(m.code, m.details);
+          }
+          return;
+        }
+        conn.#push(m);
+      });
+      ws.addEventListener("close", (ev: { code: number; reason: string }) => {
+        if (!conn) {
+          // The server refused the connection: with ERROR after the
+          // upgrade, or with an HTTP status the WebSocket API hides.
+          fail(firstError ?? new AgentikError("unavailable", `connection closed before STATUS (code ${ev.code})`));
+        } else {
+          conn.#end();
+        }
+        resolveClosed({ code: ev.code, reason: ev.reason, graceful: conn ? conn.#graceful : false });
+      });
+      ws.addEventListener("error", () => {
+        // A close event always follows; it settles the promises.
+      });
+    });
+  }
+
+  #push(m: ServerMessage) {
+    if (m.type === "GRACEFUL_DISCONNECT") this.#graceful = true;
+    const w = this.#waiters.shift();
+    if (w) w({ value: m, done: false });
+    else this.#queue.push(m);
+  }
+
+  #end() {
+    this.#ended = true;
+    for (const w of this.#waiters.splice(0)) w({ value: undefined, done: true });
+  }
+
+  /** The next server message, or undefined once the connection has ended. */
+  next(): Promise<ServerMessage | undefined> {
+    const m = this.#queue.shift();
+    if (m) return Promise.resolve(m);
+    if (this.#ended) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.#waiters.push((r) => resolve(r.done ? undefined : r.value)));
+  }
+
+  /** Every server message in order, until the connection ends. */
+  async *[Symbol.asyncIterator](): AsyncIterator<ServerMessage> {
+    for (;;) {
+      const m = await this.next();
+      if (m === undefined) return;
+      yield m;
+    }
+  }
+
+  #write(m: ClientMessage) {
+    if (this.#ws.readyState !== 1) throw new AgentikError("unavailable", "the connection is not open");
+    this.#ws.send(JSON.stringify(m));
+  }
+
+  /** Sends USER_MESSAGE. A refusal arrives as an ERROR message. */
+  send(text: string, options: { ifBusy?: BusyPolicy } = {}): void {
+    const m: UserMessage = { type: "USER_MESSAGE", text };
+    if (options.ifBusy) m.if_busy = options.ifBusy;
+    this.#write(m);
+  }
+
+  /** Asks the server to cancel the running turn; its END follows. */
+  interrupt(): void {
+    this.#write({ type: "INTERRUPT" });
+  }
+
+  /**
+   * Sends text and collects the answer up to its END. Other messages that
+   * arrive meanwhile (tool activity, errors) are returned in `events`.
+   * Use it when nothing else reads this connection.
+   */
+  async ask(text: string): Promise<{ text: string; end: EndEvent; events: ServerMessage[] }> {
+    this.send(text);
+    let out = "";
+    const events: ServerMessage[] = [];
+    for (;;) {
+      const m = await this.next();
+      if (m === undefined) throw new AgentikError("unavailable", "the connection ended before END");
+      if (m.type === "AGENT_EVENT" && m.subtype === "TEXT_CHUNK") out += m.text;
+      else if (m.type === "AGENT_EVENT" && m.subtype === "END") return { text: out, end: m, events };
+      else events.push(m);
+    }
+  }
+
+  /** Closes normally; resolves when closed. Idempotent. */
+  close(): Promise<CloseInfo> {
+    if (this.#ws.readyState < 2) this.#ws.close(1000);
+    return this.#closeInfo;
+  }
+
+  /**
+   * Connects again to the same conversation, retrying with a doubling delay
+   * (100 ms up to 5 s) while the server is unreachable, until `signal`
+   * aborts. A refusal for good (unauthorized, not_found, invalid) rejects
+   * at once. This connection is closed first.
+   */
+  async reconnect(signal?: AbortSignal): Promise<Connection> {
+    await this.close();
+    let delay = 100;
+    for (;;) {
+      try {
+        return await Connection.connect(this.url, { ...this.options, conversationId: this.conversationId });
+      } catch (e) {
+        if (!(e instanceof AgentikError) || e.code !== "unavailable" || signal?.aborted) throw e;
+      }
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 5000);
+    }
+  }
+}

@@ -1,15 +1,18 @@
 package agui
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -51,8 +54,9 @@ func installClient(t *testing.T) {
 	}
 }
 
-// node runs one scenario of e2e.mjs against the facade.
-func (e *env) node(scenario string) string {
+// node runs scenarios of e2e.mjs (comma-separated, in order) against the
+// facade and returns the result line of each.
+func (e *env) node(scenario string) map[string]string {
 	e.t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -70,50 +74,54 @@ func (e *env) node(scenario string) string {
 	if s := stderr.String() + stdout.String(); strings.Contains(s, "[ag-ui]") {
 		e.t.Errorf("scenario %s: client warnings:\n%s", scenario, s)
 	}
+	results := map[string]string{}
 	for _, line := range strings.Split(stdout.String(), "\n") {
 		if r, ok := strings.CutPrefix(line, "RESULT "); ok {
-			return r
+			name, res, _ := strings.Cut(r, " ")
+			results[name] = res
 		}
 	}
-	e.t.Fatalf("scenario %s printed no result:\n%s", scenario, stdout.String())
-	return ""
+	for _, name := range strings.Split(scenario, ",") {
+		if _, ok := results[name]; !ok {
+			e.t.Fatalf("scenario %s printed no result:\n%s", name, stdout.String())
+		}
+	}
+	return results
 }
 
 // TestOfficialClient drives the facade with @ag-ui/client@1.0.0: its schema
-// enforcement and verifier reject any event the facade gets wrong.
+// enforcement and verifier reject any event the facade gets wrong. The
+// scenarios run in one Node process, in order, so the model's replies are
+// scripted up front in the same order; what they left behind is checked
+// afterwards through the core.
 func TestOfficialClient(t *testing.T) {
 	installClient(t)
 	e := newEnv(t, withEcho)
+	gate := llmtest.NewGate()
+	t.Cleanup(gate.Release)
+	e.llm.Enqueue(
+		// conversation (reload calls no model)
+		llmtest.Text("Hello from Agentik"), llmtest.Text("Hello again"),
+		// servertool
+		llmtest.ToolCalls(llmtest.Call("echo", `{"x":1}`).WithID("call_echo")), llmtest.Text("Echoed."),
+		// reasoning
+		llmtest.Stream().Role().Reasoning("Thinking ", "hard.").Content("The ", "answer.").Finish("stop").Done(),
+		// frontendtool
+		llmtest.ToolCalls(llmtest.Call("pick_color", `{"hint":"warm"}`).WithID("call_ui")), llmtest.Text("You picked blue."),
+		// failure
+		llmtest.ServerError(),
+		// abort: the answer stops at the gate until the client aborts
+		llmtest.Stream().Role().Content("first ").Pause(gate).Content("never").Finish("stop").Done(),
+	)
+	e.node("conversation,reload,servertool,reasoning,frontendtool,failure,abort")
 
 	t.Run("conversation", func(t *testing.T) {
-		e.llm.Enqueue(llmtest.Text("Hello from Agentik"), llmtest.Text("Hello again"))
-		e.node("conversation")
 		msgs := e.journal(ConversationID("", "e2e-conversation"))
 		if got := journalTypes(msgs); got != "user_message,assistant_message,user_message,assistant_message" {
-			t.Fatalf("history duplicated or lost: %s", got)
+			t.Fatalf("history duplicated or lost (a reload must change nothing): %s", got)
 		}
-	})
-	t.Run("reload", func(t *testing.T) {
-		e.node("reload")
-		if n := len(e.journal(ConversationID("", "e2e-conversation"))); n != 4 {
-			t.Fatalf("a reload changed the journal: %d messages", n)
-		}
-	})
-	t.Run("servertool", func(t *testing.T) {
-		e.llm.Enqueue(
-			llmtest.ToolCalls(llmtest.Call("echo", `{"x":1}`).WithID("call_echo")),
-			llmtest.Text("Echoed."))
-		e.node("servertool")
-	})
-	t.Run("reasoning", func(t *testing.T) {
-		e.llm.Enqueue(llmtest.Stream().Role().Reasoning("Thinking ", "hard.").Content("The ", "answer.").Finish("stop").Done())
-		e.node("reasoning")
 	})
 	t.Run("frontendtool", func(t *testing.T) {
-		e.llm.Enqueue(
-			llmtest.ToolCalls(llmtest.Call("pick_color", `{"hint":"warm"}`).WithID("call_ui")),
-			llmtest.Text("You picked blue."))
-		e.node("frontendtool")
 		msgs := e.journal(ConversationID("", "e2e-frontend"))
 		if got := journalTypes(msgs); got != "user_message,tool_call,tool_result,assistant_message" {
 			t.Fatalf("journal %s", got)
@@ -123,37 +131,99 @@ func TestOfficialClient(t *testing.T) {
 		}
 	})
 	t.Run("failure", func(t *testing.T) {
-		e.llm.Enqueue(llmtest.ServerError())
-		e.node("failure")
+		if got := journalTypes(e.journal(ConversationID("", "e2e-failure"))); got != "user_message,error" {
+			t.Fatalf("journal %s", got)
+		}
 	})
 	t.Run("abort", func(t *testing.T) {
-		gate := llmtest.NewGate()
-		t.Cleanup(gate.Release)
-		e.llm.Enqueue(llmtest.Stream().Role().Content("first ").Pause(gate).Content("never").Finish("stop").Done())
-		e.node("abort")
 		// abortRun closed the request; the facade interrupts the turn. The
 		// replay of the conversation's durable events shows it.
-		ctx := testCtx(t)
-		conv, err := e.eng.Conversation(ctx, ConversationID("", "e2e-abort"))
-		if err != nil {
-			t.Fatal(err)
+		conv := ConversationID("", "e2e-abort")
+		ev := e.waitDurable(conv, func(ev agentik.Event) bool { return ev.Type == agentik.EvInterrupted })
+		if ev.Reason != agentik.ReasonUser {
+			t.Fatalf("interrupted with reason %q", ev.Reason)
 		}
-		s, err := conv.Events(ctx, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		for ev := range s.C() {
-			if ev.Type == agentik.EvInterrupted {
-				if ev.Reason != agentik.ReasonUser {
-					t.Fatalf("interrupted with reason %q", ev.Reason)
-				}
-				break
-			}
-		}
-		msgs := e.journal(conv.ID())
+		msgs := e.journal(conv)
 		if got := journalTypes(msgs); got != "user_message,assistant_message" || !msgs[1].Interrupted || agentik.JoinText(msgs[1].Content) != "first " {
 			t.Fatalf("journal after abort: %s %+v", got, msgs)
 		}
 	})
+}
+
+// TestOfficialClientAgainstBinary runs the client against the real agentik
+// binary (built from cmd/agentik, configured only by its environment) with
+// the scripted model: the facade as shipped, mounted at AGENTIK_AGUI_PATH.
+func TestOfficialClientAgainstBinary(t *testing.T) {
+	installClient(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agentik")
+	build := exec.Command("go", "build", "-o", bin, "github.com/agentik/agentik/cmd/agentik")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "AGENTIK_PORT=0", "AGENTIK_HOST=127.0.0.1", "AGENTIK_DB_PATH="+filepath.Join(dir, "agentik.db"),
+		"OPENAI_BASE_URL="+llm.URL(), "AGENTIK_LLM_MAX_RETRIES=0", "AGENTIK_AGUI_PATH=/ui/agui", "AGENTIK_DRAIN_TIMEOUT=1s")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	addr := make(chan string, 1)
+	exited := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			logMu.Lock()
+			logs.WriteString(line + "\n")
+			logMu.Unlock()
+			if _, a, ok := strings.Cut(line, `msg="agentik listening" addr=`); ok {
+				addr <- strings.Fields(a)[0]
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+	})
+	logsNow := func() string { logMu.Lock(); defer logMu.Unlock(); return logs.String() }
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case <-exited:
+		t.Fatalf("agentik exited:\n%s", logsNow())
+	case <-testCtx(t).Done():
+		t.Fatalf("agentik did not start:\n%s", logsNow())
+	}
+	e := &env{t: t, llm: llm, url: base + "/ui/agui"}
+
+	llm.Enqueue(llmtest.Text("Hello from Agentik"), llmtest.Text("Hello again"),
+		llmtest.ToolCalls(llmtest.Call("pick_color", `{"hint":"warm"}`).WithID("call_ui")), llmtest.Text("You picked blue."),
+		llmtest.ServerError())
+	e.node("conversation,reload,frontendtool,failure")
+
+	// The same turns are in the transcript of the native API.
+	native := httpapi.NewClient(base + "/agentik")
+	ctx := testCtx(t)
+	conv, err := native.Conversation(ctx, ConversationID("", "e2e-frontend"))
+	if err != nil {
+		t.Fatalf("native API: %v", err)
+	}
+	page, err := conv.Messages(ctx, agentik.MessagesRequest{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := journalTypes(page.Messages); got != "user_message,tool_call,tool_result,assistant_message" {
+		t.Fatalf("native transcript %s\n%s", got, logsNow())
+	}
 }

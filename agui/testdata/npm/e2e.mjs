@@ -2,13 +2,15 @@
 // (@ag-ui/client, pinned in package.json). Run by agui/e2e_test.go, which
 // scripts the model for each scenario before starting this script.
 //
-// Usage: node e2e.mjs URL SCENARIO
-// Prints one line "RESULT <json>" and exits 0 when the scenario held;
-// otherwise prints the reason to stderr and exits 1 (client/verifier error,
-// stream without RUN_FINISHED, ids not matching, unexpected content).
+// Usage: node e2e.mjs URL SCENARIO[,SCENARIO…]
+// Runs the scenarios in order (one process: the client loads once), prints
+// "RESULT <scenario> <json>" for each and exits 0 when all held; otherwise
+// prints the reason to stderr and exits 1 (client/verifier error, stream
+// without RUN_FINISHED, ids not matching, unexpected content).
 import { HttpAgent } from "@ag-ui/client";
 
-const [url, scenario] = process.argv.slice(2);
+const [url, list] = process.argv.slice(2);
+let scenario = "";
 
 function fail(msg) {
   console.error(`FAIL ${scenario}: ${msg}`);
@@ -149,7 +151,9 @@ const scenarios = {
   },
 };
 
-const fn = scenarios[scenario];
-if (!fn) fail(`unknown scenario; have ${Object.keys(scenarios).join(", ")}`);
-const out = await fn();
-console.log(`RESULT ${JSON.stringify(out)}`);
+for (scenario of (list ?? "").split(",")) {
+  const fn = scenarios[scenario];
+  if (!fn) fail(`unknown scenario; have ${Object.keys(scenarios).join(", ")}`);
+  const out = await fn();
+  console.log(`RESULT ${scenario} ${JSON.stringify(out)}`);
+}

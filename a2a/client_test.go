@@ -12,7 +12,9 @@ import (
 
 type convKey struct{}
 
-func keyed(ctx context.Context, k string) context.Context { return context.WithValue(ctx, convKey{}, k) }
+func keyed(ctx context.Context, k string) context.Context {
+	return context.WithValue(ctx, convKey{}, k)
+}
 
 func keyOf(ctx context.Context) string { s, _ := ctx.Value(convKey{}).(string); return s }
 

@@ -214,8 +214,8 @@ func validToolName(s string) bool {
 // core content. Only text and inline (base64 "data") images reach the core:
 // the core stores images as bytes, so URL and provider-file sources, audio,
 // video and documents are refused rather than silently dropped. Empty text
-// parts are skipped; a tool result may be empty (allowEmpty false keeps an
-// empty string as nothing).
+// parts are skipped. A user message must have content; a tool result may be
+// empty (nil).
 func decodeContent(raw json.RawMessage, user bool) ([]agentik.Content, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {

@@ -115,7 +115,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 
 	out := t.TempDir()
-	f := flags{jsonOut: filepath.Join(out, "bench.json"), svgDir: out}
+	f := flags{jsonOut: filepath.Join(out, "bench.json"), svgDir: out, mdOut: filepath.Join(out, "bench.md")}
 	if err := writeOutputs(f, res, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +126,15 @@ func TestBenchEndToEnd(t *testing.T) {
 	var back Results
 	if err := json.Unmarshal(b, &back); err != nil || len(back.Concurrency) != 2 || back.Replay == nil {
 		t.Fatalf("JSON round trip: %v", err)
+	}
+	md, err := os.ReadFile(f.mdOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### 1. Added latency", "### 2. Throughput", "### 3. Token relay", "### 4. Turn latency vs", "### 5. Replay", "### 6. Memory", "### 7. Start-up", "### Targets", "not measured"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("markdown lacks %q", want)
+		}
 	}
 	for _, name := range []string{"bench-concurrency.svg", "bench-length.svg"} {
 		svg, err := os.ReadFile(filepath.Join(out, name))

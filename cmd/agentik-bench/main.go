@@ -10,7 +10,7 @@
 // sockets; only the model is scripted, and the same model requests are also
 // timed directly so that the runtime's share can be told apart.
 //
-//	go run ./cmd/agentik-bench --json bench.json --svg docs/
+//	go run ./cmd/agentik-bench --json bench.json --md bench.md --svg docs/
 //	go run ./cmd/agentik-bench --quick
 //	go run ./cmd/agentik-bench --inprocess --phases concurrency --cpuprofile cpu.out
 //
@@ -50,6 +50,7 @@ type flags struct {
 	quick      bool
 	jsonOut    string
 	svgDir     string
+	mdOut      string
 	phases     string
 	cpuProfile string
 	ttft       time.Duration
@@ -66,6 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.BoolVar(&f.quick, "quick", false, "a short run of every phase (under a minute)")
 	fs.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&f.svgDir, "svg", "", "write the plots (bench-concurrency.svg, bench-length.svg) into this directory")
+	fs.StringVar(&f.mdOut, "md", "", "write the results as Markdown tables to this file")
 	fs.StringVar(&f.phases, "phases", strings.Join(allPhases, ","), "comma-separated phases to run")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (use with --inprocess to profile the server)")
 	fs.DurationVar(&f.ttft, "ttft", 0, "the model's time to first token")
@@ -208,6 +210,11 @@ func writeOutputs(f flags, res *Results, stdout io.Writer) error {
 	}
 	if f.jsonOut != "" {
 		if err := os.WriteFile(f.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if f.mdOut != "" {
+		if err := os.WriteFile(f.mdOut, []byte(markdown(res)), 0o644); err != nil {
 			return err
 		}
 	}

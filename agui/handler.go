@@ -299,6 +299,7 @@ func (h *Handler) follow(ctx context.Context, conv agentik.Conversation, stream 
 				}
 				stream.Close()
 				stream = next
+				tr.resubscribed()
 				continue
 			}
 			if ev.Cursor > cursor {

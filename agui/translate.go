@@ -27,6 +27,12 @@ type translator struct {
 	textID    string // open TEXT_MESSAGE, "" when none
 	text      strings.Builder
 	reasonID  string // open REASONING span and message, "" when none
+	reason    strings.Builder
+	// rejoining is set when the handler resubscribed: the core then repeats
+	// working, the phase start and the phase's text so far (soFar), which
+	// continue what is open instead of opening anew.
+	rejoining bool
+	soFar     bool
 	parentID  string // assistant message the round's tool calls belong to
 	started   []string
 	results   map[string]bool
@@ -61,6 +67,11 @@ func (t *translator) event(ev agentik.Event) []Event {
 		return nil
 	}
 	var out []Event
+	if t.rejoining {
+		if out, ok := t.rejoin(ev); ok {
+			return out
+		}
+	}
 	switch ev.Type {
 	case agentik.EvWorking:
 		t.current, t.ours = ev.ReplyTo, t.isOurs(ev.ReplyTo)
@@ -93,6 +104,7 @@ func (t *translator) event(ev agentik.Event) []Event {
 			t.text.WriteString(ev.Text)
 			out = append(out, Event{Type: TextMessageContent, MessageID: t.textID, Delta: ev.Text})
 		case t.reasonID != "":
+			t.reason.WriteString(ev.Text)
 			out = append(out, Event{Type: ReasoningMessageContent, MessageID: t.reasonID, Delta: ev.Text})
 		}
 	case agentik.EvAssistantMessage:
@@ -189,6 +201,46 @@ func (t *translator) event(ev agentik.Event) []Event {
 	return out
 }
 
+// resubscribed tells the translator that the event stream was replaced by a
+// new subscription (the old one was cut off for falling behind).
+func (t *translator) resubscribed() { t.rejoining, t.soFar = true, false }
+
+// rejoin handles the events a new subscription repeats for a running turn:
+// working and the start of the phase that is still open, then the phase's
+// text so far, of which only what was not shown yet is sent. It reports
+// false for any other event; an online one ends the rejoin.
+func (t *translator) rejoin(ev agentik.Event) ([]Event, bool) {
+	open := func(typ string) bool {
+		return typ == agentik.EvStartResponse && t.textID != "" || typ == agentik.EvStartReasoning && t.reasonID != ""
+	}
+	if agentik.Durable(ev.Type) {
+		// Replayed durable events come before the join; they are handled
+		// as usual and do not end it.
+		return nil, false
+	}
+	switch {
+	case ev.Type == agentik.EvWorking && ev.ReplyTo == t.current && t.ours && !t.soFar:
+		return nil, true
+	case (ev.Type == agentik.EvStartResponse || ev.Type == agentik.EvStartReasoning) && ev.ReplyTo == t.current && open(ev.Type) && !t.soFar:
+		// The open phase goes on; its text so far comes next.
+		t.soFar = true
+		return nil, true
+	case ev.Type == agentik.EvAppendText && t.soFar:
+		t.rejoining, t.soFar = false, false
+		id, shown, typ := t.textID, &t.text, TextMessageContent
+		if t.reasonID != "" {
+			id, shown, typ = t.reasonID, &t.reason, ReasoningMessageContent
+		}
+		if rest, ok := strings.CutPrefix(ev.Text, shown.String()); ok && rest != "" {
+			shown.WriteString(rest)
+			return []Event{{Type: typ, MessageID: id, Delta: rest}}, true
+		}
+		return nil, true
+	}
+	t.rejoining, t.soFar = false, false
+	return nil, false
+}
+
 func (t *translator) allEnded() bool {
 	for _, id := range t.turns {
 		if !t.ended[id] {
@@ -241,6 +293,7 @@ func (t *translator) closeReasoning(out []Event) []Event {
 		Event{Type: ReasoningMessageEnd, MessageID: t.reasonID},
 		Event{Type: ReasoningEnd, MessageID: t.reasonID})
 	t.reasonID = ""
+	t.reason.Reset()
 	return out
 }
 

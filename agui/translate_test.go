@@ -75,6 +75,37 @@ func TestTranslatorRepairs(t *testing.T) {
 			{Type: agentik.EvStartResponse, ReplyTo: "u3"},
 		},
 		want: "TEXT_MESSAGE_START:m1 TEXT_MESSAGE_CONTENT:m1:a TEXT_MESSAGE_END:m1 TEXT_MESSAGE_START:m2 TEXT_MESSAGE_CONTENT:m2:b TEXT_MESSAGE_END:m2 RUN_FINISHED",
+	}, {
+		name:  "a resubscription's join continues the open text",
+		turns: []string{"u1"},
+		evs: []agentik.Event{
+			{Type: agentik.EvWorking, ReplyTo: "u1"},
+			{Type: agentik.EvStartResponse, ReplyTo: "u1"},
+			{Type: agentik.EvAppendText, Text: "ab"},
+			{Type: "resubscribed"},
+			{Type: agentik.EvWorking, ReplyTo: "u1"},
+			{Type: agentik.EvStartResponse, ReplyTo: "u1"},
+			{Type: agentik.EvAppendText, Text: "abcd"},
+			{Type: agentik.EvAppendText, Text: "e"},
+			asst("u1", "abcde"),
+			{Type: agentik.EvEnd, ReplyTo: "u1", Reason: agentik.EndCompleted},
+		},
+		want: "TEXT_MESSAGE_START:m1 TEXT_MESSAGE_CONTENT:m1:ab TEXT_MESSAGE_CONTENT:m1:cd TEXT_MESSAGE_CONTENT:m1:e TEXT_MESSAGE_END:m1 RUN_FINISHED",
+	}, {
+		name:  "a resubscription after the phase closed starts anew",
+		turns: []string{"u1"},
+		evs: []agentik.Event{
+			{Type: agentik.EvWorking, ReplyTo: "u1"},
+			{Type: agentik.EvStartReasoning, ReplyTo: "u1"},
+			{Type: agentik.EvAppendText, Text: "hm"},
+			{Type: "resubscribed"},
+			{Type: agentik.EvWorking, ReplyTo: "u1"},
+			{Type: agentik.EvStartResponse, ReplyTo: "u1"},
+			{Type: agentik.EvAppendText, Text: "Hi"},
+			asst("u1", "Hi"),
+			{Type: agentik.EvEnd, ReplyTo: "u1", Reason: agentik.EndCompleted},
+		},
+		want: "REASONING_START:m1 REASONING_MESSAGE_START:m1 REASONING_MESSAGE_CONTENT:m1:hm REASONING_MESSAGE_END:m1 REASONING_END:m1 TEXT_MESSAGE_START:m2 TEXT_MESSAGE_CONTENT:m2:Hi TEXT_MESSAGE_END:m2 RUN_FINISHED",
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,6 +113,10 @@ func TestTranslatorRepairs(t *testing.T) {
 			tr := newTranslator("t", "r", c.turns, nil, func() string { n++; return fmt.Sprintf("m%d", n) })
 			var got []string
 			for _, ev := range c.evs {
+				if ev.Type == "resubscribed" {
+					tr.resubscribed()
+					continue
+				}
 				for _, out := range tr.event(ev) {
 					s := out.Type
 					switch {

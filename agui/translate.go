@@ -21,13 +21,13 @@ type translator struct {
 	skipResults     map[string]bool // call ids whose results came from this client
 	newID           func() string
 
-	ended     map[string]bool
-	current   string // the turn the latest working/start event belongs to
-	ours      bool   // whether current is one of turns
-	textID    string // open TEXT_MESSAGE, "" when none
-	text      strings.Builder
-	reasonID  string // open REASONING span and message, "" when none
-	reason    strings.Builder
+	ended    map[string]bool
+	current  string // the turn the latest working/start event belongs to
+	ours     bool   // whether current is one of turns
+	textID   string // open TEXT_MESSAGE, "" when none
+	text     strings.Builder
+	reasonID string // open REASONING span and message, "" when none
+	reason   strings.Builder
 	// rejoining is set when the handler resubscribed: the core then repeats
 	// working, the phase start and the phase's text so far (soFar), which
 	// continue what is open instead of opening anew.

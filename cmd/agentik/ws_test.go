@@ -177,7 +177,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	if pass == nil || string(pass[1]) == "0" || !strings.Contains(string(out), "# fail 0") {
 		t.Fatalf("unexpected node --test output:\n%s", out)
 	}
-	t.Logf("TypeScript SDK: %s tests passed", pass[1])
+	t.Logf("TypeScript SDK: %s tests passed\n%s", pass[1], out)
 }
 
 // stale reports whether dir is missing or older than file.

@@ -239,7 +239,13 @@ export class Connection implements AsyncIterable<ServerMessage> {
         resolveClosed({ code: ev.code, reason: ev.reason, graceful: conn ? conn.#graceful : false });
       });
       ws.addEventListener("error", () => {
-        // A close event always follows; it settles the promises.
+        // Before STATUS this is a refused handshake (HTTP 401, 503, …: the
+        // WebSocket API hides the status) or an unreachable server; some
+        // implementations send no close event after it.
+        if (!conn) {
+          fail(firstError ?? new AgentikError("unavailable", "the connection failed: server unreachable, or the handshake refused (bad token?)"));
+          resolveClosed({ code: 1006, reason: "", graceful: false });
+        }
       });
     });
   }

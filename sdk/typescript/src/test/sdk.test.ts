@@ -135,7 +135,9 @@ test("reconnect attaches to the same conversation", async () => {
 
 test("a wrong token is refused", async () => {
   if (!token) return;
+  const started = Date.now();
   await assert.rejects(connect(url, { token: "wrong" }), AgentikError);
+  assert.ok(Date.now() - started < 5000, "refused promptly, not by the STATUS timeout");
 });
 
 test("parseServerMessage takes JSON objects with a type only", () => {

@@ -141,6 +141,9 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	if agentik.HasImage(req.Content) && !c.e.opts.ImageInput {
 		return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "the model does not take image input")
 	}
+	if err := agentik.ValidateInput(req.Content, c.e.opts.MaxImageBytes); err != nil { // image headers and size
+		return agentik.SendResult{}, err
+	}
 	if err := c.e.accepting(); err != nil {
 		return agentik.SendResult{}, err
 	}
@@ -192,6 +195,9 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 		if agentik.HasImage(req.Content) && !c.e.opts.ImageInput {
 			return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "the model does not take image input")
 		}
+		if err := agentik.ValidateInput(req.Content, c.e.opts.MaxImageBytes); err != nil { // image headers and size
+			return agentik.SendResult{}, err
+		}
 	}
 	for _, r := range req.ToolResults {
 		for _, part := range r.Content {
@@ -200,6 +206,11 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 			}
 			if err := part.Validate(); err != nil {
 				return agentik.SendResult{}, err
+			}
+			if part.Type == agentik.ContentImage {
+				if err := part.ValidateImage(c.e.opts.MaxImageBytes); err != nil { // header and size
+					return agentik.SendResult{}, err
+				}
 			}
 		}
 	}

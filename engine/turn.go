@@ -44,7 +44,7 @@ func (c *conv) loop() {
 		q := c.queue[0]
 		c.queue = c.queue[1:]
 		user := q.user
-		ctx, cancel := context.WithCancel(c.e.baseCtx)
+		ctx, cancel := context.WithCancel(agentik.WithConversation(c.e.baseCtx, c.id))
 		t := &turn{user: user, cancel: cancel}
 		c.running = t
 		c.phase = ""

@@ -35,7 +35,12 @@ type Config struct {
 
 	ContextTokens int    // AGENTIK_CONTEXT_TOKENS (0 = per model name)
 	ImageInput    string // AGENTIK_IMAGE_INPUT: auto, on, off
+	MaxImageBytes int    // AGENTIK_MAX_IMAGE_BYTES: limit of one image a user sends
 	MaxToolRounds int    // AGENTIK_MAX_TOOL_ROUNDS
+
+	// ReasoningToModel sends stored reasoning back to the model
+	// (AGENTIK_REASONING_TO_MODEL: on/off; DeepSeek thinking mode needs it).
+	ReasoningToModel bool
 
 	LLMTimeout   time.Duration // AGENTIK_LLM_TIMEOUT
 	ToolTimeout  time.Duration // AGENTIK_TOOL_TIMEOUT
@@ -70,6 +75,7 @@ func Default() Config {
 		OpenAIModel:   "gpt-4o-mini",
 		LLMMaxRetries: 2,
 		ImageInput:    "auto",
+		MaxImageBytes: 10 << 20,
 		MaxToolRounds: 16,
 		LLMTimeout:    120 * time.Second,
 		ToolTimeout:   60 * time.Second,
@@ -201,6 +207,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	integer("AGENTIK_LLM_MAX_RETRIES", &c.LLMMaxRetries, 0, 10)
 	integer("AGENTIK_CONTEXT_TOKENS", &c.ContextTokens, 256, 100_000_000)
 	oneOf("AGENTIK_IMAGE_INPUT", &c.ImageInput, "auto", "on", "off")
+	integer("AGENTIK_MAX_IMAGE_BYTES", &c.MaxImageBytes, 1024, 1<<30)
+	reasoning := ""
+	oneOf("AGENTIK_REASONING_TO_MODEL", &reasoning, "on", "off", "true", "false", "1", "0")
+	c.ReasoningToModel = reasoning == "on" || reasoning == "true" || reasoning == "1"
 	integer("AGENTIK_MAX_TOOL_ROUNDS", &c.MaxToolRounds, 1, 1000)
 	duration("AGENTIK_LLM_TIMEOUT", &c.LLMTimeout)
 	duration("AGENTIK_TOOL_TIMEOUT", &c.ToolTimeout)

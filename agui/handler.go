@@ -285,7 +285,20 @@ func (h *Handler) follow(ctx context.Context, conv agentik.Conversation, stream 
 	for !tr.done && !s.failed {
 		select {
 		case <-ctx.Done():
-			return
+			// Bring the translator up to date with what already arrived, so
+			// that disconnected does not take a turn that has just ended for
+			// the run's.
+			for {
+				select {
+				case ev, ok := <-stream.C():
+					if !ok {
+						return
+					}
+					tr.event(ev)
+				default:
+					return
+				}
+			}
 		case <-keepAlive.C:
 			s.comment("keep-alive")
 		case ev, ok := <-stream.C():

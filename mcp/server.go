@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -85,7 +86,9 @@ func (s *server) run(ctx context.Context) {
 	defer markFirst()
 	backoff := s.src.opts.MinBackoff
 	for {
-		s.setState(StateConnecting, "")
+		if first {
+			s.setState(StateConnecting, "")
+		} // a retry keeps showing why the last attempt failed
 		sess, sessCtx, stop, err := s.connect(ctx)
 		if err == nil {
 			err = s.listTools(sessCtx, sess)
@@ -420,16 +423,23 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (a
 	case errors.Is(err, context.DeadlineExceeded) && s.cfg.Timeout > 0:
 		return agentik.ErrorResult(fmt.Sprintf("the MCP server %q did not answer within %s", s.cfg.Name, s.cfg.Timeout)), nil
 	}
-	if isConnErr(err) {
-		notify(s.broken)
-	}
 	s.log.Debug("MCP tool call failed", "tool", name, "err", err)
+	if isConnErr(err) {
+		// Reconnect now rather than at the next failed keep-alive.
+		notify(s.broken)
+		return agentik.ErrorResult(fmt.Sprintf("the MCP server %q cannot be reached; reconnecting, try again later", s.cfg.Name)), nil
+	}
 	return errorResult(s.cfg.Name, err), nil
 }
 
-// isConnErr reports a failure of the connection rather than of the call.
+// isConnErr reports a failure of the connection rather than of the call:
+// the session is gone, or the HTTP request could not be made at all (the
+// Streamable HTTP client reports that as a per-call rejection and keeps
+// the session).
 func isConnErr(err error) bool {
-	return errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) || errors.Is(err, io.EOF)
+	var ue *url.Error
+	return errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.As(err, &ue)
 }
 
 func (s *server) httpClient() *http.Client {

@@ -45,13 +45,18 @@ func objSchema(props map[string]any, required ...string) map[string]any {
 func newTestServer(release <-chan struct{}) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "agentik-test-server", Version: "1.0"}, nil)
 	add := func(name, desc string, schema map[string]any, h sdk.ToolHandler) {
+		if schema == nil {
+			schema = objSchema(map[string]any{})
+		}
 		srv.AddTool(&sdk.Tool{Name: name, Description: desc, InputSchema: schema}, h)
 	}
-	add("echo", "Echoes the text", objSchema(map[string]any{"text": map[string]any{"type": "string"}}, "text"),
-		func(_ context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			var a struct{ Text string }
-			json.Unmarshal(r.Params.Arguments, &a)
-			return textResult("echo: " + a.Text), nil
+	type echoIn struct {
+		Text string `json:"text"`
+	}
+	// Typed, so the SDK validates the arguments against the schema.
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "Echoes the text"},
+		func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
+			return textResult("echo: " + in.Text), nil, nil
 		})
 	add("pid", "Returns the server's process id", nil,
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -109,7 +114,7 @@ func newTestServer(release <-chan struct{}) *sdk.Server {
 		func(_ context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			var a struct{ Name string }
 			json.Unmarshal(r.Params.Arguments, &a)
-			srv.AddTool(&sdk.Tool{Name: a.Name, Description: "added at run time", InputSchema: objSchema(nil)},
+			srv.AddTool(&sdk.Tool{Name: a.Name, Description: "added at run time", InputSchema: objSchema(map[string]any{})},
 				func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 					return textResult("I am " + a.Name), nil
 				})

@@ -1,9 +1,106 @@
 package main
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
 
-// setupMCP adds the MCP servers of AGENTIK_MCP_CONFIG to the registry.
-func (a *app) setupMCP(ctx context.Context) error { return nil }
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/mcp"
+)
 
-// mountTools serves the tool listing and the health of tool sources.
-func (a *app) mountTools(ctx context.Context) error { return nil }
+// mcpSources remembers each app's MCP source for the tools endpoint.
+// (A field of app would be simpler; app lives in serve.go.)
+var mcpSources sync.Map // *app → *mcp.Source
+
+// setupMCP adds the MCP servers of AGENTIK_MCP_CONFIG to the registry. A
+// bad file stops start-up with an error naming the field; servers that
+// cannot start do not: they are retried in the background.
+func (a *app) setupMCP(ctx context.Context) error {
+	cfg := a.cfg.MCP
+	if cfg.ConfigPath == "" {
+		return nil
+	}
+	file, err := mcp.LoadConfig(cfg.ConfigPath, nil)
+	if err != nil {
+		return fmt.Errorf("AGENTIK_MCP_CONFIG: %w", err)
+	}
+	src := mcp.New(file, mcp.Options{
+		Logger:         a.log,
+		ClientVersion:  versionString(),
+		ConnectTimeout: cfg.ConnectTimeout,
+		StartupWait:    cfg.StartupWait,
+		CloseTimeout:   cfg.CloseTimeout,
+		MaxBackoff:     cfg.MaxBackoff,
+		KeepAlive:      cfg.KeepAlive,
+	})
+	a.reg.AddSource("mcp", src)
+	mcpSources.Store(a, src)
+	a.onClose = append(a.onClose, func() {
+		mcpSources.Delete(a)
+		if err := src.Close(); err != nil {
+			a.log.Warn("MCP shutdown", "err", err)
+		}
+	})
+	a.log.Info("MCP servers configured", "file", cfg.ConfigPath, "servers", len(file.Servers))
+	return nil
+}
+
+// toolsResponse is the body of GET /agentik/tools.
+type toolsResponse struct {
+	Tools   []agentik.ToolSpec `json:"tools"`
+	Servers []mcp.ServerHealth `json:"servers"`
+}
+
+// mountTools serves GET /agentik/tools: every tool the model would see now
+// (name, source, description, JSON Schema) and the health of each MCP
+// server.
+func (a *app) mountTools(ctx context.Context) error {
+	a.mux.HandleFunc("GET /agentik/tools", func(w http.ResponseWriter, r *http.Request) {
+		if a.auth != nil {
+			if _, err := a.auth(r); err != nil {
+				writeToolsError(w, err)
+				return
+			}
+		}
+		resp := toolsResponse{Tools: a.reg.Snapshot(r.Context()).Specs(), Servers: []mcp.ServerHealth{}}
+		if resp.Tools == nil {
+			resp.Tools = []agentik.ToolSpec{}
+		}
+		if src, ok := mcpSources.Load(a); ok {
+			resp.Servers = src.(*mcp.Source).Health()
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			http.Error(w, `{"error":{"code":"internal","message":"internal error"}}`, http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(b)
+	})
+	return nil
+}
+
+// writeToolsError answers a refused authentication like the REST API does.
+func writeToolsError(w http.ResponseWriter, err error) {
+	code, status := agentik.EUnauthorized, http.StatusUnauthorized
+	msg := "missing or invalid bearer token"
+	if agentik.ErrorCode(err) == agentik.ERateLimited {
+		code, status, msg = agentik.ERateLimited, http.StatusTooManyRequests, agentik.ErrorMessage(err)
+		if d := agentik.RetryAfter(err); d > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+		}
+	} else {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="agentik"`)
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+}

@@ -64,6 +64,7 @@ func newLLM(cfg config.Config, log *slog.Logger) (agentik.LLM, error) {
 		Timeout:       cfg.LLMTimeout,
 		ContextTokens: cfg.ContextTokensFor(cfg.OpenAIModel),
 		ImageInput:    cfg.ImageInputFor(cfg.OpenAIModel),
+		SendReasoning: cfg.ReasoningToModel,
 	})
 }
 
@@ -114,6 +115,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		OnRestart:     cfg.OnRestart,
 		ImageInput:    a.llm.Info().ImageInput,
 		Logger:        log,
+
+		ContextTokens: cfg.ContextTokensFor(a.llm.Info().Name),
+		SendReasoning: cfg.ReasoningToModel,
+		MaxImageBytes: cfg.MaxImageBytes,
 
 		MaxConcurrentTurns: cfg.Auth.MaxConcurrentTurns,
 		MessagesPerMinute:  cfg.Auth.MessagesPerMinute,

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/agentik/agentik"
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // maxResourceText bounds the text of an embedded resource passed to the

@@ -237,13 +237,13 @@ type ServerHealth struct {
 	Transport string `json:"transport"`
 	// State is one of connecting, up, down (was up, reconnecting), failed
 	// (cannot connect, retrying) or disabled.
-	State     string      `json:"state"`
-	Since     agentik.Time `json:"since"`
-	Tools     int         `json:"tools"`
-	Error     string      `json:"error,omitempty"`
-	Restarts  int         `json:"restarts"`
-	Protocol  string      `json:"protocol_version,omitempty"`
-	Server    string      `json:"server,omitempty"` // serverInfo name and version
+	State     string        `json:"state"`
+	Since     agentik.Time  `json:"since"`
+	Tools     int           `json:"tools"`
+	Error     string        `json:"error,omitempty"`
+	Restarts  int           `json:"restarts"`
+	Protocol  string        `json:"protocol_version,omitempty"`
+	Server    string        `json:"server,omitempty"` // serverInfo name and version
 	NextRetry *agentik.Time `json:"next_retry,omitempty"`
 }
 

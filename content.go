@@ -137,9 +137,9 @@ func (c Content) ValidateImage(maxBytes int) error {
 	case c.MIME:
 		return nil
 	case "":
-		return Errorf(EInvalid, "image data is not a %s image", c.MIME)
+		return Errorf(EInvalid, "image data is not a valid %s file", c.MIME)
 	default:
-		return Errorf(EInvalid, "image data is a %s image, not %s", got, c.MIME)
+		return Errorf(EInvalid, "image data is %s, not %s", got, c.MIME)
 	}
 }
 

@@ -300,5 +300,14 @@ func (c Config) Redacted() Config {
 	if c.Auth.Tokens != "" {
 		c.Auth.Tokens = "[redacted]"
 	}
+	if len(c.A2A.AgentTokens) > 0 {
+		tokens := make([]string, len(c.A2A.AgentTokens))
+		for i, t := range c.A2A.AgentTokens {
+			if t != "" {
+				tokens[i] = "[redacted]"
+			}
+		}
+		c.A2A.AgentTokens = tokens
+	}
 	return c
 }

@@ -32,18 +32,12 @@ func (a *app) setupA2AAgents(ctx context.Context) error {
 	src := a2a.NewSource(dctx, a2a.SourceOptions{
 		Agents: remotes,
 		Logger: a.log,
-		// The engine does not yet tell a tool which conversation called it;
-		// until it does, remote contexts are kept per turn (see docs/a2a.md).
-		ConversationKey: conversationKey,
+		ConversationKey: agentik.ConversationFrom, // one remote context per local conversation
 	})
 	a.onClose = append(a.onClose, func() { src.Close() })
 	a.reg.AddSource("a2a", src)
 	return nil
 }
-
-// conversationKey is the local conversation of a tool call; "" when the
-// engine does not say.
-var conversationKey func(context.Context) string
 
 // mountA2A serves the A2A facade: the card (public) and the JSON-RPC
 // endpoint (behind the bearer tokens when they are configured), on the main

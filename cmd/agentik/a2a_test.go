@@ -117,7 +117,7 @@ func TestA2AOfficialClient(t *testing.T) {
 // TestA2AAgentToAgent runs two agentik processes, the second listing the
 // first in AGENTIK_A2A_AGENTS: a turn on the second calls the first as a
 // tool (twice, the second call continuing the same remote context) and
-// completes; a follow-up turn calls it again and completes too.
+// completes; a follow-up turn calls it again in the same remote context.
 func TestA2AAgentToAgent(t *testing.T) {
 	llmA := llmtest.NewServer()
 	defer llmA.Close()
@@ -215,5 +215,10 @@ func TestA2AAgentToAgent(t *testing.T) {
 	second := turn("once more")
 	if r := results(second); len(r) != 1 || r[0] != "five" {
 		t.Fatalf("follow-up tool results %q", r)
+	}
+	// The follow-up turn continued the same remote conversation too.
+	reqs = llmA.Requests()
+	if len(reqs) != 3 || !strings.Contains(string(reqs[2].Raw), "what is 2+2?") || !strings.Contains(string(reqs[2].Raw), "and that times 3?") {
+		t.Fatalf("follow-up turn did not reuse the remote context: %d requests", len(reqs))
 	}
 }

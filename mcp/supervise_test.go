@@ -93,6 +93,10 @@ func TestErrorsAndNamesReachTheModel(t *testing.T) {
 		llmtest.Text("ok"),
 	)
 	c, _ := h.turn("go")
+	// The Go SDK server speaks the stateless 2026-07-28 protocol.
+	if hs := src.Health()[0]; hs.Protocol != "2026-07-28" || hs.Tools != 13 { // 13 tools in pages of 4
+		t.Errorf("health %+v", hs)
+	}
 	names := offered(h, 0)
 	if !slices.Contains(names, "name_with_dots") || !slices.Contains(names, long) || len(long) != 64 {
 		t.Fatalf("offered %v", names)
@@ -228,9 +232,11 @@ func TestHungCallTimesOutWhileOthersProceed(t *testing.T) {
 
 func TestInterruptDuringCallEndsTheTurnAtOnce(t *testing.T) {
 	t.Parallel()
-	src := startSource(t, &Config{Servers: []ServerConfig{selfServer("hung", nil)}}, testOptions(t))
+	cancelFile := filepath.Join(t.TempDir(), "cancelled")
+	src := startSource(t, &Config{Servers: []ServerConfig{selfServer("hung", map[string]string{cancelFileEnv: cancelFile})}}, testOptions(t))
 	h := newHarness(t, src, 60*time.Second)
-	h.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("hang", `{}`).WithID("h1")))
+	// One call ignores cancellation, the other honours it.
+	h.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("hang", `{}`).WithID("h1"), llmtest.Call("slow", `{}`).WithID("h2")))
 	c, s := h.open()
 	res, err := c.Send(t.Context(), agentik.SendRequest{Content: []agentik.Content{agentik.Text("hang")}})
 	if err != nil {
@@ -248,6 +254,12 @@ func TestInterruptDuringCallEndsTheTurnAtOnce(t *testing.T) {
 	if evs[len(evs)-1].Reason != agentik.EndInterrupted {
 		t.Fatalf("ended %+v", evs[len(evs)-1])
 	}
+	// The server was told (notifications/cancelled): its handler's context
+	// ended.
+	waitFor(t, "the server to see the cancellation", func() bool {
+		b, _ := os.ReadFile(cancelFile)
+		return string(b) == "cancelled"
+	})
 	// The session survives the abandoned call.
 	if txt, isErr := callText(t, lookupTool(t, src, "echo"), `{"text":"alive"}`); isErr || txt != "echo: alive" {
 		t.Fatalf("after interrupt: %q %v", txt, isErr)

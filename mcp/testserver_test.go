@@ -24,6 +24,7 @@ const testServerEnv = "AGENTIK_MCP_TEST_SERVER"
 const (
 	startsFileEnv = "MCP_TEST_STARTS_FILE" // a line is appended per start
 	stubbornEnv   = "MCP_TEST_STUBBORN"    // "1": ignore SIGTERM and stdin EOF
+	cancelFileEnv = "MCP_TEST_CANCEL_FILE" // written when "slow" sees its call cancelled
 )
 
 var pngPixel = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82")
@@ -43,7 +44,8 @@ func objSchema(props map[string]any, required ...string) map[string]any {
 // newTestServer builds the misbehaving server. hang blocks until release
 // is closed (nil: forever).
 func newTestServer(release <-chan struct{}) *sdk.Server {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "agentik-test-server", Version: "1.0"}, nil)
+	// Small pages: the client must follow nextCursor to see every tool.
+	srv := sdk.NewServer(&sdk.Implementation{Name: "agentik-test-server", Version: "1.0"}, &sdk.ServerOptions{PageSize: 4})
 	add := func(name, desc string, schema map[string]any, h sdk.ToolHandler) {
 		if schema == nil {
 			schema = objSchema(map[string]any{})
@@ -83,10 +85,13 @@ func newTestServer(release <-chan struct{}) *sdk.Server {
 			<-release
 			return textResult("released"), nil
 		})
-	add("slow", "Answers after the call is cancelled or 30s", nil,
+	add("slow", "Answers when the call is cancelled (notes it in the cancel file)", nil,
 		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			<-ctx.Done()
-			return textResult("cancelled: " + context.Cause(ctx).Error()), nil
+			if f := os.Getenv(cancelFileEnv); f != "" {
+				os.WriteFile(f, []byte("cancelled"), 0o644)
+			}
+			return textResult("cancelled"), nil
 		})
 	add("fail", "Returns an isError result", nil,
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

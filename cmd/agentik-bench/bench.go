@@ -200,7 +200,7 @@ func (r *runner) latency(ctx context.Context) (err error) {
 func (r *runner) latencyVariant(ctx context.Context, a *api, prompt string, calls int) (LatencyPair, error) {
 	r.model.startRecording()
 	defer r.model.stopRecording()
-	var agentik, direct, pair []time.Duration
+	var agentik, direct, pair, ack []time.Duration
 	var es *eventStream
 	defer func() {
 		if es != nil {
@@ -226,6 +226,7 @@ func (r *runner) latencyVariant(ctx context.Context, a *api, prompt string, call
 		if err := a.send(ctx, conv, prompt); err != nil {
 			return LatencyPair{}, err
 		}
+		acked := time.Since(t0)
 		if _, err := es.waitEnd(); err != nil {
 			return LatencyPair{}, err
 		}
@@ -242,10 +243,10 @@ func (r *runner) latencyVariant(ctx context.Context, a *api, prompt string, call
 		}
 		dd := time.Since(t1)
 		if i >= r.plan.LatencyWarmup {
-			agentik, direct, pair = append(agentik, d), append(direct, dd), append(pair, d-dd)
+			agentik, direct, pair, ack = append(agentik, d), append(direct, dd), append(pair, d-dd), append(ack, acked)
 		}
 	}
-	p := LatencyPair{Agentik: dist(agentik).rounded(), Direct: dist(direct).rounded(), Pairwise: dist(pair).rounded()}
+	p := LatencyPair{Agentik: dist(agentik).rounded(), Direct: dist(direct).rounded(), Pairwise: dist(pair).rounded(), Ack: dist(ack).rounded()}
 	p.AddedP50Ms = round3(p.Agentik.P50Ms - p.Direct.P50Ms)
 	p.AddedP99Ms = round3(p.Agentik.P99Ms - p.Direct.P99Ms)
 	return p, nil

@@ -62,7 +62,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("startup %+v", res.Startup)
 	}
 	for name, p := range map[string]LatencyPair{"plain": res.Latency.Plain, "tool": res.Latency.Tool} {
-		if p.Agentik.N != 10 || p.Direct.N != 10 || p.Pairwise.N != 10 || p.Agentik.P50Ms <= 0 || p.Direct.P50Ms <= 0 {
+		if p.Agentik.N != 10 || p.Direct.N != 10 || p.Pairwise.N != 10 || p.Ack.N != 10 || p.Ack.P50Ms > p.Agentik.P50Ms || p.Agentik.P50Ms <= 0 || p.Direct.P50Ms <= 0 {
 			t.Errorf("%s latency %+v", name, p)
 		}
 	}

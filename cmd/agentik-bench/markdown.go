@@ -16,12 +16,12 @@ func markdown(res *Results) string {
 	p("Model: scripted (llmtest), time to first token %g ms, %g ms between chunks, answers of %d deltas.\n\n", res.Model.TTFTMs, res.Model.ChunkDelayMs, res.Model.AnswerDeltas)
 
 	if res.Latency != nil {
-		p("### 1. Added latency per turn\n\n| turn | direct p50 | direct p99 | agentik p50 | agentik p99 | added p50 | added p99 | n |\n|---|---|---|---|---|---|---|---|\n")
+		p("### 1. Added latency per turn\n\n| turn | direct p50 | direct p99 | agentik p50 | agentik p99 | added p50 | added p99 | 202 ack p50 | n |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range []struct {
 			name string
 			l    LatencyPair
 		}{{"plain", res.Latency.Plain}, {"one tool call", res.Latency.Tool}} {
-			p("| %s | %.3f ms | %.3f ms | %.3f ms | %.3f ms | **%.3f ms** | %.3f ms | %d |\n", r.name, r.l.Direct.P50Ms, r.l.Direct.P99Ms, r.l.Agentik.P50Ms, r.l.Agentik.P99Ms, r.l.AddedP50Ms, r.l.AddedP99Ms, r.l.Agentik.N)
+			p("| %s | %.3f ms | %.3f ms | %.3f ms | %.3f ms | **%.3f ms** | %.3f ms | %.3f ms | %d |\n", r.name, r.l.Direct.P50Ms, r.l.Direct.P99Ms, r.l.Agentik.P50Ms, r.l.Agentik.P99Ms, r.l.AddedP50Ms, r.l.AddedP99Ms, r.l.Ack.P50Ms, r.l.Agentik.N)
 		}
 		p("\n")
 	}

@@ -69,6 +69,8 @@ type LatencyPair struct {
 	AddedP99Ms float64 `json:"added_p99_ms"`
 	// Pairwise is the distribution of (turn − its own direct replay).
 	Pairwise Dist `json:"pairwise_added"`
+	// Ack is POST message → 202: the user message committed.
+	Ack Dist `json:"ack"`
 }
 
 type ConcurrencyLevel struct {

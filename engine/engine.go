@@ -56,11 +56,18 @@ type Options struct {
 	MessagesPerMinute  int
 
 	Logger *slog.Logger
+
+	// Cluster, when set, shares the Store with other processes: see
+	// cluster.go. nil: this engine is the store's only user.
+	Cluster Coordinator
 }
 
 func (o *Options) setDefaults() error {
 	if o.Store == nil || o.Bus == nil || o.LLM == nil {
 		return errors.New("engine: Store, Bus and LLM are required")
+	}
+	if cb, ok := o.Bus.(ClusterBus); ok && o.Cluster == nil { // cluster: see cluster.go
+		o.Cluster = cb.Coordinator()
 	}
 	if o.Tools == nil {
 		o.Tools = tools.NewRegistry()
@@ -171,6 +178,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.agentMu.Lock()
 	e.lastAgentSeen = last
 	e.agentMu.Unlock()
+	if e.opts.Cluster != nil { // cluster: see cluster.go
+		return e.startCluster(ctx)
+	}
 
 	open, err := e.opts.Store.OpenTurns(ctx)
 	if err != nil {
@@ -294,7 +304,7 @@ func (e *Engine) Conversation(ctx context.Context, id string) (agentik.Conversat
 	if err != nil {
 		return nil, err
 	}
-	return &handle{c: c}, nil
+	return e.handleFor(c), nil // cluster: see cluster.go
 }
 
 // ListConversations pages the caller's persistent conversations, newest

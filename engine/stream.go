@@ -137,7 +137,14 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 	c.mu.Lock()
 	c.writeMu.Lock()
 	sub := e.opts.Bus.Subscribe(c.id)
-	bound := c.lastPublished
+	bound, err := c.replayBound(ctx) // cluster: see cluster.go
+	if err != nil {
+		c.writeMu.Unlock()
+		c.mu.Unlock()
+		sub.Close()
+		s.Close()
+		return nil, err
+	}
 	var join []agentik.Event
 	if t := c.running; t != nil {
 		join = append(join, agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: agentik.EvWorking, ReplyTo: t.user.ID})
@@ -242,6 +249,12 @@ func (e *Engine) Events(ctx context.Context, after int64) (agentik.Stream[agenti
 	sub := e.opts.Bus.SubscribeAgent()
 	bound := e.lastAgentSeen
 	e.agentMu.Unlock()
+	bound, err := e.agentReplayBound(ctx, bound) // cluster: see cluster.go
+	if err != nil {
+		sub.Close()
+		s.Close()
+		return nil, err
+	}
 
 	e.streams.Add(1)
 	go func() {

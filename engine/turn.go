@@ -30,6 +30,10 @@ const (
 // loop runs queued turns one after another until the queue is empty.
 func (c *conv) loop() {
 	defer c.e.turns.Done()
+	if c.e.clustered(c) { // cluster: see cluster.go
+		c.clusterLoop()
+		return
+	}
 	for {
 		c.mu.Lock()
 		c.e.mu.Lock()
@@ -399,6 +403,10 @@ func (r *turnRun) closeInterrupted() {
 	c.mu.Unlock()
 	if reason == "" {
 		reason = agentik.ReasonShutdown // the engine's base context ended
+	}
+	if reason == reasonLeaseLost { // cluster: left open for the next lease holder
+		r.end(agentik.EndInterrupted)
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
 	defer cancel()

@@ -24,9 +24,6 @@ const DefaultPollInterval = time.Second
 type BusOptions struct {
 	PollInterval time.Duration
 	Logger       *slog.Logger
-	// OnNotify, when set, receives the interrupt and work notifications of
-	// other processes (the Coordinator sets it).
-	onControl func(notification)
 }
 
 // Bus is the cross-process agentik.Bus. Events published in this process are
@@ -52,7 +49,7 @@ type Bus struct {
 	channel string
 	poll    time.Duration
 	log     *slog.Logger
-	control func(notification)
+	control atomic.Pointer[func(notification)] // set by a Coordinator
 	seq     atomic.Uint64
 
 	ctx    context.Context
@@ -119,7 +116,6 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 		channel: "agentik " + s.schema,
 		poll:    opts.PollInterval,
 		log:     opts.Logger,
-		control: opts.onControl,
 		convs:   make(map[string]map[*convSub]struct{}),
 		agents:  make(map[*agentSub]struct{}),
 		inWake:  make(chan struct{}, 1),
@@ -203,8 +199,7 @@ func (b *Bus) notifyCursor(kind byte, cursor int64) {
 	wake(b.outWake)
 }
 
-// notifyControl sends an interrupt or work notification to the other
-// processes.
+// notifyControl sends an interrupt notification to the other processes.
 func (b *Bus) notifyControl(n notification) {
 	n.node, n.seq = b.s.node, b.nextSeq()
 	if p, err := encodeNotification(n); err == nil {
@@ -605,9 +600,9 @@ func (b *Bus) handle(payload string) {
 		b.enqueue(item{kind: itemCatchUp, agents: n.cursor}, false)
 	case kindOnline:
 		b.enqueue(item{kind: itemRemote, ev: n.event}, true)
-	case kindInterrupt, kindWork:
-		if b.control != nil {
-			b.control(n)
+	case kindInterrupt:
+		if f := b.control.Load(); f != nil {
+			(*f)(n)
 		}
 	}
 }

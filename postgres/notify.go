@@ -15,8 +15,8 @@ import (
 //	<node> <seq> e <cursor>      events up to cursor are committed
 //	<node> <seq> a <cursor>      agent events up to cursor are committed
 //	<node> <seq> o <event JSON>  an online event (working, append_text, end, …)
-//	<node> <seq> i <conversation id> <reason>   interrupt the conversation's turn
-//	<node> <seq> w <conversation id>            the conversation has a new open turn
+//	<node> <seq> i <conversation id> <reason> <unless>  interrupt the conversation's
+//	                             running turn unless it answers message <unless> ("-": any)
 //
 // node is the sending process's id (a process ignores its own), seq a counter
 // of that process: PostgreSQL folds identical payloads sent in one
@@ -34,7 +34,6 @@ const (
 	kindAgent     = 'a'
 	kindOnline    = 'o'
 	kindInterrupt = 'i'
-	kindWork      = 'w'
 )
 
 // notification is a decoded payload.
@@ -44,8 +43,9 @@ type notification struct {
 	kind   byte
 	cursor int64         // e, a
 	event  agentik.Event // o
-	conv   string        // i, w
+	conv   string        // i
 	reason string        // i
+	unless string        // i: "" for any turn
 }
 
 var errBadNotification = errors.New("malformed notification")
@@ -72,8 +72,12 @@ func encodeNotification(n notification) (string, error) {
 		b.WriteString(n.conv)
 		b.WriteByte(' ')
 		b.WriteString(n.reason)
-	case kindWork:
-		b.WriteString(n.conv)
+		b.WriteByte(' ')
+		if n.unless == "" {
+			b.WriteByte('-')
+		} else {
+			b.WriteString(n.unless)
+		}
 	default:
 		return "", errBadNotification
 	}
@@ -114,21 +118,19 @@ func decodeNotification(p string) (notification, error) {
 			return n, errBadNotification
 		}
 	case kindInterrupt:
-		conv, reason, ok := strings.Cut(rest, " ")
-		if !ok || !agentik.ValidID(conv) {
+		parts := strings.Split(rest, " ")
+		if len(parts) != 3 || !agentik.ValidID(parts[0]) || (parts[2] != "-" && !agentik.ValidID(parts[2])) {
 			return n, errBadNotification
 		}
-		switch reason {
+		switch parts[1] {
 		case agentik.ReasonUser, agentik.ReasonBusyPolicy:
 		default:
 			return n, errBadNotification
 		}
-		n.conv, n.reason = conv, reason
-	case kindWork:
-		if !agentik.ValidID(rest) {
-			return n, errBadNotification
+		n.conv, n.reason = parts[0], parts[1]
+		if parts[2] != "-" {
+			n.unless = parts[2]
 		}
-		n.conv = rest
 	default:
 		return n, errBadNotification
 	}

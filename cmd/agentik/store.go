@@ -7,14 +7,16 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/postgres"
 	"github.com/agentik/agentik/sqlite"
 )
 
 // openStore opens the configured store and the bus that fans its events out:
 // SQLite with the in-process bus by default; with AGENTIK_DATABASE_URL,
-// PostgreSQL with the cross-process bus, so that several agentik processes
-// can serve one database. The returned func closes both.
+// PostgreSQL with the cross-process bus and turn coordination, so that
+// several agentik processes can serve one database. The returned func
+// closes them.
 func (a *app) openStore(ctx context.Context) (agentik.Store, agentik.Bus, func(), error) {
 	if a.cfg.DatabaseURL != "" {
 		return a.openPostgres(ctx)
@@ -54,6 +56,16 @@ func (a *app) openPostgres(ctx context.Context) (agentik.Store, agentik.Bus, fun
 		store.Close()
 		return nil, nil, nil, fmt.Errorf("open PostgreSQL database: %w", err)
 	}
+	coord := postgres.NewCoordinator(store, events, postgres.CoordinatorOptions{Logger: a.log})
 	a.log.Info("using PostgreSQL", "schema", store.Schema())
-	return store, events, func() { events.Close(); store.Close() }, nil
+	// The engine finds the Coordinator on the bus (engine.ClusterBus).
+	return store, clusterBus{events, coord}, func() { coord.Close(); events.Close(); store.Close() }, nil
 }
+
+// clusterBus hands the engine the Coordinator with the bus.
+type clusterBus struct {
+	*postgres.Bus
+	coord *postgres.Coordinator
+}
+
+func (b clusterBus) Coordinator() engine.Coordinator { return b.coord }

@@ -1,0 +1,388 @@
+package main
+
+// Several agentik processes on one PostgreSQL database (issue 8), through
+// the real binary. The database comes from AGENTIK_TEST_DATABASE_URL; each
+// test works in a schema of its own.
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/llmtest"
+	"github.com/jackc/pgx/v5"
+)
+
+// pgSchema creates a schema for one test and returns a DSN selecting it.
+// Without AGENTIK_TEST_DATABASE_URL the test is skipped, except in CI.
+func pgSchema(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("AGENTIK_TEST_DATABASE_URL")
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("AGENTIK_TEST_DATABASE_URL is not set: the PostgreSQL tests must run in CI")
+		}
+		t.Skip("AGENTIK_TEST_DATABASE_URL is not set")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	schema := "agentik_cmd_" + strings.ReplaceAll(agentik.NewID(), "-", "")
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Errorf("drop schema: %v", err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("AGENTIK_TEST_DATABASE_URL must be a postgres:// URL: %v", err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func send(t *testing.T, conv agentik.Conversation, text string) agentik.SendResult {
+	t.Helper()
+	r, err := conv.Send(context.Background(), agentik.SendRequest{Content: []agentik.Content{agentik.Text(text)}})
+	if err != nil {
+		t.Fatalf("send %q: %v", text, err)
+	}
+	return r
+}
+
+// until reads s until an event satisfies ok, failing after 30s.
+func until(t *testing.T, s agentik.Stream[agentik.Event], what string, ok func(agentik.Event) bool) []agentik.Event {
+	t.Helper()
+	var seen []agentik.Event
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, open := <-s.C():
+			if !open {
+				t.Fatalf("stream ended before %s: %v", what, s.Err())
+			}
+			seen = append(seen, ev)
+			if ok(ev) {
+				return seen
+			}
+		case <-deadline:
+			t.Fatalf("no %s within 30s; saw %d events", what, len(seen))
+		}
+	}
+}
+
+// TestPostgresPostOnAStreamFromB: a conversation created and answered on
+// process A streams live on process B — durable events read from the
+// database, deltas carried by notifications — and B's agent-event stream
+// sees it too.
+func TestPostgresPostOnAStreamFromB(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Enqueue(llmtest.Stream().Role().Content("Hello ", "from ", "A").Finish("stop").Done())
+	dsn := pgSchema(t)
+	env := []string{"AGENTIK_DATABASE_URL=" + dsn, "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}
+	a, b := startProc(t, env...), startProc(t, env...)
+	ctx := context.Background()
+	ca, cb := httpapi.NewClient(a.url+"/agentik"), httpapi.NewClient(b.url+"/agentik")
+
+	agentEvents, err := cb.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agentEvents.Close()
+	info, err := ca.CreateConversation(ctx, agentik.CreateRequest{Title: "across"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-agentEvents.C():
+		if ev.Type != agentik.AgentEvCreated || ev.Conversation == nil || ev.Conversation.ID != info.ID {
+			t.Fatalf("agent event on B: %+v", ev)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("B's agent stream did not see the conversation created on A")
+	}
+
+	convB, err := cb.Conversation(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := convB.Events(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	convA, _ := ca.Conversation(ctx, info.ID)
+	res := send(t, convA, "hi")
+	seen := until(t, s, "end", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd })
+	var types []string
+	var text strings.Builder
+	var prev int64
+	for _, ev := range seen {
+		types = append(types, ev.Type)
+		if ev.Type == agentik.EvAppendText {
+			text.WriteString(ev.Text)
+		}
+		if ev.Cursor != 0 {
+			if ev.Cursor <= prev {
+				t.Fatalf("cursor %d after %d", ev.Cursor, prev)
+			}
+			prev = ev.Cursor
+		}
+	}
+	got := strings.Join(types, ",")
+	if got != "user_message,working,start_response,append_text,append_text,append_text,assistant_message,end" {
+		t.Fatalf("B saw %s", got)
+	}
+	if text.String() != "Hello from A" || seen[0].Message.ID != res.MessageID || seen[len(seen)-1].ReplyTo != res.MessageID {
+		t.Fatalf("B saw text %q, events %+v", text.String(), seen)
+	}
+	page, err := convB.Messages(ctx, agentik.MessagesRequest{})
+	if err != nil || len(page.Messages) != 2 || page.Cursor != prev {
+		t.Fatalf("journal on B: %+v, %v (last cursor seen %d)", page, err, prev)
+	}
+
+	// A second exchange on A while nobody on B listens, then a new
+	// subscriber on B replays everything from the database: B's own view of
+	// the conversation (loaded above) must not bound the replay.
+	s.Close()
+	llm.Enqueue(llmtest.Stream().Role().Content("again").Finish("stop").Done())
+	sa, err := convA.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sa.Close()
+	second := send(t, convA, "again?")
+	until(t, sa, "the second answer on A", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd })
+	replay, err := convB.Events(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replay.Close()
+	evs := until(t, replay, "the second answer replayed on B", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvAssistantMessage && ev.Message.ReplyTo == second.MessageID
+	})
+	if len(evs) != 4 {
+		t.Fatalf("replay on B: %d events, want 4", len(evs))
+	}
+}
+
+// proxy is a TCP proxy to the database that a test can cut and restore:
+// the database "goes down" for the agentik process behind it, and no other
+// test sharing the server notices.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	down   bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.setDown(true)
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.mu.Unlock()
+		d, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.down { // cut while dialling
+			p.mu.Unlock()
+			c.Close()
+			d.Close()
+			continue
+		}
+		p.conns[c], p.conns[d] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(c, d)
+		go p.pipe(d, c)
+	}
+}
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+// setDown cuts every connection and refuses new ones, or lets them in again.
+func (p *proxy) setDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+	var cs []net.Conn
+	if down {
+		for c := range p.conns {
+			cs = append(cs, c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+func status(t *testing.T, method, u, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestPostgresDatabaseDown: while the database is unreachable /health/ready
+// fails and writes answer 503 unavailable, storing nothing; once it is back
+// the same process recovers without a restart.
+func TestPostgresDatabaseDown(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Handle(func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Stream().Role().Content("echo " + r.LastUserText()).Finish("stop").Done()
+	})
+	dsn := pgSchema(t)
+	u, _ := url.Parse(dsn)
+	px := newProxy(t, u.Host)
+	u.Host = px.ln.Addr().String()
+	p := startProc(t, "AGENTIK_DATABASE_URL="+u.String(), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test",
+		"AGENTIK_DB_STATEMENT_TIMEOUT=5s")
+	ctx := context.Background()
+	client := httpapi.NewClient(p.url + "/agentik")
+	info, err := client.CreateConversation(ctx, agentik.CreateRequest{Title: "outage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := client.Conversation(ctx, info.ID)
+	s, err := conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := send(t, conv, "before")
+	until(t, s, "the first answer", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID })
+	s.Close()
+	if code, body := status(t, "GET", p.url+"/health/ready", ""); code != 200 {
+		t.Fatalf("ready while up: %d %s", code, body)
+	}
+
+	px.setDown(true)
+	if code, body := status(t, "GET", p.url+"/health/ready", ""); code != http.StatusServiceUnavailable {
+		t.Fatalf("ready while down: %d %s", code, body)
+	}
+	msgURL := p.url + "/agentik/conversations/" + info.ID + "/messages"
+	for _, req := range []struct{ method, url, body string }{
+		{"POST", msgURL, `{"content":[{"type":"text","text":"during"}]}`},
+		{"POST", p.url + "/agentik/conversations", `{"title":"x"}`},
+		{"PATCH", p.url + "/agentik/conversations/" + info.ID, `{"title":"renamed"}`},
+	} {
+		code, body := status(t, req.method, req.url, req.body)
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		json.Unmarshal([]byte(body), &e)
+		if code != http.StatusServiceUnavailable || e.Error.Code != agentik.EUnavailable {
+			t.Fatalf("%s %s while down: %d %s", req.method, req.url, code, body)
+		}
+	}
+
+	px.setDown(false)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _ := status(t, "GET", p.url+"/health/ready", "")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready 30s after the database came back\n%s", p.log())
+		}
+		time.Sleep(50 * time.Millisecond) // polling an external state, no event to wait on
+	}
+	s, err = conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	after := send(t, conv, "after")
+	until(t, s, "the answer after recovery", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == after.MessageID })
+	page, err := conv.Messages(ctx, agentik.MessagesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range page.Messages {
+		texts = append(texts, m.Type+":"+agentik.JoinText(m.Content))
+		if m.Seq != int64(len(texts)) {
+			t.Fatalf("seq gap: %+v", page.Messages)
+		}
+	}
+	want := "user_message:before,assistant_message:echo before,user_message:after,assistant_message:echo after"
+	if strings.Join(texts, ",") != want {
+		t.Fatalf("journal %v, want %s", texts, want)
+	}
+	if got, err := conv.Info(ctx); err != nil || got.Title != "outage" {
+		t.Fatalf("title after outage: %+v, %v", got, err)
+	}
+}

@@ -423,18 +423,10 @@ func expandVars(s string, getenv func(string) string) (string, error) {
 		return "", err
 	}
 	if strings.Contains(varRef.ReplaceAllString(s, ""), "${") {
-		return "", fmt.Errorf("malformed variable reference in %q: want ${NAME} or ${NAME:-default}", redactRefs(s))
+		// The value is not quoted: it may hold a literal secret.
+		return "", fmt.Errorf("malformed variable reference: want ${NAME} or ${NAME:-default}")
 	}
 	return out, nil
-}
-
-// redactRefs keeps an error message about a malformed reference from
-// echoing a literal secret that sits next to it.
-func redactRefs(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "…"
-	}
-	return s
 }
 
 // orderedObject decodes a JSON object keeping its key order: the order of

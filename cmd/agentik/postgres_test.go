@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -384,5 +385,251 @@ func TestPostgresDatabaseDown(t *testing.T) {
 	}
 	if got, err := conv.Info(ctx); err != nil || got.Title != "outage" {
 		t.Fatalf("title after outage: %+v, %v", got, err)
+	}
+}
+
+// pgProcs starts n agentik processes on one fresh schema, answering through
+// llm, and returns them with a client each.
+func pgProcs(t testing.TB, llm *llmtest.Server, n int, extra ...string) ([]*proc, []*httpapi.Client) {
+	tt, ok := t.(*testing.T)
+	if !ok {
+		panic("pgProcs needs a *testing.T")
+	}
+	dsn := pgSchema(tt)
+	env := append([]string{"AGENTIK_DATABASE_URL=" + dsn, "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}, extra...)
+	var ps []*proc
+	var cs []*httpapi.Client
+	for range n {
+		p := startProc(tt, env...)
+		ps = append(ps, p)
+		cs = append(cs, httpapi.NewClient(p.url+"/agentik"))
+	}
+	return ps, cs
+}
+
+// echo answers every request with "echo <last user text>".
+func echo(r llmtest.Request) llmtest.Reply {
+	return llmtest.Stream().Role().Content("echo ", r.LastUserText()).Finish("stop").Done()
+}
+
+// closers maps each user message id to the ids of the messages that closed
+// its turn (complete assistant answers and errors) and the interrupted events.
+func closers(t *testing.T, conv agentik.Conversation) (users []agentik.Message, answers map[string][]agentik.Message) {
+	t.Helper()
+	page, err := conv.Messages(context.Background(), agentik.MessagesRequest{Limit: agentik.MaxMessagesLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers = map[string][]agentik.Message{}
+	for i, m := range page.Messages {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("journal gap at seq %d", m.Seq)
+		}
+		switch {
+		case m.Type == agentik.MsgUser:
+			users = append(users, m)
+		case m.ClosesTurn():
+			answers[m.ReplyTo] = append(answers[m.ReplyTo], m)
+		}
+	}
+	return users, answers
+}
+
+// TestPostgresOwnerAnswersAndInterruptAnywhere: a turn runs on A; a message
+// posted to B is stored by B and answered after it, by the lease holder; an
+// interrupt posted to B stops the turn running on A.
+func TestPostgresOwnerAnswersAndInterruptAnywhere(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	var calls sync.Mutex
+	first := true
+	llm.Handle(func(r llmtest.Request) llmtest.Reply {
+		calls.Lock()
+		defer calls.Unlock()
+		if first {
+			first = false
+			return llmtest.Stream().Role().Content("partial ").Pause(gate).Content("never").Finish("stop").Done()
+		}
+		return echo(r)
+	})
+	_, cs := pgProcs(t, llm, 2)
+	ctx := context.Background()
+	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	convA, _ := cs[0].Conversation(ctx, info.ID)
+	convB, _ := cs[1].Conversation(ctx, info.ID)
+	s, err := convB.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	m1 := send(t, convA, "one")
+	<-gate.Reached() // A streams the first answer
+	until(t, s, "the partial text on B", func(ev agentik.Event) bool { return ev.Type == agentik.EvAppendText })
+	m2 := send(t, convB, "two") // stored by B, queued behind A's turn
+	if m2.Seq != m1.Seq+1 {
+		t.Fatalf("seqs %d, %d", m1.Seq, m2.Seq)
+	}
+	// B rejects a message while a turn is open anywhere.
+	if _, err := convB.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("no")}, IfBusy: agentik.BusyReject}); agentik.ErrorCode(err) != agentik.EBusy {
+		t.Fatalf("reject on B while A runs a turn: %v", err)
+	}
+	ok, err := convB.Interrupt(ctx)
+	if err != nil || !ok {
+		t.Fatalf("interrupt through B: %v, %v", ok, err)
+	}
+	until(t, s, "the interrupted event", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvInterrupted && ev.ReplyTo == m1.MessageID && ev.Reason == agentik.ReasonUser
+	})
+	until(t, s, "the answer to the message posted on B", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvAssistantMessage && ev.Message.ReplyTo == m2.MessageID
+	})
+	users, answers := closers(t, convA)
+	if len(users) != 2 || len(answers[m1.MessageID]) != 0 || len(answers[m2.MessageID]) != 1 ||
+		agentik.JoinText(answers[m2.MessageID][0].Content) != "echo two" {
+		t.Fatalf("journal: users %d, answers %+v", len(users), answers)
+	}
+}
+
+// TestPostgresFailover: the process running a turn is killed; another
+// process answers the turn within seconds, and every acknowledged message
+// exactly once.
+func TestPostgresFailover(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	var calls sync.Mutex
+	first := true
+	llm.Handle(func(r llmtest.Request) llmtest.Reply {
+		calls.Lock()
+		defer calls.Unlock()
+		if first {
+			first = false
+			return llmtest.Stream().Role().Content("partial ").Pause(gate).Content("never").Finish("stop").Done()
+		}
+		return echo(r)
+	})
+	ps, cs := pgProcs(t, llm, 2)
+	ctx := context.Background()
+	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	convA, _ := cs[0].Conversation(ctx, info.ID)
+	convB, _ := cs[1].Conversation(ctx, info.ID)
+	s, err := convB.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	acked := []agentik.SendResult{send(t, convA, "one")}
+	<-gate.Reached()
+	acked = append(acked, send(t, convA, "two"), send(t, convB, "three"))
+	killed := time.Now()
+	ps[0].cmd.Process.Kill()
+	<-ps[0].done
+	until(t, s, "the last answer, from B", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvAssistantMessage && ev.Message.ReplyTo == acked[2].MessageID
+	})
+	t.Logf("failover: all turns answered %v after the kill", time.Since(killed).Round(time.Millisecond))
+	users, answers := closers(t, convB)
+	if len(users) != len(acked) {
+		t.Fatalf("%d user messages, %d acknowledged", len(users), len(acked))
+	}
+	for i, u := range users {
+		if u.ID != acked[i].MessageID || len(answers[u.ID]) != 1 || agentik.JoinText(answers[u.ID][0].Content) != "echo "+agentik.JoinText(u.Content) {
+			t.Fatalf("message %d (%s): answers %+v", i, agentik.JoinText(u.Content), answers[u.ID])
+		}
+	}
+}
+
+// converse posts perConv messages to each of convs conversations, spreading
+// them over the processes, and waits until every one is answered. It
+// returns the conversations and the number of turns.
+func converse(t *testing.T, cs []*httpapi.Client, convs, perConv int) ([]string, int) {
+	ctx := context.Background()
+	ids := make([]string, convs)
+	for i := range ids {
+		info, err := cs[i%len(cs)].CreateConversation(ctx, agentik.CreateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = info.ID
+	}
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() {
+			watch, _ := cs[(i+1)%len(cs)].Conversation(ctx, id)
+			s, err := watch.Events(ctx, agentik.LiveOnly)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer s.Close()
+			for j := range perConv {
+				conv, _ := cs[(i+j)%len(cs)].Conversation(ctx, id)
+				if _, err := conv.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text(fmt.Sprintf("m%d", j))}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			answered := 0
+			deadline := time.After(60 * time.Second)
+			for answered < perConv {
+				select {
+				case ev, ok := <-s.C():
+					if !ok {
+						t.Errorf("stream of %s ended: %v", id, s.Err())
+						return
+					}
+					if ev.Type == agentik.EvAssistantMessage {
+						answered++
+					}
+				case <-deadline:
+					t.Errorf("%s: %d of %d answered", id, answered, perConv)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ids, convs * perConv
+}
+
+// TestPostgresConcurrentConversations: 20 conversations spread over three
+// processes, each message posted to another process: every message is
+// answered exactly once, in order.
+func TestPostgresConcurrentConversations(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Handle(echo)
+	_, cs := pgProcs(t, llm, 3)
+	ids, _ := converse(t, cs, 20, 4)
+	if t.Failed() {
+		return
+	}
+	for _, id := range ids {
+		conv, _ := cs[0].Conversation(context.Background(), id)
+		users, answers := closers(t, conv)
+		if len(users) != 4 {
+			t.Fatalf("%s: %d user messages", id, len(users))
+		}
+		var last int64
+		for _, u := range users {
+			a := answers[u.ID]
+			if len(a) != 1 || agentik.JoinText(a[0].Content) != "echo "+agentik.JoinText(u.Content) {
+				t.Fatalf("%s: %s answered %+v", id, agentik.JoinText(u.Content), a)
+			}
+			if a[0].Seq < last {
+				t.Fatalf("%s: answers out of order", id)
+			}
+			last = a[0].Seq
+		}
 	}
 }

@@ -315,6 +315,11 @@ func (r *turnRun) summarise(p cut, target int) (string, agentik.TurnTokens, erro
 		}
 		summary = text
 	}
+	// A runaway summariser must not refill the context it was asked to
+	// free: the summary keeps at most a quarter of the target.
+	if limit := max(target/4, 64) * tokens.BytesPerToken; len(summary) > limit {
+		summary = strings.ToValidUTF8(summary[:limit], "") + " […]"
+	}
 	return summary, used, nil
 }
 

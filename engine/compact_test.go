@@ -415,6 +415,31 @@ func TestSummariserFailureFallsBack(t *testing.T) {
 	}
 }
 
+func TestRunawaySummaryIsCapped(t *testing.T) {
+	h := newHarness(t, budget(600)) // target 300 tokens: summaries keep at most 75
+	h.llm.Handle(func(req llmtest.Request) llmtest.Reply {
+		if isSummaryCall(req) {
+			return llmtest.Text(strings.Repeat("blah ", 2000))
+		}
+		return llmtest.Text(longAnswer)
+	})
+	c, s := h.conversation()
+	var evs []agentik.Event
+	for i := range 6 {
+		res := h.send(c, question(i, ""))
+		evs = append(evs, until(t, s, endOf(res.MessageID))...)
+	}
+	comps := compactions(evs)
+	if len(comps) == 0 {
+		t.Fatal("no compaction")
+	}
+	for _, ev := range comps {
+		if n := len(ev.Compaction.Summary); n > 75*tokens.BytesPerToken+8 || ev.Compaction.TokensAfter >= ev.Compaction.TokensBefore {
+			t.Fatalf("summary of %d bytes, tokens %d → %d", n, ev.Compaction.TokensBefore, ev.Compaction.TokensAfter)
+		}
+	}
+}
+
 func TestTenThousandMessagesBoundedMemory(t *testing.T) {
 	const budgetTokens = 4096
 	h := newHarness(t, budget(budgetTokens))

@@ -355,7 +355,9 @@ func (h *Handler) open(ctx context.Context, id string, create bool) (agentik.Con
 			conv, err = h.agent.Conversation(ctx, id)
 		}
 		if agentik.IsNotFound(err) {
-			err = agentik.Errorf(agentik.EConflict, "this threadId is in use by another caller")
+			// Another principal's thread: not found, like on every facade,
+			// so a caller cannot learn which thread ids exist.
+			return nil, nil, 0, agentik.Errorf(agentik.ENotFound, "thread not found")
 		}
 	}
 	if agentik.IsNotFound(err) {

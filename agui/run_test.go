@@ -111,9 +111,9 @@ func TestThreadIDs(t *testing.T) {
 	if msgs := e.journal(thread, "alice"); len(msgs) != 2 {
 		t.Fatalf("native view of the thread: %s", journalTypes(msgs))
 	}
-	// Another caller cannot write into it.
+	// Another caller cannot write into it, nor learn that it exists.
 	r := e.post(body(thread, "intrude"), "Authorization", "Bearer mallory")
-	if r.status != http.StatusConflict {
+	if r.status != http.StatusNotFound {
 		t.Fatalf("foreign uuid thread: %d %s", r.status, r.body)
 	}
 	if msgs := e.journal(thread, "alice"); len(msgs) != 2 {

@@ -30,8 +30,8 @@ func (a *app) setupA2AAgents(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, a2aDialTimeout)
 	defer cancel()
 	src := a2a.NewSource(dctx, a2a.SourceOptions{
-		Agents: remotes,
-		Logger: a.log,
+		Agents:          remotes,
+		Logger:          a.log,
 		ConversationKey: agentik.ConversationFrom, // one remote context per local conversation
 	})
 	a.onClose = append(a.onClose, func() { src.Close() })

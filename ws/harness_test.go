@@ -157,3 +157,17 @@ func (s *stack) sessions() int {
 	defer s.srv.mu.Unlock()
 	return len(s.srv.sessions)
 }
+
+// waitIdle waits until the conversation reports no running turn.
+func (s *stack) waitIdle(id, principal string) {
+	s.t.Helper()
+	ctx := agentik.WithPrincipal(testCtx(s.t), principal)
+	conv, err := s.eng.Conversation(ctx, id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	waitFor(s.t, func() bool {
+		info, err := conv.Info(ctx)
+		return err == nil && !info.Working
+	})
+}

@@ -157,6 +157,9 @@ func TestAttachAndOwnership(t *testing.T) {
 	a.Send(ctx, "one")
 	answer(t, a)
 	a.Close()
+	// The engine keeps the finished turn as running for a moment after END;
+	// a subscriber joining then is sent its text again. Attach once idle.
+	s.waitIdle(id, "alice")
 
 	again := s.dial(&DialOptions{Token: "ta", ConversationID: id})
 	if again.ConversationID() != id {
@@ -220,8 +223,11 @@ func TestBusyMessagesAreQueuedInOrder(t *testing.T) {
 	if text, _, _ := answer(t, c); text != "second done" {
 		t.Fatalf("second: %q", text)
 	}
-	c.SendMessage(ctx, &UserMessage{Text: "three", IfBusy: "reject"})
+	// Idle again: reject lets the message through. (The engine still counts
+	// the conversation as working for a moment after END: wait for idle.)
+	s.waitIdle(c.ConversationID(), "")
 	s.llm.Enqueue(llmtest.Text("third"))
+	c.SendMessage(ctx, &UserMessage{Text: "three", IfBusy: "reject"})
 	if text, _, _ := answer(t, c); text != "third" {
 		t.Fatalf("third: %q", text)
 	}

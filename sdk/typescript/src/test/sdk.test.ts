@@ -74,7 +74,7 @@ test("attach to a conversation; unknown ids are refused with not_found", async (
   const r1 = await first.ask("one");
   assert.equal(r1.text, "echo: one");
   await first.close();
-  const again = await connect(url, { token, conversationId: first.conversationId });
+  const again = await attachIdle(first.conversationId);
   assert.equal(again.conversationId, first.conversationId);
   const r2 = await again.ask("two");
   assert.equal(r2.text, "echo: two");
@@ -171,4 +171,15 @@ async function rawSocket(conversationId: string) {
   const status = await next();
   assert.equal(status.type, "STATUS");
   return { send: (s: string) => ws.send(s), next, close: () => ws.close() };
+}
+
+// attachIdle attaches once the conversation reports no running turn: the
+// engine keeps a finished turn as running for a moment after END.
+async function attachIdle(conversationId: string) {
+  for (let i = 0; ; i++) {
+    const c = await connect(url, { token, conversationId });
+    if (!c.status.working || i > 100) return c;
+    await c.close();
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,4 +98,42 @@ func TestContractShared(t *testing.T) {
 		dsn := freshSchema(t)
 		return openDSN(t, dsn), openDSN(t, dsn)
 	})
+}
+
+// TestConcurrentOpen: processes starting together on an empty schema migrate
+// it once; a schema newer than the program is refused and left alone.
+func TestConcurrentOpenAndSchemaTooNew(t *testing.T) {
+	dsn := freshSchema(t)
+	var wg sync.WaitGroup
+	stores := make([]*Store, 4)
+	errs := make([]error, 4)
+	for i := range stores {
+		wg.Go(func() { stores[i], errs[i] = Open(context.Background(), dsn, Options{MaxConns: 2}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		defer stores[i].Close()
+	}
+	s := stores[0]
+	var n int
+	if err := s.pool.QueryRow(t.Context(), "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil || n != SchemaVersion() {
+		t.Fatalf("%d migrations recorded (%v), want %d", n, err, SchemaVersion())
+	}
+	if _, err := s.pool.Exec(t.Context(), "INSERT INTO schema_migrations (version, name) VALUES ($1, 'future')", SchemaVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(t.Context(), dsn, Options{}); !errors.Is(err, ErrSchemaTooNew) {
+		t.Fatalf("open of a newer schema: %v", err)
+	}
+}
+
+// TestBadDSN: the connection string is not echoed (it may hold a password).
+func TestBadDSN(t *testing.T) {
+	_, err := Open(t.Context(), "postgres://user:s3cret@[bad", Options{})
+	if agentik.ErrorCode(err) != agentik.EInvalid || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("bad DSN: %v", err)
+	}
 }

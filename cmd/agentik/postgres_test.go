@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -631,5 +632,30 @@ func TestPostgresConcurrentConversations(t *testing.T) {
 			}
 			last = a[0].Seq
 		}
+	}
+}
+
+// TestPostgresTurnsPerSecond measures turns/s with 1, 2 and 3 processes on
+// one database: 20 conversations, every message posted to another process,
+// an instant scripted model. It runs only when AGENTIK_BENCH_TURNS is set
+// (a number of messages per conversation), as a benchmark, not a check:
+//
+//	AGENTIK_BENCH_TURNS=25 go test -run TurnsPerSecond -v ./cmd/agentik
+func TestPostgresTurnsPerSecond(t *testing.T) {
+	per, _ := strconv.Atoi(os.Getenv("AGENTIK_BENCH_TURNS"))
+	if per <= 0 {
+		t.Skip("set AGENTIK_BENCH_TURNS to run the benchmark")
+	}
+	for _, n := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("procs=%d", n), func(t *testing.T) {
+			llm := llmtest.NewServer()
+			defer llm.Close()
+			llm.Handle(echo)
+			_, cs := pgProcs(t, llm, n)
+			start := time.Now()
+			_, turns := converse(t, cs, 20, per)
+			d := time.Since(start)
+			t.Logf("%d processes: %d turns in %v = %.0f turns/s", n, turns, d.Round(time.Millisecond), float64(turns)/d.Seconds())
+		})
 	}
 }

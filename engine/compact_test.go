@@ -415,6 +415,78 @@ func TestSummariserFailureFallsBack(t *testing.T) {
 	}
 }
 
+// TestCutNeverSplitsAToolRound builds a memory where the cheapest cut would
+// fall between an assistant's tool call and its result: a long question,
+// a call with long arguments, a short result. The cut must take the result too.
+func TestCutNeverSplitsAToolRound(t *testing.T) {
+	h := newHarness(t, budget(1200)) // compaction above 900, down to 600
+	var summaries atomic.Int64
+	pad := strings.Repeat("p", 900)
+	h.llm.Handle(func(req llmtest.Request) llmtest.Reply {
+		if isSummaryCall(req) {
+			return llmtest.Text(fmt.Sprintf("SUMMARY-%d", summaries.Add(1)))
+		}
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" && strings.HasPrefix(last.Text(), "clock") {
+			return llmtest.ToolCalls(llmtest.Call("current_time", `{"timezone":"UTC","pad":"`+pad+`"}`))
+		}
+		return llmtest.Text("ok")
+	})
+	c, s := h.conversation()
+	for _, q := range []string{"clock " + strings.Repeat("q", 900), "next " + strings.Repeat("n", 750)} {
+		res := h.send(c, q)
+		evs := until(t, s, endOf(res.MessageID))
+		if evs[len(evs)-1].Reason != agentik.EndCompleted {
+			t.Fatalf("turn: %s", types(evs))
+		}
+	}
+	if summaries.Load() != 1 {
+		t.Fatalf("%d compactions, want 1", summaries.Load())
+	}
+	turns, _ := turnCalls(h.llm.Requests())
+	for _, r := range turns {
+		checkRequest(t, r)
+	}
+	last := turns[len(turns)-1]
+	if len(last.Messages) != 4 || last.Messages[2].Role != "assistant" || last.Messages[3].Role != "user" {
+		t.Fatalf("after the cut: %s", last.Raw)
+	}
+}
+
+// TestCutKeepsTheLatestUserMessage: the turn's own tool round passes the
+// budget; the cheapest cut would take the question being answered, which
+// must stay.
+func TestCutKeepsTheLatestUserMessage(t *testing.T) {
+	h := newHarness(t, budget(1200)) // compaction above 900, down to 600
+	pad := strings.Repeat("p", 900)
+	h.llm.Handle(func(req llmtest.Request) llmtest.Reply {
+		if isSummaryCall(req) {
+			return llmtest.Text("SUMMARY")
+		}
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "user" && strings.HasPrefix(last.Text(), "clock") {
+			return llmtest.ToolCalls(llmtest.Call("current_time", `{"timezone":"UTC","pad":"`+pad+`"}`))
+		}
+		return llmtest.Text("ok")
+	})
+	c, s := h.conversation()
+	question := "clock " + strings.Repeat("q", 1500)
+	for _, q := range []string{"hello", question} {
+		res := h.send(c, q)
+		evs := until(t, s, endOf(res.MessageID))
+		if evs[len(evs)-1].Reason != agentik.EndCompleted {
+			t.Fatalf("turn: %s", types(evs))
+		}
+	}
+	turns, sums := turnCalls(h.llm.Requests())
+	if len(sums) != 1 {
+		t.Fatalf("%d compactions, want 1", len(sums))
+	}
+	last := turns[len(turns)-1]
+	checkRequest(t, last)
+	if last.LastUserText() != question || !strings.HasPrefix(last.Messages[1].Text(), summaryPrefix) {
+		t.Fatalf("after the cut: %s", last.Raw)
+	}
+}
+
 func TestRunawaySummaryIsCapped(t *testing.T) {
 	h := newHarness(t, budget(600)) // target 300 tokens: summaries keep at most 75
 	h.llm.Handle(func(req llmtest.Request) llmtest.Reply {
@@ -488,6 +560,9 @@ func TestTenThousandMessagesBoundedMemory(t *testing.T) {
 	}
 	for _, r := range turns {
 		checkRequest(t, r)
+		if !strings.HasPrefix(r.LastUserText(), "question") {
+			t.Fatalf("request %d lost the question it answers: %s", r.N, r.Raw)
+		}
 	}
 	mem, err := h.store.Memory(h.ctx, info.ID)
 	if err != nil {

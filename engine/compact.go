@@ -174,6 +174,17 @@ func (r *turnRun) fit(offered []agentik.ToolSpec, overflow bool) (bool, error) {
 	} else if total <= trigger {
 		return false, nil
 	}
+	// The cut is addressed by store order; a store that did not report the
+	// orders of entries it appended leaves zeros in the cache: re-read.
+	for _, m := range c.memory {
+		if m.Order <= 0 {
+			c.memoryLoaded = false
+			if err := c.ensureMemory(r.ctx); err != nil {
+				return false, err
+			}
+			break
+		}
+	}
 	// Room for the summary that replaces the cut: an eighth of the target.
 	p, ok := c.planCut(total, target, target/8, false)
 	if !ok {

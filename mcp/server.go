@@ -110,6 +110,11 @@ func (s *server) run(ctx context.Context) {
 			continue
 		}
 		up := time.Now()
+		// A break reported against the previous session is stale.
+		select {
+		case <-s.broken:
+		default:
+		}
 		s.mu.Lock()
 		s.session, s.sessCtx = sess, sessCtx
 		if r := sess.InitializeResult(); r != nil {
@@ -127,6 +132,7 @@ func (s *server) run(ctx context.Context) {
 		s.mu.Lock()
 		s.session = nil
 		s.mu.Unlock()
+		s.setState(StateDown, why)
 		s.teardown(sess, stop)
 		if ctx.Err() != nil {
 			return
@@ -425,8 +431,14 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (a
 	}
 	s.log.Debug("MCP tool call failed", "tool", name, "err", err)
 	if isConnErr(err) {
-		// Reconnect now rather than at the next failed keep-alive.
-		notify(s.broken)
+		// Reconnect now rather than at the next failed keep-alive, unless
+		// the session was already replaced.
+		s.mu.Lock()
+		current := s.session == sess
+		s.mu.Unlock()
+		if current {
+			notify(s.broken)
+		}
 		return agentik.ErrorResult(fmt.Sprintf("the MCP server %q cannot be reached; reconnecting, try again later", s.cfg.Name)), nil
 	}
 	return errorResult(s.cfg.Name, err), nil

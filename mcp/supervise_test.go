@@ -243,6 +243,10 @@ func TestInterruptDuringCallEndsTheTurnAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	until(t, s, func(ev agentik.Event) bool { return ev.Type == agentik.EvToolCall })
+	waitFor(t, "the slow call to reach the server", func() bool {
+		b, _ := os.ReadFile(cancelFile)
+		return string(b) == "started"
+	})
 	start := time.Now()
 	if _, err := c.Interrupt(t.Context()); err != nil {
 		t.Fatal(err)

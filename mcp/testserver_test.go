@@ -24,7 +24,7 @@ const testServerEnv = "AGENTIK_MCP_TEST_SERVER"
 const (
 	startsFileEnv = "MCP_TEST_STARTS_FILE" // a line is appended per start
 	stubbornEnv   = "MCP_TEST_STUBBORN"    // "1": ignore SIGTERM and stdin EOF
-	cancelFileEnv = "MCP_TEST_CANCEL_FILE" // written when "slow" sees its call cancelled
+	cancelFileEnv = "MCP_TEST_CANCEL_FILE" // "slow" writes "started", then "cancelled"
 )
 
 var pngPixel = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82")
@@ -87,6 +87,9 @@ func newTestServer(release <-chan struct{}) *sdk.Server {
 		})
 	add("slow", "Answers when the call is cancelled (notes it in the cancel file)", nil,
 		func(ctx context.Context, _ *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			if f := os.Getenv(cancelFileEnv); f != "" {
+				os.WriteFile(f, []byte("started"), 0o644)
+			}
 			<-ctx.Done()
 			if f := os.Getenv(cancelFileEnv); f != "" {
 				os.WriteFile(f, []byte("cancelled"), 0o644)

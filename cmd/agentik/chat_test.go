@@ -226,8 +226,8 @@ func TestChatInProcessResumeAndConversationCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, id) || !strings.Contains(stdout, "Renamed here") {
 		t.Fatalf("list text:\n%s", stdout)
 	}
-	if _, _, code = runCLI(t, env, "conversations", "delete", id); code != 0 {
-		t.Fatal("delete failed")
+	if stdout, _, code = runCLI(t, env, "conversations", "delete", "--json", id); code != 0 || strings.TrimSpace(stdout) != "{\n  \"deleted\": \""+id+"\"\n}" {
+		t.Fatalf("delete: %d %q", code, stdout)
 	}
 	_, stderr, code = runCLI(t, env, "conversations", "show", id)
 	if code != 1 || !strings.Contains(stderr, "not found") {
@@ -304,5 +304,42 @@ func TestChatCtrlCInterruptsThenSecondExits(t *testing.T) {
 	d.stdin.Close()
 	if code := d.wait(); code != 0 {
 		t.Fatalf("Ctrl-D exit %d %s", code, d.stderr())
+	}
+}
+
+// On a terminal reasoning is shown dimmed and tool lines coloured; in plain
+// mode reasoning is left out and no escape sequence is written.
+func TestChatRendererStyles(t *testing.T) {
+	events := []agentik.Event{
+		{Type: agentik.EvWorking, ReplyTo: "u1"},
+		{Type: agentik.EvStartReasoning},
+		{Type: agentik.EvAppendText, Text: "thinking it over"},
+		{Type: agentik.EvToolCall, Message: &agentik.Message{Type: agentik.MsgToolCall, Name: "current_time", Arguments: agentik.RawJSON(`{"timezone": "UTC"}`)}},
+		{Type: agentik.EvToolFailed, Message: &agentik.Message{Type: agentik.MsgToolResult, Name: "current_time", IsError: true,
+			Content: []agentik.Content{agentik.Text("unknown\ntime zone")}}},
+		{Type: agentik.EvStartResponse},
+		{Type: agentik.EvAppendText, Text: "Answer."},
+		{Type: agentik.EvEnd, ReplyTo: "u1", Reason: agentik.EndCompleted},
+	}
+	render := func(color bool) string {
+		var b bytes.Buffer
+		s := &chatSession{r: &renderer{w: &b, color: color}, mine: map[string]bool{"u1": true}}
+		for _, ev := range events {
+			s.event(ev)
+		}
+		if len(s.mine) != 0 || s.running {
+			t.Fatalf("turn not closed: %+v", s)
+		}
+		return b.String()
+	}
+	tty := render(true)
+	for _, want := range []string{ansiDim + "thinking it over" + ansiReset, ansiCyan + `→ current_time {"timezone": "UTC"}`, ansiRed + "✗ current_time: unknown time zone", "Answer.\n"} {
+		if !strings.Contains(tty, want) {
+			t.Fatalf("terminal output lacks %q:\n%q", want, tty)
+		}
+	}
+	plain := render(false)
+	if plain != "→ current_time {\"timezone\": \"UTC\"}\n✗ current_time: unknown time zone\nAnswer.\n" {
+		t.Fatalf("plain output:\n%q", plain)
 	}
 }

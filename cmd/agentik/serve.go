@@ -155,7 +155,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
-	log.Info("agentik listening", "addr", ln.Addr().String(), "db", cfg.DBPath, "backend", cfg.Backend, "model", a.llm.Info().Name, "version", versionString())
+	db := cfg.DBPath
+	if cfg.DatabaseURL != "" {
+		db = "postgres"
+	}
+	log.Info("agentik listening", "addr", ln.Addr().String(), "db", db, "backend", cfg.Backend, "model", a.llm.Info().Name, "version", versionString())
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -178,3 +178,13 @@ type Conversation interface {
 	Rename(ctx context.Context, title string) (ConversationInfo, error)
 	Close() error
 }
+
+// TurnInterrupter is implemented by conversations that can interrupt one
+// turn: the turn answering the user message replyTo if it is running, or —
+// before it starts — by withdrawing it from the queue (it is then closed with
+// interrupted{reason:user}). False when that turn is already over. Facades
+// that map a run or a task to one turn use it instead of Interrupt, which
+// cuts whatever turn runs.
+type TurnInterrupter interface {
+	InterruptTurn(ctx context.Context, replyTo string) (bool, error)
+}

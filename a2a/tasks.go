@@ -380,9 +380,8 @@ func (s *Server) getTask(ctx context.Context, req *request) (any, *Error) {
 	return encodeTask(req.v, &tv.task), nil
 }
 
-// cancelTask interrupts the task's turn and answers once the turn is closed.
-// A task still queued behind another turn is interrupted as soon as it
-// starts (the core offers no way to drop a queued message).
+// cancelTask interrupts the task's turn — cancelled when it runs, withdrawn
+// when it waits behind another turn — and answers once the turn is closed.
 func (s *Server) cancelTask(ctx context.Context, req *request) (any, *Error) {
 	p, rerr := decodeIDParams(req.Params)
 	if rerr != nil {
@@ -406,9 +405,17 @@ func (s *Server) cancelTask(ctx context.Context, req *request) (any, *Error) {
 		return nil, rpcErr(CodeTaskNotCancelable, "task %s is %s and cannot be canceled", tv.task.ID, tv.task.Status.State)
 	}
 	w := newWatch(&tv.task, tv.user.ID)
-	w.cancel = func() {
-		if _, err := conv.Interrupt(ctx); err != nil {
-			s.log.Warn("a2a cancel: interrupt failed", "task", tv.task.ID, "err", err)
+	if ti, ok := conv.(agentik.TurnInterrupter); ok {
+		// This task's turn only: cancelled if running, withdrawn if queued.
+		if _, err := ti.InterruptTurn(ctx, tv.user.ID); err != nil {
+			return nil, coreErr(err)
+		}
+	} else {
+		// Without that, interrupt the conversation once the task's turn runs.
+		w.cancel = func() {
+			if _, err := conv.Interrupt(ctx); err != nil {
+				s.log.Warn("a2a cancel: interrupt failed", "task", tv.task.ID, "err", err)
+			}
 		}
 	}
 	if rerr := s.follow(ctx, conv, seq, st, w, nil, p.HistoryLength); rerr != nil {

@@ -325,15 +325,30 @@ func (h *Handler) follow(ctx context.Context, conv agentik.Conversation, stream 
 }
 
 // disconnected handles a client gone before the run ended. With the
-// interrupt policy the run's turn is interrupted if it is the one running:
-// a turn of this run still queued behind another is left to run (the core
-// has no way to withdraw a queued message), and so is any turn not the run's.
+// interrupt policy each of the run's turns that has not ended is interrupted
+// — the running one cancelled, a queued one withdrawn — and no turn of
+// another run is touched. A conversation that cannot target one turn falls
+// back to interrupting the running turn when it is the run's.
 func (h *Handler) disconnected(conv agentik.Conversation, tr *translator) {
-	if h.opts.OnDisconnect != DisconnectInterrupt || !tr.running() {
+	if h.opts.OnDisconnect != DisconnectInterrupt || tr.done {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if ti, ok := conv.(agentik.TurnInterrupter); ok {
+		for _, id := range tr.turns {
+			if tr.ended[id] {
+				continue
+			}
+			if _, err := ti.InterruptTurn(ctx, id); err != nil {
+				h.log.Warn("agui: interrupt after disconnect", "conversation", conv.ID(), "turn", id, "err", err)
+			}
+		}
+		return
+	}
+	if !tr.running() {
+		return
+	}
 	if _, err := conv.Interrupt(ctx); err != nil {
 		h.log.Warn("agui: interrupt after disconnect", "conversation", conv.ID(), "err", err)
 	}

@@ -396,6 +396,34 @@ func (h *handle) Interrupt(context.Context) (bool, error) {
 	return h.c.interrupt(agentik.ReasonUser), nil
 }
 
+var _ agentik.TurnInterrupter = (*handle)(nil)
+
+func (h *handle) InterruptTurn(ctx context.Context, replyTo string) (bool, error) {
+	return h.c.interruptTurn(ctx, replyTo)
+}
+
+// interruptTurn interrupts the turn of user message replyTo: cancels it when
+// it runs, withdraws and closes it when it waits in the queue.
+func (c *conv) interruptTurn(ctx context.Context, replyTo string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running != nil && c.running.user.ID == replyTo {
+		return c.interruptLocked(agentik.ReasonUser), nil
+	}
+	for i, q := range c.queue {
+		if q.user.ID != replyTo || q.resume != nil {
+			continue
+		}
+		if err := c.closeInterrupted(ctx, replyTo, agentik.ReasonUser); err != nil {
+			return false, err
+		}
+		c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
+		c.publishLocked(agentik.Event{Type: agentik.EvEnd, ReplyTo: replyTo, Reason: agentik.EndInterrupted})
+		return true, nil
+	}
+	return false, nil
+}
+
 func (h *handle) Messages(ctx context.Context, req agentik.MessagesRequest) (agentik.MessagePage, error) {
 	if req.Limit <= 0 {
 		req.Limit = agentik.DefaultMessagesLimit

@@ -1041,3 +1041,41 @@ func TestPerPrincipalLimits(t *testing.T) {
 		t.Fatalf("bob: %v", err)
 	}
 }
+
+func TestInterruptTurnTargetsOneTurn(t *testing.T) {
+	h := newHarness(t)
+	gate := llmtest.NewGate()
+	h.llm.Enqueue(llmtest.Stream().Role().Content("first").Pause(gate).Finish("stop").Done(), llmtest.Text("third"))
+	c, s := h.conversation()
+	r1 := h.send(c, "one")
+	until(t, s, func(ev agentik.Event) bool { return ev.Text == "first" })
+	r2 := h.send(c, "two")
+	r3 := h.send(c, "three")
+	ti := c.(agentik.TurnInterrupter)
+	// The queued turn is withdrawn and closed; the running one goes on.
+	if ok, err := ti.InterruptTurn(h.ctx, r2.MessageID); !ok || err != nil {
+		t.Fatalf("withdraw queued: %v %v", ok, err)
+	}
+	evs := until(t, s, endOf(r2.MessageID))
+	if last := evs[len(evs)-2]; last.Type != agentik.EvInterrupted || last.ReplyTo != r2.MessageID {
+		t.Fatalf("withdrawn turn: %s", types(evs))
+	}
+	gate.Release()
+	until(t, s, endOf(r3.MessageID))
+	msgs := journal(t, c)
+	var replies []string
+	for _, m := range msgs {
+		if m.Type == agentik.MsgAssistant {
+			replies = append(replies, m.ReplyTo)
+		}
+	}
+	if len(replies) != 2 || replies[0] != r1.MessageID || replies[1] != r3.MessageID {
+		t.Fatalf("answered %v, want turns 1 and 3", replies)
+	}
+	if ok, _ := ti.InterruptTurn(h.ctx, r1.MessageID); ok {
+		t.Fatal("a finished turn reported interrupted")
+	}
+	if open, _ := h.store.OpenTurns(h.ctx); len(open) != 0 {
+		t.Fatalf("open turns %+v", open)
+	}
+}

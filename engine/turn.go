@@ -458,8 +458,15 @@ func (r *turnRun) end(reason string) {
 		tok := r.tokens
 		ev.Tokens = &tok
 	}
+	// The turn is over for everyone at the moment its end is published: a
+	// message sent right after it, or a subscriber joining, sees an idle
+	// conversation.
 	r.c.mu.Lock()
 	r.c.publishLocked(ev)
+	if r.c.running == r.t {
+		r.c.running = nil
+		r.c.partial.Reset()
+	}
 	r.c.mu.Unlock()
 }
 

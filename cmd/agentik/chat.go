@@ -22,7 +22,6 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/config"
-	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
 )
 
@@ -95,35 +94,10 @@ func localAgent(ctx context.Context, cfg config.Config, log *slog.Logger, start 
 			a.close()
 		}
 	}()
-	var err error
-	if a.llm, err = newLLM(cfg, log); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	store, events, closeStore, err := a.openStore(ctx)
-	if err != nil {
+	if err := a.buildEngine(ctx); err != nil {
 		return nil, err
 	}
-	a.onClose = append(a.onClose, closeStore)
-	if err := a.setupTools(ctx); err != nil {
-		return nil, err
-	}
-	eng, err := engine.New(engine.Options{
-		Store:         store,
-		Bus:           events,
-		LLM:           a.llm,
-		Tools:         a.reg,
-		Info:          agentik.AgentInfo{ID: "agentik", Name: "Agentik", Description: "An Agentik agent", Version: versionString()},
-		SystemPrompt:  cfg.SystemPrompt,
-		MaxToolRounds: cfg.MaxToolRounds,
-		ToolTimeout:   cfg.ToolTimeout,
-		TemporalIdle:  cfg.TemporalIdle,
-		OnRestart:     cfg.OnRestart,
-		ImageInput:    a.llm.Info().ImageInput,
-		Logger:        log,
-	})
-	if err != nil {
-		return nil, err
-	}
+	eng := a.eng
 	if start {
 		if err := eng.Start(ctx); err != nil {
 			return nil, err

@@ -4,18 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/mcp"
 )
-
-// mcpSources remembers each app's MCP source for the tools endpoint.
-// (A field of app would be simpler; app lives in serve.go.)
-var mcpSources sync.Map // *app → *mcp.Source
 
 // setupMCP adds the MCP servers of AGENTIK_MCP_CONFIG to the registry. A
 // bad file stops start-up with an error naming the field; servers that
@@ -39,9 +35,8 @@ func (a *app) setupMCP(ctx context.Context) error {
 		KeepAlive:      cfg.KeepAlive,
 	})
 	a.reg.AddSource("mcp", src)
-	mcpSources.Store(a, src)
+	a.mcp = src
 	a.onClose = append(a.onClose, func() {
-		mcpSources.Delete(a)
 		if err := src.Close(); err != nil {
 			a.log.Warn("MCP shutdown", "err", err)
 		}
@@ -71,8 +66,8 @@ func (a *app) mountTools(ctx context.Context) error {
 		if resp.Tools == nil {
 			resp.Tools = []agentik.ToolSpec{}
 		}
-		if src, ok := mcpSources.Load(a); ok {
-			resp.Servers = src.(*mcp.Source).Health()
+		if a.mcp != nil {
+			resp.Servers = a.mcp.Health()
 		}
 		b, err := json.Marshal(resp)
 		if err != nil {
@@ -103,4 +98,18 @@ func writeToolsError(w http.ResponseWriter, err error) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// writeToolHealth prints the health of each MCP server (agentik tools).
+func (a *app) writeToolHealth(w io.Writer) {
+	if a.mcp == nil {
+		return
+	}
+	for _, h := range a.mcp.Health() {
+		fmt.Fprintf(w, "mcp server %s (%s): %s, %d tools", h.Name, h.Transport, h.State, h.Tools)
+		if h.Error != "" {
+			fmt.Fprintf(w, ", error: %s", h.Error)
+		}
+		fmt.Fprintln(w)
+	}
 }

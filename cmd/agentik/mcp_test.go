@@ -76,7 +76,7 @@ func TestToolsCommandListsMCPTools(t *testing.T) {
 		t.Fatalf("agentik tools took %s: the broken server held it up", took)
 	}
 	got := string(out)
-	for _, want := range []string{"current_time\tbuiltin", "lookup_weather\tmcp:weather\tWeather of a city", `"city"`} {
+	for _, want := range []string{"current_time\tbuiltin", "lookup_weather\tmcp:weather\tWeather of a city", `"city"`, "mcp server weather (", ": up, 1 tools"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

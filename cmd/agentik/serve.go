@@ -18,6 +18,7 @@ import (
 	"github.com/agentik/agentik/demollm"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/mcp"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/tools"
 )
@@ -26,13 +27,15 @@ import (
 // in its own file (mcp.go, a2a.go, agui.go, ws.go, auth.go) through the
 // setup and mount methods serve calls in order.
 type app struct {
-	cfg  config.Config
-	log  *slog.Logger
-	llm  agentik.LLM
-	reg  *tools.Registry
-	eng  *engine.Engine
-	mux  *http.ServeMux
-	auth func(*http.Request) (string, error) // nil: open server
+	cfg   config.Config
+	log   *slog.Logger
+	llm   agentik.LLM
+	store agentik.Store
+	reg   *tools.Registry
+	mcp   *mcp.Source // nil without AGENTIK_MCP_CONFIG
+	eng   *engine.Engine
+	mux   *http.ServeMux
+	auth  func(*http.Request) (string, error) // nil: open server
 
 	// onShutdown runs before the engine drains (facades say goodbye to
 	// their clients); onClose runs last, in reverse order (tool sources).
@@ -77,6 +80,48 @@ func (a *app) setupTools(ctx context.Context) error {
 	return a.setupA2AAgents(ctx)
 }
 
+// buildEngine opens the model, the store and the tools and builds the
+// engine on them, as serve and the in-process terminal client both need.
+// Everything it opens is closed by a.close.
+func (a *app) buildEngine(ctx context.Context) error {
+	cfg := a.cfg
+	var err error
+	if a.llm, err = newLLM(cfg, a.log); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	store, events, closeStore, err := a.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	a.store = store
+	a.onClose = append(a.onClose, closeStore)
+	if err := a.setupTools(ctx); err != nil {
+		return err
+	}
+	a.eng, err = engine.New(engine.Options{
+		Store:         store,
+		Bus:           events,
+		LLM:           a.llm,
+		Tools:         a.reg,
+		Info:          agentik.AgentInfo{ID: "agentik", Name: "Agentik", Description: "An Agentik agent", Version: versionString()},
+		SystemPrompt:  cfg.SystemPrompt,
+		MaxToolRounds: cfg.MaxToolRounds,
+		ToolTimeout:   cfg.ToolTimeout,
+		TemporalIdle:  cfg.TemporalIdle,
+		OnRestart:     cfg.OnRestart,
+		ImageInput:    a.llm.Info().ImageInput,
+		Logger:        a.log,
+
+		ContextTokens: cfg.ContextTokensFor(a.llm.Info().Name),
+		SendReasoning: cfg.ReasoningToModel,
+		MaxImageBytes: cfg.MaxImageBytes,
+
+		MaxConcurrentTurns: cfg.Auth.MaxConcurrentTurns,
+		MessagesPerMinute:  cfg.Auth.MessagesPerMinute,
+	})
+	return err
+}
+
 // serve runs the server until SIGTERM/SIGINT, then shuts down gracefully:
 // new messages are refused, running turns get DrainTimeout to finish and are
 // then closed as interrupted, streams end, the store is closed.
@@ -90,45 +135,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err := a.setupAuth(ctx); err != nil {
 		return err
 	}
-	if a.llm, err = newLLM(cfg, log); err != nil {
-		return fmt.Errorf("model: %w", err)
-	}
-	store, events, closeStore, err := a.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeStore()
-	if err := a.setupTools(ctx); err != nil {
-		return err
-	}
-
-	a.eng, err = engine.New(engine.Options{
-		Store:         store,
-		Bus:           events,
-		LLM:           a.llm,
-		Tools:         a.reg,
-		Info:          agentik.AgentInfo{ID: "agentik", Name: "Agentik", Description: "An Agentik agent", Version: versionString()},
-		SystemPrompt:  cfg.SystemPrompt,
-		MaxToolRounds: cfg.MaxToolRounds,
-		ToolTimeout:   cfg.ToolTimeout,
-		TemporalIdle:  cfg.TemporalIdle,
-		OnRestart:     cfg.OnRestart,
-		ImageInput:    a.llm.Info().ImageInput,
-		Logger:        log,
-
-		ContextTokens: cfg.ContextTokensFor(a.llm.Info().Name),
-		SendReasoning: cfg.ReasoningToModel,
-		MaxImageBytes: cfg.MaxImageBytes,
-
-		MaxConcurrentTurns: cfg.Auth.MaxConcurrentTurns,
-		MessagesPerMinute:  cfg.Auth.MessagesPerMinute,
-	})
-	if err != nil {
+	if err := a.buildEngine(ctx); err != nil {
 		return err
 	}
 
 	a.mux = http.NewServeMux()
-	httpapi.MountHealth(a.mux, store.Ping)
+	httpapi.MountHealth(a.mux, a.store.Ping)
 	httpapi.Mount(a.mux, "/agentik", a.eng, httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		KeepAlive:    cfg.KeepAlive,
@@ -197,5 +209,6 @@ func listTools(ctx context.Context, cfg config.Config, w io.Writer, log *slog.Lo
 	for _, s := range a.reg.Snapshot(ctx).Specs() {
 		fmt.Fprintf(w, "%s\t%s\t%s\n\tparameters: %s\n", s.Name, s.Source, s.Description, s.Parameters)
 	}
+	a.writeToolHealth(w)
 	return exitOK
 }

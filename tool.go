@@ -1,6 +1,9 @@
 package agentik
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ToolSpec describes a tool to the model.
 type ToolSpec struct {
@@ -33,4 +36,12 @@ type Tool interface {
 // remote A2A agents). Tools is called at the start of every model call.
 type ToolSource interface {
 	Tools(ctx context.Context) []Tool
+}
+
+// TimeoutTool is a Tool with its own call timeout (an MCP server's
+// configured timeout, say). The engine uses it instead of its default
+// when it is positive.
+type TimeoutTool interface {
+	Tool
+	Timeout() time.Duration
 }

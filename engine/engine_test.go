@@ -1079,3 +1079,25 @@ func TestInterruptTurnTargetsOneTurn(t *testing.T) {
 		t.Fatalf("open turns %+v", open)
 	}
 }
+
+// ownTimeout is a blocking tool with its own, shorter timeout.
+type ownTimeout struct{ blockTool }
+
+func (ownTimeout) Timeout() time.Duration { return 50 * time.Millisecond }
+
+func TestToolsOwnTimeoutOverridesTheDefault(t *testing.T) {
+	bt := ownTimeout{blockTool{started: make(chan struct{})}}
+	h := newHarness(t, func(o *engine.Options) { o.Tools = tools.NewRegistry(bt); o.ToolTimeout = time.Hour })
+	h.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("block", `{}`)), llmtest.Text("ok"))
+	c, s := h.conversation()
+	res := h.send(c, "x")
+	evs := until(t, s, endOf(res.MessageID))
+	if !strings.Contains(types(evs), "tool_failed") {
+		t.Fatalf("events %s", types(evs))
+	}
+	for _, m := range journal(t, c) {
+		if m.Type == agentik.MsgToolResult && !strings.Contains(agentik.JoinText(m.Content), "50ms") {
+			t.Fatalf("result %q does not name the tool's own timeout", agentik.JoinText(m.Content))
+		}
+	}
+}

@@ -366,7 +366,11 @@ func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.Too
 	if !json.Valid(tc.Arguments) || len(tc.Arguments) == 0 || tc.Arguments[0] != '{' {
 		return agentik.ErrorResult("tool arguments must be a JSON object")
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, r.c.e.opts.ToolTimeout)
+	timeout := r.c.e.opts.ToolTimeout
+	if tt, ok := tool.(agentik.TimeoutTool); ok && tt.Timeout() > 0 {
+		timeout = tt.Timeout()
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
@@ -382,7 +386,7 @@ func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.Too
 		}
 		return res
 	case ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil:
-		return agentik.ErrorResult(fmt.Sprintf("the tool did not answer within %s", r.c.e.opts.ToolTimeout))
+		return agentik.ErrorResult(fmt.Sprintf("the tool did not answer within %s", timeout))
 	default:
 		return agentik.ErrorResult("the tool failed: " + err.Error())
 	}

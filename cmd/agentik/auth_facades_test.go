@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/ws"
 )
 
 // TestFacadesCheckTokenAndOwner runs the AG-UI and A2A endpoints with no
@@ -74,6 +75,24 @@ func TestFacadesCheckTokenAndOwner(t *testing.T) {
 	if _, body, _ := do("/a2a", a2aGet, aliceToken); strings.Contains(body, `"error"`) {
 		t.Errorf("A2A get as alice: %s", body)
 	}
+	// WebSocket: the token is checked at the handshake (header, or
+	// ?access_token= since browsers cannot set headers), and attaching to
+	// another principal's conversation is not found.
+	wsURL := "ws" + strings.TrimPrefix(p.url, "http") + "/agentik/ws"
+	for _, tok := range []string{"", "wrong-token-123"} {
+		if _, err := ws.Dial(ctx, wsURL, &ws.DialOptions{Token: tok, ConversationID: id}); wsCode(err) != agentik.EUnauthorized {
+			t.Errorf("WebSocket with token %q: %v", tok, err)
+		}
+	}
+	if _, err := ws.Dial(ctx, wsURL, &ws.DialOptions{Token: bobToken, ConversationID: id}); wsCode(err) != agentik.ENotFound {
+		t.Errorf("WebSocket attach to alice's conversation as bob: %v", err)
+	}
+	wc, err := ws.Dial(ctx, wsURL+"?access_token="+aliceToken, &ws.DialOptions{ConversationID: id})
+	if err != nil {
+		t.Fatalf("WebSocket as alice with access_token: %v", err)
+	}
+	wc.Close()
+
 	// The agent card stays public.
 	resp, err := http.Get(p.url + "/.well-known/agent-card.json")
 	if err != nil || resp.StatusCode != 200 {
@@ -81,3 +100,4 @@ func TestFacadesCheckTokenAndOwner(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -99,5 +100,13 @@ func TestFacadesCheckTokenAndOwner(t *testing.T) {
 		t.Fatalf("card: %v %v", resp.StatusCode, err)
 	}
 	resp.Body.Close()
+	// No token reached the logs, at debug level, on any facade.
+	p.cmd.Process.Signal(os.Interrupt)
+	<-p.done
+	for _, tok := range []string{aliceToken, bobToken, "wrong-token-123"} {
+		if strings.Contains(p.log(), tok) {
+			t.Fatalf("a token reached the logs:\n%s", p.log())
+		}
+	}
 }
 

@@ -191,6 +191,9 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--inprocess", "--binary", "/bin/true"}, false},
 		{[]string{"--ttft", "-1s"}, false},
 		{[]string{"extra"}, false},
+		{[]string{"--levels", "20,100"}, true},
+		{[]string{"--levels", "0"}, false},
+		{[]string{"--levels", "ten"}, false},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)
 		if (err == nil) != tc.ok {

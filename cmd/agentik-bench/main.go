@@ -53,6 +53,7 @@ type flags struct {
 	mdOut      string
 	phases     string
 	cpuProfile string
+	levels     []int
 	ttft       time.Duration
 	chunkDelay time.Duration
 }
@@ -70,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.mdOut, "md", "", "write the results as Markdown tables to this file")
 	fs.StringVar(&f.phases, "phases", strings.Join(allPhases, ","), "comma-separated phases to run")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (use with --inprocess to profile the server)")
+	levels := fs.String("levels", "", "comma-separated concurrency levels (default 1,10,20,100,1000; quick 1,10,20,100)")
 	fs.DurationVar(&f.ttft, "ttft", 0, "the model's time to first token")
 	fs.DurationVar(&f.chunkDelay, "chunk-delay", 0, "the model's delay between chunks (1/tokens per second)")
 	if err := fs.Parse(args); err != nil {
@@ -81,6 +83,15 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	for _, p := range strings.Split(f.phases, ",") {
 		if !slices.Contains(allPhases, p) {
 			return f, fmt.Errorf("unknown phase %q (phases: %s)", p, strings.Join(allPhases, ","))
+		}
+	}
+	if *levels != "" {
+		for _, l := range strings.Split(*levels, ",") {
+			n, err := strconv.Atoi(l)
+			if err != nil || n < 1 || n > 10_000 {
+				return f, fmt.Errorf("bad concurrency level %q (1…10000)", l)
+			}
+			f.levels = append(f.levels, n)
 		}
 	}
 	if f.inProcess && f.binary != "" {
@@ -138,6 +149,9 @@ func bench(ctx context.Context, f flags, progress io.Writer) (*Results, error) {
 	mode := "full"
 	if f.quick {
 		p, mode = quickPlan(), "quick"
+	}
+	if f.levels != nil {
+		p.Levels = f.levels
 	}
 	res := &Results{
 		Started: time.Now().UTC().Format(time.RFC3339), Mode: mode, Server: "binary", Store: "sqlite",

@@ -185,19 +185,23 @@ func (r *runner) latency(ctx context.Context) (err error) {
 		{"plain", promptPlain, 1, &res.Plain},
 		{"one tool call", promptTool, 2, &res.Tool},
 	} {
-		p, err := r.latencyVariant(ctx, a, v.prompt, v.calls)
+		p, err := r.latencyVariant(ctx, t, a, v.prompt, v.calls)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v.name, err)
 		}
 		*v.out = p
-		r.logf("%s turn: agentik p50 %.3f ms p99 %.3f ms | direct p50 %.3f ms p99 %.3f ms | added p50 %.3f ms p99 %.3f ms",
-			v.name, p.Agentik.P50Ms, p.Agentik.P99Ms, p.Direct.P50Ms, p.Direct.P99Ms, p.AddedP50Ms, p.AddedP99Ms)
+		r.logf("%s turn: agentik p50 %.3f ms p99 %.3f ms | direct p50 %.3f ms p99 %.3f ms | added p50 %.3f ms p99 %.3f ms | server CPU %.3f ms/turn",
+			v.name, p.Agentik.P50Ms, p.Agentik.P99Ms, p.Direct.P50Ms, p.Direct.P99Ms, p.AddedP50Ms, p.AddedP99Ms, p.ServerCPUPerTurnMs)
 	}
 	r.res.Latency = res
 	return nil
 }
 
-func (r *runner) latencyVariant(ctx context.Context, a *api, prompt string, calls int) (LatencyPair, error) {
+func (r *runner) latencyVariant(ctx context.Context, t target, a *api, prompt string, calls int) (LatencyPair, error) {
+	cpu0, err := t.CPU()
+	if err != nil {
+		return LatencyPair{}, err
+	}
 	r.model.startRecording()
 	defer r.model.stopRecording()
 	var agentik, direct, pair, ack []time.Duration
@@ -249,6 +253,11 @@ func (r *runner) latencyVariant(ctx context.Context, a *api, prompt string, call
 	p := LatencyPair{Agentik: dist(agentik).rounded(), Direct: dist(direct).rounded(), Pairwise: dist(pair).rounded(), Ack: dist(ack).rounded()}
 	p.AddedP50Ms = round3(p.Agentik.P50Ms - p.Direct.P50Ms)
 	p.AddedP99Ms = round3(p.Agentik.P99Ms - p.Direct.P99Ms)
+	cpu1, err := t.CPU()
+	if err != nil {
+		return p, err
+	}
+	p.ServerCPUPerTurnMs = round3(ms(cpu1-cpu0) / float64(r.plan.LatencyWarmup+r.plan.LatencyTurns))
 	return p, nil
 }
 
@@ -331,19 +340,23 @@ func (r *runner) concurrency(ctx context.Context) (err error) {
 	}
 	defer stop(t, &err)
 	for _, n := range r.plan.Levels {
-		lvl, err := r.level(ctx, a, n)
+		lvl, err := r.level(ctx, t, a, n)
 		if err != nil {
 			return fmt.Errorf("%d conversations: %w", n, err)
 		}
 		r.res.Concurrency = append(r.res.Concurrency, lvl)
-		r.logf("%4d conversations: %7.0f turns/s  p50 %8.3f ms  p99 %8.3f ms  (%d turns, %d errors)",
-			n, lvl.TurnsPerSec, lvl.Latency.P50Ms, lvl.Latency.P99Ms, lvl.Turns, lvl.Errors)
+		r.logf("%4d conversations: %7.0f turns/s  p50 %8.3f ms  p99 %8.3f ms  (%d turns, %d errors, server CPU %.3f ms/turn)",
+			n, lvl.TurnsPerSec, lvl.Latency.P50Ms, lvl.Latency.P99Ms, lvl.Turns, lvl.Errors, lvl.ServerCPUPerTurnMs)
 	}
 	return nil
 }
 
-func (r *runner) level(ctx context.Context, a *api, n int) (ConcurrencyLevel, error) {
+func (r *runner) level(ctx context.Context, t target, a *api, n int) (ConcurrencyLevel, error) {
 	ws, err := openWorkers(ctx, a, n, r.plan.RotateEvery)
+	if err != nil {
+		return ConcurrencyLevel{}, err
+	}
+	cpu0, err := t.CPU()
 	if err != nil {
 		return ConcurrencyLevel{}, err
 	}
@@ -363,6 +376,7 @@ func (r *runner) level(ctx context.Context, a *api, n int) (ConcurrencyLevel, er
 		mu            sync.Mutex
 		lat           []time.Duration
 		completed     atomic.Int64
+		all           atomic.Int64 // every completed turn, warm-up included
 		failed        atomic.Int64
 		firstErr      error
 		wg            sync.WaitGroup
@@ -419,6 +433,7 @@ func (r *runner) level(ctx context.Context, a *api, n int) (ConcurrencyLevel, er
 					}
 					return // a broken connection: this worker is done
 				}
+				all.Add(1)
 				from, end := fromNs.Load(), endNs.Load()
 				if from == 0 {
 					continue
@@ -433,6 +448,10 @@ func (r *runner) level(ctx context.Context, a *api, n int) (ConcurrencyLevel, er
 		}()
 	}
 	wg.Wait()
+	cpu1, err := t.CPU()
+	if err != nil {
+		return ConcurrencyLevel{}, err
+	}
 	if windowNs.Load() == 0 {
 		return ConcurrencyLevel{}, fmt.Errorf("no conversation finished a turn: %v", firstErr)
 	}
@@ -443,6 +462,9 @@ func (r *runner) level(ctx context.Context, a *api, n int) (ConcurrencyLevel, er
 		TurnsPerSec:   round3(float64(completed.Load()) / time.Duration(windowNs.Load()).Seconds()),
 		Latency:       dist(lat).rounded(),
 		Errors:        int(failed.Load()),
+	}
+	if n := all.Load(); n > 0 {
+		lvl.ServerCPUPerTurnMs = round3(ms(cpu1-cpu0) / float64(n))
 	}
 	if firstErr != nil {
 		r.logf("  first error at %d conversations: %v", n, firstErr)

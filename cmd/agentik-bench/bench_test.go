@@ -62,7 +62,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("startup %+v", res.Startup)
 	}
 	for name, p := range map[string]LatencyPair{"plain": res.Latency.Plain, "tool": res.Latency.Tool} {
-		if p.Agentik.N != 10 || p.Direct.N != 10 || p.Pairwise.N != 10 || p.Ack.N != 10 || p.Ack.P50Ms > p.Agentik.P50Ms || p.Agentik.P50Ms <= 0 || p.Direct.P50Ms <= 0 {
+		if p.Agentik.N != 10 || p.Direct.N != 10 || p.Pairwise.N != 10 || p.Ack.N != 10 || p.Ack.P50Ms > p.Agentik.P50Ms || p.ServerCPUPerTurnMs <= 0 || p.Agentik.P50Ms <= 0 || p.Direct.P50Ms <= 0 {
 			t.Errorf("%s latency %+v", name, p)
 		}
 	}
@@ -200,6 +200,27 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("parseFlags(%q) = %v, want ok %v", tc.args, err, tc.ok)
 		}
 	}
+}
+
+func TestCPUTime(t *testing.T) {
+	before, err := cpuTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Burn CPU until the clock tick moves: the reading must follow.
+	deadline := time.Now().Add(5 * time.Second)
+	for x := 0; time.Now().Before(deadline); x++ {
+		if x%1_000_000 == 0 {
+			now, err := cpuTime(os.Getpid())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now > before {
+				return
+			}
+		}
+	}
+	t.Fatal("CPU time did not grow while spinning for 5 s")
 }
 
 func TestDist(t *testing.T) {

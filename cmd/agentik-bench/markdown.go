@@ -16,19 +16,19 @@ func markdown(res *Results) string {
 	p("Model: scripted (llmtest), time to first token %g ms, %g ms between chunks, answers of %d deltas.\n\n", res.Model.TTFTMs, res.Model.ChunkDelayMs, res.Model.AnswerDeltas)
 
 	if res.Latency != nil {
-		p("### 1. Added latency per turn\n\n| turn | direct p50 | direct p99 | agentik p50 | agentik p99 | added p50 | added p99 | 202 ack p50 | n |\n|---|---|---|---|---|---|---|---|---|\n")
+		p("### 1. Added latency per turn\n\n| turn | direct p50 | direct p99 | agentik p50 | agentik p99 | added p50 | added p99 | 202 ack p50 | server CPU per turn | n |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range []struct {
 			name string
 			l    LatencyPair
 		}{{"plain", res.Latency.Plain}, {"one tool call", res.Latency.Tool}} {
-			p("| %s | %.3f ms | %.3f ms | %.3f ms | %.3f ms | **%.3f ms** | %.3f ms | %.3f ms | %d |\n", r.name, r.l.Direct.P50Ms, r.l.Direct.P99Ms, r.l.Agentik.P50Ms, r.l.Agentik.P99Ms, r.l.AddedP50Ms, r.l.AddedP99Ms, r.l.Ack.P50Ms, r.l.Agentik.N)
+			p("| %s | %.3f ms | %.3f ms | %.3f ms | %.3f ms | **%.3f ms** | %.3f ms | %.3f ms | %.3f ms | %d |\n", r.name, r.l.Direct.P50Ms, r.l.Direct.P99Ms, r.l.Agentik.P50Ms, r.l.Agentik.P99Ms, r.l.AddedP50Ms, r.l.AddedP99Ms, r.l.Ack.P50Ms, r.l.ServerCPUPerTurnMs, r.l.Agentik.N)
 		}
 		p("\n")
 	}
 	if len(res.Concurrency) > 0 {
-		p("### 2. Throughput and latency under concurrency\n\n| conversations | turns/s | p50 | p99 | turns | window | errors |\n|---|---|---|---|---|---|---|\n")
+		p("### 2. Throughput and latency under concurrency\n\n| conversations | turns/s | p50 | p99 | turns | window | errors | server CPU per turn |\n|---|---|---|---|---|---|---|---|\n")
 		for _, l := range res.Concurrency {
-			p("| %d | **%.0f** | %.1f ms | %.1f ms | %d | %.1f s | %d |\n", l.Conversations, l.TurnsPerSec, l.Latency.P50Ms, l.Latency.P99Ms, l.Turns, l.Seconds, l.Errors)
+			p("| %d | **%.0f** | %.1f ms | %.1f ms | %d | %.1f s | %d | %.3f ms |\n", l.Conversations, l.TurnsPerSec, l.Latency.P50Ms, l.Latency.P99Ms, l.Turns, l.Seconds, l.Errors, l.ServerCPUPerTurnMs)
 		}
 		p("\n![latency vs concurrency](bench-concurrency.svg)\n\n")
 	}

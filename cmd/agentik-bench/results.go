@@ -71,6 +71,8 @@ type LatencyPair struct {
 	Pairwise Dist `json:"pairwise_added"`
 	// Ack is POST message → 202: the user message committed.
 	Ack Dist `json:"ack"`
+	// ServerCPUPerTurnMs is the server's CPU time per turn (see ConcurrencyLevel).
+	ServerCPUPerTurnMs float64 `json:"server_cpu_per_turn_ms"`
 }
 
 type ConcurrencyLevel struct {
@@ -80,6 +82,10 @@ type ConcurrencyLevel struct {
 	TurnsPerSec   float64 `json:"turns_per_sec"`
 	Latency       Dist    `json:"latency"`
 	Errors        int     `json:"errors"`
+	// ServerCPUPerTurnMs is the server process's CPU time over the whole
+	// level (warm-up included) divided by every turn it completed: a figure
+	// that, unlike turns/s, holds when other work shares the machine.
+	ServerCPUPerTurnMs float64 `json:"server_cpu_per_turn_ms"`
 }
 
 type Relay struct {

@@ -32,6 +32,8 @@ type target interface {
 	Base() string // http://host:port
 	// RSSKB is the resident set size of the server process in KiB.
 	RSSKB() (int64, error)
+	// CPU is the CPU time (user + system) the server process has used.
+	CPU() (time.Duration, error)
 	Stop() error
 }
 
@@ -61,7 +63,8 @@ type proc struct {
 }
 
 func (p *proc) Base() string          { return p.base }
-func (p *proc) RSSKB() (int64, error) { return rssKB(p.cmd.Process.Pid) }
+func (p *proc) RSSKB() (int64, error)       { return rssKB(p.cmd.Process.Pid) }
+func (p *proc) CPU() (time.Duration, error) { return cpuTime(p.cmd.Process.Pid) }
 
 // Stop sends SIGTERM (graceful shutdown) and waits; a server that does not
 // stop within 20 s is killed and that is an error.
@@ -201,6 +204,36 @@ func rssKB(pid int) (int64, error) {
 	return 0, errors.New("no VmRSS in /proc status")
 }
 
+// clockTick is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on
+// every Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// cpuTime reads utime + stime from /proc/<pid>/stat. CPU time, unlike wall
+// time, barely depends on what else the machine runs, so it compares runs
+// made under different loads.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	// After the name: state is field 3, so utime (14) and stime (15) are f[11], f[12].
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(u+s) * clockTick, nil
+}
+
 // logTail keeps the last lines of the server's log for error messages.
 type logTail struct {
 	mu    sync.Mutex
@@ -281,7 +314,8 @@ func startInProcess(ctx context.Context, sc serverConfig) (target, time.Duration
 }
 
 func (p *inProcess) Base() string          { return "http://" + p.ln.Addr().String() }
-func (p *inProcess) RSSKB() (int64, error) { return rssKB(os.Getpid()) }
+func (p *inProcess) RSSKB() (int64, error)       { return rssKB(os.Getpid()) }
+func (p *inProcess) CPU() (time.Duration, error) { return cpuTime(os.Getpid()) }
 
 func (p *inProcess) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

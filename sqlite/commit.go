@@ -23,6 +23,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	seqs := make([]int64, len(w.Events))
 	orders := make([]int64, len(w.Memory))
 	var touched *agentik.AgentEvent
+	images := extractImages(&w)
 
 	err := s.write(ctx, op, func(tx *wtx) error {
 		var owner string
@@ -38,6 +39,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		for i, ev := range w.Events {
 			ev.ConversationID = w.ConversationID
 			ev.Cursor = 0
+			var evImages any
 			if ev.Message != nil {
 				// A copy: the caller's Message is only updated after the
 				// transaction commits.
@@ -46,10 +48,14 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 				m.Seq = nextSeq
 				seqs[i] = nextSeq
 				nextSeq++
-				if err := insertMessage(ctx, tx, &m); err != nil {
+				// The message and its event are stored without image data.
+				var refs any
+				m.Content, refs = images.message(i, &m)
+				if err := insertMessage(ctx, tx, &m, refs); err != nil {
 					return err
 				}
 				ev.Message = &m
+				evImages = refs
 			}
 			if err := closeTurn(ctx, tx, w.ConversationID, &ev); err != nil {
 				return err
@@ -58,7 +64,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			if err != nil {
 				return agentik.WrapError(agentik.EInternal, "encode event", err)
 			}
-			res, err := tx.ExecContext(ctx, qInsertEvent, w.ConversationID, ev.Type, ms(ev.Date), string(payload))
+			res, err := tx.ExecContext(ctx, qInsertEvent, w.ConversationID, ev.Type, ms(ev.Date), string(payload), evImages)
 			if err != nil {
 				return err
 			}
@@ -76,13 +82,18 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			e.Order = nextOrd
 			orders[i] = nextOrd
 			nextOrd++
+			var refs any
+			e.Message.Content, refs = images.memory(i, &e)
 			payload, err := json.Marshal(e)
 			if err != nil {
 				return agentik.WrapError(agentik.EInternal, "encode memory entry", err)
 			}
-			if _, err := tx.ExecContext(ctx, qInsertMemory, w.ConversationID, e.Order, string(payload)); err != nil {
+			if _, err := tx.ExecContext(ctx, qInsertMemory, w.ConversationID, e.Order, string(payload), refs); err != nil {
 				return err
 			}
+		}
+		if err := images.store(ctx, tx, w.ConversationID); err != nil {
+			return err
 		}
 
 		touch := !w.Touch.IsZero()
@@ -124,13 +135,15 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	return out, touched, nil
 }
 
-func insertMessage(ctx context.Context, tx *wtx, m *agentik.Message) error {
+// insertMessage stores m, whose content is already in its stored form, with
+// its images column.
+func insertMessage(ctx context.Context, tx *wtx, m *agentik.Message, images any) error {
 	payload, err := json.Marshal(m)
 	if err != nil {
 		return agentik.WrapError(agentik.EInternal, "encode message", err)
 	}
 	_, err = tx.ExecContext(ctx, qInsertMessage,
-		m.ConversationID, m.Seq, m.ID, m.Type, ms(m.Date), m.ReplyTo, string(payload))
+		m.ConversationID, m.Seq, m.ID, m.Type, ms(m.Date), m.ReplyTo, string(payload), images)
 	return err
 }
 

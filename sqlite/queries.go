@@ -17,21 +17,23 @@ const (
 	qListBefore = "SELECT " + conversationColumns + ` FROM conversations
 		WHERE owner = ? AND updated_at <= ? AND (updated_at < ? OR id < ?)
 		ORDER BY updated_at DESC, id DESC LIMIT ?`
-	qMessagesAfter = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ?
+	qMessagesAfter = `SELECT payload, images FROM messages WHERE conversation_id = ? AND seq > ?
 		ORDER BY seq LIMIT ? OFFSET ?`
-	qMessagesBefore = `SELECT payload FROM messages WHERE conversation_id = ? AND seq > ? AND seq < ?
+	qMessagesBefore = `SELECT payload, images FROM messages WHERE conversation_id = ? AND seq > ? AND seq < ?
 		ORDER BY seq DESC LIMIT ? OFFSET ?`
-	qMessage    = `SELECT payload FROM messages WHERE id = ? AND conversation_id = ?`
-	qEvents     = `SELECT cursor, payload FROM events WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
+	qMessage    = `SELECT payload, images FROM messages WHERE id = ? AND conversation_id = ?`
+	qEvents     = `SELECT cursor, payload, images FROM events WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
 	qLastCursor = `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?),
 		COALESCE((SELECT MAX(cursor) FROM events WHERE conversation_id = ?), 0)`
 	qAgentEvents     = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > ? ORDER BY cursor LIMIT ?`
 	qLastAgentCursor = `SELECT COALESCE(MAX(cursor), 0) FROM agent_events`
-	qMemory          = `SELECT ord, payload FROM memory WHERE conversation_id = ? ORDER BY ord`
+	qMemory          = `SELECT ord, payload, images FROM memory WHERE conversation_id = ? ORDER BY ord`
 	// INDEXED BY: the partial index is the whole point; fail loudly rather
 	// than scan the journals if it ever went missing.
-	qOpenTurns = `SELECT payload FROM messages INDEXED BY messages_open_turns
+	qOpenTurns = `SELECT payload, images FROM messages INDEXED BY messages_open_turns
 		WHERE type = 'user_message' AND closed = 0 ORDER BY conversation_id, seq`
+	// One stored image, only read for rows that reference images.
+	qImage = `SELECT data FROM images WHERE sha256 = ?`
 )
 
 // Writes.
@@ -43,14 +45,20 @@ const (
 	qDelete             = `DELETE FROM conversations WHERE id = ? RETURNING owner`
 	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload) VALUES (?, ?, ?, ?, ?)`
 	qCommitConversation = `SELECT owner, next_seq, next_ord FROM conversations WHERE id = ?`
-	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`
-	qInsertEvent = `INSERT INTO events (conversation_id, type, date, payload) VALUES (?, ?, ?, ?)`
+	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	qInsertEvent = `INSERT INTO events (conversation_id, type, date, payload, images) VALUES (?, ?, ?, ?, ?)`
 	// closed is only ever set on a user message of the same conversation.
 	qCloseTurn = `UPDATE messages SET closed = 1
 		WHERE id = ? AND conversation_id = ? AND type = 'user_message' AND closed = 0`
-	qDropMemory        = `DELETE FROM memory WHERE conversation_id = ? AND ord <= ?`
-	qInsertMemory      = `INSERT INTO memory (conversation_id, ord, payload) VALUES (?, ?, ?)`
+	qDropMemory   = `DELETE FROM memory WHERE conversation_id = ? AND ord <= ?`
+	qInsertMemory = `INSERT INTO memory (conversation_id, ord, payload, images) VALUES (?, ?, ?, ?)`
+	// An image a conversation mentions for the first time takes a reference
+	// (see migrations/0002); one it already mentions changes nothing.
+	qReferenceImage = `INSERT INTO conversation_images (conversation_id, sha256) VALUES (?, ?)
+		ON CONFLICT DO NOTHING`
+	qInsertImage = `INSERT INTO images (sha256, data, refs) VALUES (?, ?, 1)
+		ON CONFLICT (sha256) DO UPDATE SET refs = refs + 1`
 	qUpdateAfterCommit = `UPDATE conversations SET
 		next_seq = ?, next_ord = ?,
 		tokens_in = tokens_in + ?, tokens_out = tokens_out + ?,
@@ -60,11 +68,11 @@ const (
 
 var readQueries = []string{
 	qExists, qGetConversation, qList, qListBefore, qMessagesAfter, qMessagesBefore, qMessage,
-	qEvents, qLastCursor, qAgentEvents, qLastAgentCursor, qMemory, qOpenTurns,
+	qEvents, qLastCursor, qAgentEvents, qLastAgentCursor, qMemory, qOpenTurns, qImage,
 }
 
 var writeQueries = []string{
 	qExists, qGetConversation, qInsertConversation, qRename, qDelete, qInsertAgentEvent,
 	qCommitConversation, qInsertMessage, qInsertEvent, qCloseTurn, qDropMemory, qInsertMemory,
-	qUpdateAfterCommit,
+	qUpdateAfterCommit, qReferenceImage, qInsertImage,
 }

@@ -35,8 +35,12 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 	}
 	msgs := []agentik.Message{}
 	err := s.read(ctx, "messages "+conversationID, func(r *reader) error {
+		var withImages []pending
 		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
-			m, err := scanMessage(rows)
+			m, refs, err := scanMessage(rows)
+			if refs != "" {
+				withImages = append(withImages, pending{len(msgs), refs})
+			}
 			msgs = append(msgs, m)
 			return err
 		}, query, args...); err != nil {
@@ -45,7 +49,7 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 		if len(msgs) == 0 {
 			return exists(ctx, r, conversationID)
 		}
-		return nil
+		return restoreConversation(ctx, r, conversationID, withImages, func(i int) []agentik.Content { return msgs[i].Content })
 	})
 	if err != nil {
 		return nil, false, err
@@ -65,26 +69,33 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik.Message, error) {
 	var m agentik.Message
 	err := s.read(ctx, "message "+id, func(r *reader) error {
+		var refs string
 		var err error
-		m, err = scanMessage(r.QueryRowContext(ctx, qMessage, id, conversationID))
+		m, refs, err = scanMessage(r.QueryRowContext(ctx, qMessage, id, conversationID))
 		if errors.Is(err, sql.ErrNoRows) {
 			return agentik.Errorf(agentik.ENotFound, "message %s not found", id)
 		}
-		return err
+		if err != nil || refs == "" {
+			return err
+		}
+		return restoreConversation(ctx, r, conversationID, []pending{{0, refs}}, func(int) []agentik.Content { return m.Content })
 	})
 	return m, err
 }
 
-func scanMessage(row scanner) (agentik.Message, error) {
+// scanMessage reads a message row (payload, images) and returns the message
+// as stored and its images column ("" when its content is all inline).
+func scanMessage(row scanner) (agentik.Message, string, error) {
 	var payload []byte
+	var refs sql.NullString
 	var m agentik.Message
-	if err := row.Scan(&payload); err != nil {
-		return m, err
+	if err := row.Scan(&payload, &refs); err != nil {
+		return m, "", err
 	}
 	if err := json.Unmarshal(payload, &m); err != nil {
-		return m, agentik.WrapError(agentik.EInternal, "decode message", err)
+		return m, "", agentik.WrapError(agentik.EInternal, "decode message", err)
 	}
-	return m, nil
+	return m, refs.String, nil
 }
 
 // Events returns up to limit events of the conversation after the cursor,
@@ -95,10 +106,12 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 	}
 	evs := []agentik.Event{}
 	err := s.read(ctx, "events "+conversationID, func(r *reader) error {
+		var withImages []pending
 		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
 			var ev agentik.Event
 			var payload []byte
-			if err := rows.Scan(&ev.Cursor, &payload); err != nil {
+			var refs sql.NullString
+			if err := rows.Scan(&ev.Cursor, &payload, &refs); err != nil {
 				return err
 			}
 			cursor := ev.Cursor
@@ -106,6 +119,12 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 				return agentik.WrapError(agentik.EInternal, "decode event", err)
 			}
 			ev.Cursor = cursor
+			if refs.String != "" {
+				if ev.Message == nil {
+					return agentik.Errorf(agentik.EInternal, "decode event %d: images without a message", cursor)
+				}
+				withImages = append(withImages, pending{len(evs), refs.String})
+			}
 			evs = append(evs, ev)
 			return nil
 		}, qEvents, conversationID, after, limit); err != nil {
@@ -114,7 +133,7 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 		if len(evs) == 0 {
 			return exists(ctx, r, conversationID)
 		}
-		return nil
+		return restoreConversation(ctx, r, conversationID, withImages, func(i int) []agentik.Content { return evs[i].Message.Content })
 	})
 	if err != nil {
 		return nil, err
@@ -185,10 +204,12 @@ func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
 func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
 	entries := []agentik.MemoryEntry{}
 	err := s.read(ctx, "memory "+conversationID, func(r *reader) error {
+		var withImages []pending
 		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
 			var ord int64
 			var payload []byte
-			if err := rows.Scan(&ord, &payload); err != nil {
+			var refs sql.NullString
+			if err := rows.Scan(&ord, &payload, &refs); err != nil {
 				return err
 			}
 			var e agentik.MemoryEntry
@@ -196,6 +217,9 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 				return agentik.WrapError(agentik.EInternal, "decode memory entry", err)
 			}
 			e.Order = ord
+			if refs.String != "" {
+				withImages = append(withImages, pending{len(entries), refs.String})
+			}
 			entries = append(entries, e)
 			return nil
 		}, qMemory, conversationID); err != nil {
@@ -204,7 +228,7 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 		if len(entries) == 0 {
 			return exists(ctx, r, conversationID)
 		}
-		return nil
+		return restoreConversation(ctx, r, conversationID, withImages, func(i int) []agentik.Content { return entries[i].Message.Content })
 	})
 	if err != nil {
 		return nil, err
@@ -218,16 +242,43 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 	msgs := []agentik.Message{}
 	err := s.read(ctx, "open turns", func(r *reader) error {
-		return queryEach(ctx, r, func(rows *sql.Rows) error {
-			m, err := scanMessage(rows)
+		var withImages []pending
+		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
+			m, refs, err := scanMessage(rows)
+			if refs != "" {
+				withImages = append(withImages, pending{len(msgs), refs})
+			}
 			msgs = append(msgs, m)
 			return err
-		}, qOpenTurns)
+		}, qOpenTurns); err != nil {
+			return err
+		}
+		// A turn whose images are gone belongs to a conversation deleted
+		// since the query: it is no longer open.
+		missing, err := restoreImages(ctx, r, withImages, func(i int) []agentik.Content { return msgs[i].Content })
+		msgs = dropIndexes(msgs, missing)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return msgs, nil
+}
+
+// dropIndexes removes the elements at the ascending indexes drop.
+func dropIndexes[T any](s []T, drop []int) []T {
+	if len(drop) == 0 {
+		return s
+	}
+	out := s[:0]
+	for i, v := range s {
+		if len(drop) > 0 && drop[0] == i {
+			drop = drop[1:]
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 // queryEach runs a query and calls fn for each row.

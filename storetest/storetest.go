@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) agentik.Store) {
 		{"MessagesLimits", testMessagesLimits},
 		{"MessageByID", testMessageByID},
 		{"RoundTrip", testRoundTrip},
+		{"Images", testImages},
 		{"Events", testEvents},
 		{"AgentEvents", testAgentEvents},
 		{"OpenTurns", testOpenTurns},

@@ -56,7 +56,18 @@ type Write struct {
 	Touch Time
 	// Tokens are added to the conversation's running totals.
 	Tokens TurnTokens
+	// Fence, when non-zero, makes the write conditional on the turn lease
+	// it was made under: a store shared by several processes (PostgreSQL)
+	// commits it only while Fence is still the conversation's current lease
+	// epoch, and otherwise returns ErrFenced and changes nothing, so a
+	// process that lost the lease without noticing can never add to a turn
+	// that another process now runs. Stores used by one process ignore it.
+	Fence int64
 }
+
+// ErrFenced is returned (wrapped) by Commit for a Write whose Fence is no
+// longer the conversation's lease epoch: another process took the lease.
+var ErrFenced = Errorf(EConflict, "the turn lease was taken over by another process")
 
 // Store keeps conversations, journals, working memory, durable events and
 // agent events. Implementations are safe for concurrent use. Cursors come
@@ -160,6 +171,9 @@ func (w Write) Validate() error {
 	}
 	if w.DropMemoryThrough < 0 {
 		return Errorf(EInvalid, "commit: negative memory order")
+	}
+	if w.Fence < 0 {
+		return Errorf(EInvalid, "commit: negative fence")
 	}
 	for _, ev := range w.Events {
 		if !Durable(ev.Type) {

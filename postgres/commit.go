@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/jackc/pgx/v5"
@@ -25,94 +27,102 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	orders := make([]int64, len(w.Memory))
 	var touched *agentik.AgentEvent
 
-	err := s.write(ctx, op, func(tx pgx.Tx) error {
+	err := s.pipelined(ctx, op, func(lock *pgx.Batch) func() (*pgx.Batch, error) {
 		var owner string
-		var nextSeq, nextOrd int64
-		err := tx.QueryRow(ctx, qCommitConversation, w.ConversationID).Scan(&owner, &nextSeq, &nextOrd)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound(w.ConversationID)
-		}
-		if err != nil {
+		var nextSeq, nextOrd, epoch int64
+		lock.Queue(qCommitConversation, w.ConversationID).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&owner, &nextSeq, &nextOrd, &epoch)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return notFound(w.ConversationID)
+			}
 			return err
-		}
-
-		var batch pgx.Batch
-		payloads := make([]string, len(w.Events))
-		for i, ev := range w.Events {
-			ev.ConversationID = w.ConversationID
-			ev.Cursor = 0
-			if ev.Message != nil {
-				// A copy: the caller's Message is only updated after the
-				// transaction commits.
-				m := *ev.Message
-				m.ConversationID = w.ConversationID
-				m.Seq = nextSeq
-				seqs[i] = nextSeq
-				nextSeq++
-				mp, err := json.Marshal(&m)
-				if err != nil {
-					return agentik.WrapError(agentik.EInternal, "encode message", err)
-				}
-				batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, string(mp))
-				ev.Message = &m
+		})
+		return func() (*pgx.Batch, error) {
+			// The row lock taken above is what makes the fence atomic: a new
+			// lease holder's epoch increment waits for this transaction, and
+			// once it committed no write made under the old epoch passes.
+			if w.Fence != 0 && epoch != w.Fence {
+				return nil, fmt.Errorf("lease epoch %d, write made under %d: %w", epoch, w.Fence, agentik.ErrFenced)
 			}
-			if replyTo := closes(&ev); replyTo != "" {
-				batch.Queue(qCloseTurn, replyTo, w.ConversationID)
-			}
-			p, err := json.Marshal(ev)
-			if err != nil {
-				return agentik.WrapError(agentik.EInternal, "encode event", err)
-			}
-			payloads[i] = string(p)
-		}
-		if w.DropMemoryThrough > 0 {
-			batch.Queue(qDropMemory, w.ConversationID, w.DropMemoryThrough)
-		}
-		for i, e := range w.Memory {
-			e.Order = nextOrd
-			orders[i] = nextOrd
-			nextOrd++
-			p, err := json.Marshal(e)
-			if err != nil {
-				return agentik.WrapError(agentik.EInternal, "encode memory entry", err)
-			}
-			batch.Queue(qInsertMemory, w.ConversationID, e.Order, string(p))
-		}
-		touch := !w.Touch.IsZero()
-		batch.Queue(qUpdateAfterCommit, nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID)
-		if err := tx.SendBatch(ctx, &batch).Close(); err != nil {
-			return err
-		}
-
-		// The cursor counters are taken last: their locks serialise every
-		// writer of the database, so they are held only for the inserts
-		// and the commit.
-		if len(w.Events) > 0 {
-			first, err := allocate(ctx, tx, "events", len(w.Events))
-			if err != nil {
-				return err
-			}
-			var evBatch pgx.Batch
+			batch := &pgx.Batch{}
+			payloads := make([]string, len(w.Events))
 			for i, ev := range w.Events {
-				out[i].Cursor = first + int64(i)
-				evBatch.Queue(qInsertEvent, out[i].Cursor, w.ConversationID, ev.Type, ev.Date.Time, payloads[i])
+				ev.ConversationID = w.ConversationID
+				ev.Cursor = 0
+				if ev.Message != nil {
+					// A copy: the caller's Message is only updated after the
+					// transaction commits.
+					m := *ev.Message
+					m.ConversationID = w.ConversationID
+					m.Seq = nextSeq
+					seqs[i] = nextSeq
+					nextSeq++
+					mp, err := json.Marshal(&m)
+					if err != nil {
+						return nil, agentik.WrapError(agentik.EInternal, "encode message", err)
+					}
+					batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, string(mp))
+					ev.Message = &m
+				}
+				if replyTo := closes(&ev); replyTo != "" {
+					batch.Queue(qCloseTurn, replyTo, w.ConversationID)
+				}
+				p, err := json.Marshal(ev)
+				if err != nil {
+					return nil, agentik.WrapError(agentik.EInternal, "encode event", err)
+				}
+				payloads[i] = string(p)
 			}
-			if err := tx.SendBatch(ctx, &evBatch).Close(); err != nil {
-				return err
+			if w.DropMemoryThrough > 0 {
+				batch.Queue(qDropMemory, w.ConversationID, w.DropMemoryThrough)
 			}
+			for i, e := range w.Memory {
+				e.Order = nextOrd
+				orders[i] = nextOrd
+				nextOrd++
+				p, err := json.Marshal(e)
+				if err != nil {
+					return nil, agentik.WrapError(agentik.EInternal, "encode memory entry", err)
+				}
+				batch.Queue(qInsertMemory, w.ConversationID, e.Order, string(p))
+			}
+			touch := !w.Touch.IsZero()
+			batch.Queue(qUpdateAfterCommit, nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID)
+
+			// The cursor counters come last: their row locks serialise every
+			// writer of the database until commit. In one pipeline with the
+			// commit they are held for the server's work only, never across
+			// a network round trip.
+			if n := int64(len(w.Events)); n > 0 {
+				batch.Queue(qAllocate, n, "events").QueryRow(func(row pgx.Row) error {
+					var last int64
+					if err := row.Scan(&last); err != nil {
+						return err
+					}
+					for i := range out {
+						out[i].Cursor = last - n + 1 + int64(i)
+					}
+					return nil
+				})
+				for i, ev := range w.Events {
+					batch.Queue(qInsertEventAllocated, n-1-int64(i), w.ConversationID, ev.Type, ev.Date.Time, payloads[i])
+				}
+			}
+			if touch {
+				at := agentik.TimeOf(w.Touch.Time)
+				touched = &agentik.AgentEvent{
+					Date:           at,
+					Type:           agentik.AgentEvTouched,
+					ConversationID: w.ConversationID,
+					UpdatedAt:      at,
+					Owner:          owner,
+				}
+				if err := queueAgentEvent(batch, touched); err != nil {
+					return nil, err
+				}
+			}
+			return batch, nil
 		}
-		if touch {
-			at := agentik.TimeOf(w.Touch.Time)
-			touched = &agentik.AgentEvent{
-				Date:           at,
-				Type:           agentik.AgentEvTouched,
-				ConversationID: w.ConversationID,
-				UpdatedAt:      at,
-				Owner:          owner,
-			}
-			return insertAgentEvent(ctx, tx, touched)
-		}
-		return nil
 	})
 	if err != nil {
 		return nil, nil, err
@@ -133,6 +143,61 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		w.Memory[i].Order = orders[i]
 	}
 	return out, touched, nil
+}
+
+// pipelined runs one transaction in two round trips: BEGIN with the
+// statements lock queues, then — once their results are in — the batch
+// the returned func builds, with COMMIT at its end. A failure anywhere
+// rolls everything back. (pgx's Tx would spend a round trip on BEGIN and
+// one on COMMIT, and one per dependent statement in between.)
+func (s *Store) pipelined(ctx context.Context, op string, lock func(b *pgx.Batch) func() (*pgx.Batch, error)) error {
+	if s.isClosed() {
+		return fmt.Errorf("%s: %w", op, unavailable(errors.New("store closed")))
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	// A connection still inside a transaction when released (a failed
+	// ROLLBACK) is closed by the pool, never reused.
+	defer conn.Release()
+	first := &pgx.Batch{}
+	first.Queue("BEGIN")
+	next := lock(first)
+	err = conn.SendBatch(ctx, first).Close()
+	var second *pgx.Batch
+	if err == nil {
+		second, err = next()
+	}
+	if err == nil {
+		second.Queue("COMMIT")
+		err = conn.SendBatch(ctx, second).Close()
+	}
+	if err != nil {
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			conn.Exec(rctx, "ROLLBACK") //nolint:errcheck // the pool drops a connection left in a transaction
+			cancel()
+		}
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	return nil
+}
+
+// queueAgentEvent queues the insert of ev with the next agent-event cursor
+// (allocated in the same batch) and sets ev.Cursor when the batch runs.
+func queueAgentEvent(b *pgx.Batch, ev *agentik.AgentEvent) error {
+	e := *ev
+	e.Cursor = 0
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return agentik.WrapError(agentik.EInternal, "encode agent event", err)
+	}
+	b.Queue(qAllocate, int64(1), "agent_events").QueryRow(func(row pgx.Row) error {
+		return row.Scan(&ev.Cursor)
+	})
+	b.Queue(qInsertAgentEventAllocated, e.ConversationID, e.Owner, e.Type, e.Date.Time, string(payload))
+	return nil
 }
 
 // closes returns the user message whose turn ev closes (SPEC §2), or "". An

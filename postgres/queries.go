@@ -52,10 +52,15 @@ const (
 	qDelete             = `DELETE FROM conversations WHERE id = $1 RETURNING owner`
 	qAllocate           = `UPDATE cursors SET last = last + $1 WHERE name = $2 RETURNING last`
 	qInsertAgentEvent   = `INSERT INTO agent_events (cursor, conversation_id, owner, type, date, payload) VALUES ($1, $2, $3, $4, $5, $6)`
-	qCommitConversation = `SELECT owner, next_seq, next_ord FROM conversations WHERE id = $1 FOR UPDATE`
+	qCommitConversation = `SELECT owner, next_seq, next_ord, lease_epoch FROM conversations WHERE id = $1 FOR UPDATE`
 	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`
-	qInsertEvent = `INSERT INTO events (cursor, conversation_id, type, date, payload) VALUES ($1, $2, $3, $4, $5)`
+	// An event or agent event whose cursor was allocated just before in the
+	// same transaction: the counter (as this transaction set it) minus $1.
+	qInsertEventAllocated = `INSERT INTO events (cursor, conversation_id, type, date, payload)
+		VALUES ((SELECT last FROM cursors WHERE name = 'events') - $1, $2, $3, $4, $5)`
+	qInsertAgentEventAllocated = `INSERT INTO agent_events (cursor, conversation_id, owner, type, date, payload)
+		VALUES ((SELECT last FROM cursors WHERE name = 'agent_events'), $1, $2, $3, $4, $5)`
 	// closed is only ever set on a user message of the same conversation.
 	qCloseTurn = `UPDATE messages SET closed = true
 		WHERE id = $1 AND conversation_id = $2 AND type = 'user_message' AND NOT closed`

@@ -93,6 +93,31 @@ func (c *conv) idleSince(now time.Time) time.Duration {
 	return now.Sub(c.lastActive)
 }
 
+// abandonPendingLocked closes the turn waiting for client tool results with
+// interrupted{busy_policy}: a new turn goes first and the results can no
+// longer be used. Caller holds mu.
+func (c *conv) abandonPendingLocked() {
+	p := c.pending
+	c.pending = nil
+	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	defer cancel()
+	if err := c.closeInterrupted(ctx, p.user.ID, agentik.ReasonBusyPolicy); err != nil {
+		c.e.log.Error("close abandoned client-tool turn", "conversation", c.id, "reply_to", p.user.ID, "err", err)
+	}
+}
+
+// dropMemoryIfIdle frees the cached working memory of a conversation idle
+// for longer than d; the next turn reads it from the store again. The turn
+// loop only touches the cache while looping, which mu guards.
+func (c *conv) dropMemoryIfIdle(now time.Time, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.looping || c.running != nil || len(c.queue) > 0 || c.pending != nil || now.Sub(c.lastActive) <= d {
+		return
+	}
+	c.memory, c.memoryLoaded = nil, false
+}
+
 func (c *conv) info(rec agentik.ConversationRecord) agentik.ConversationInfo {
 	info := infoOf(rec, c.e.opts.ImageInput)
 	info.Working = c.isWorking()

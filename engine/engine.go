@@ -130,6 +130,9 @@ type Engine struct {
 
 	mu       sync.Mutex
 	live     map[string]*conv
+	loadMu   sync.RWMutex // loads (read) against deletes (write)
+
+	streamsClosed bool // Shutdown waits for streams: no new ones
 	draining bool
 	started  bool
 
@@ -245,6 +248,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		<-drained
 	}
 	e.cancelBase()
+	e.mu.Lock()
+	e.streamsClosed = true
+	e.mu.Unlock()
 	e.streams.Wait()
 	e.janitor.Wait()
 	return nil
@@ -326,15 +332,20 @@ func (e *Engine) ListConversations(ctx context.Context, req agentik.ListRequest)
 		return agentik.ConversationList{}, fmt.Errorf("list conversations: %w", err)
 	}
 	out := agentik.ConversationList{Conversations: make([]agentik.ConversationInfo, 0, len(recs)), Next: next}
+	live := make([]*conv, len(recs))
 	e.mu.Lock()
-	for _, r := range recs {
+	for i, r := range recs {
+		live[i] = e.live[r.ID]
+	}
+	e.mu.Unlock()
+	// isWorking takes conv.mu, which is never taken under e.mu.
+	for i, r := range recs {
 		info := infoOf(r, e.opts.ImageInput)
-		if c := e.live[r.ID]; c != nil {
-			info.Working = c.isWorking()
+		if live[i] != nil {
+			info.Working = live[i].isWorking()
 		}
 		out.Conversations = append(out.Conversations, info)
 	}
-	e.mu.Unlock()
 	return out, nil
 }
 
@@ -349,6 +360,7 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 	c.queue, c.pending = nil, nil // nothing left to answer
 	c.mu.Unlock()
 	c.interrupt(agentik.ReasonUser)
+	e.loadMu.Lock()
 	e.agentMu.Lock()
 	ev, err := c.store.DeleteConversation(ctx, id, agentik.Now())
 	if err == nil {
@@ -358,6 +370,7 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 		e.publishAgentLocked(ev, c.temporal)
 	}
 	e.agentMu.Unlock()
+	e.loadMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}
@@ -408,6 +421,10 @@ func (e *Engine) load(ctx context.Context, id string) (*conv, error) {
 	if c != nil {
 		return c, nil
 	}
+	// A delete cannot run between reading the record and making it live:
+	// the deleted conversation would come back to life.
+	e.loadMu.RLock()
+	defer e.loadMu.RUnlock()
 	rec, err := e.opts.Store.GetConversation(ctx, id)
 	if err != nil {
 		if agentik.IsNotFound(err) {
@@ -446,7 +463,8 @@ func (e *Engine) publishAgentLocked(ev agentik.AgentEvent, temporal bool) {
 	e.opts.Bus.PublishAgent(ev)
 }
 
-// sweepTemporal closes temporal conversations idle past TemporalIdle.
+// sweepTemporal closes temporal conversations idle past TemporalIdle and
+// frees the cached working memory of other conversations idle that long.
 func (e *Engine) sweepTemporal() {
 	defer e.janitor.Done()
 	every := e.opts.TemporalIdle / 4
@@ -460,16 +478,35 @@ func (e *Engine) sweepTemporal() {
 		case <-e.baseCtx.Done():
 			return
 		case now := <-t.C:
-			var idle []*conv
 			e.mu.Lock()
-			for id, c := range e.live {
+			convs := make([]*conv, 0, len(e.live))
+			for _, c := range e.live {
+				convs = append(convs, c)
+			}
+			e.mu.Unlock()
+			// conv.mu is never taken under e.mu: check each conversation
+			// alone, then remove the idle temporal ones that are still live.
+			var idle []*conv
+			for _, c := range convs {
 				if c.temporal && c.idleSince(now) > e.opts.TemporalIdle {
 					idle = append(idle, c)
-					delete(e.live, id)
+				} else if !c.temporal {
+					c.dropMemoryIfIdle(now, e.opts.TemporalIdle)
 				}
+			}
+			e.mu.Lock()
+			for i, c := range idle {
+				if e.live[c.id] != c {
+					idle[i] = nil
+					continue
+				}
+				delete(e.live, c.id)
 			}
 			e.mu.Unlock()
 			for _, c := range idle {
+				if c == nil {
+					continue
+				}
 				c.interrupt(agentik.ReasonUser)
 				if _, err := e.temp.DeleteConversation(e.baseCtx, c.id, agentik.Now()); err != nil && !agentik.IsNotFound(err) {
 					e.log.Warn("close idle temporal conversation", "conversation", c.id, "err", err)

@@ -1101,3 +1101,86 @@ func TestToolsOwnTimeoutOverridesTheDefault(t *testing.T) {
 		}
 	}
 }
+
+func TestListWhileSendingDoesNotDeadlock(t *testing.T) {
+	h := newHarness(t)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := h.eng.ListConversations(h.ctx, agentik.ListRequest{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var senders sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			c, s := h.conversation()
+			for j := 0; j < 3; j++ {
+				res := h.send(c, "hi")
+				until(t, s, endOf(res.MessageID))
+			}
+		}()
+	}
+	senders.Wait()
+	close(stop)
+	wg.Wait()
+}
+
+func TestInterruptDuringToolKeepsTextOnce(t *testing.T) {
+	bt := blockTool{started: make(chan struct{})}
+	h := newHarness(t, func(o *engine.Options) { o.Tools = tools.NewRegistry(bt); o.ToolTimeout = time.Hour })
+	h.llm.Enqueue(llmtest.Stream().Role().Content("Let me check.").ToolCall(0, "call_b", "block", "{}").Finish("tool_calls").Done())
+	c, s := h.conversation()
+	res := h.send(c, "go")
+	<-bt.started
+	c.Interrupt(h.ctx)
+	until(t, s, endOf(res.MessageID))
+	n := 0
+	for _, m := range journal(t, c) {
+		if m.Type == agentik.MsgAssistant {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the text before the tool call was journaled %d times: %s", n, journalTypes(journal(t, c)))
+	}
+}
+
+func TestQueuedTurnClosesTheTurnWaitingForClientTools(t *testing.T) {
+	h := newHarness(t)
+	pick := agentik.ToolSpec{Name: "pick", Parameters: agentik.RawJSON(`{"type":"object"}`)}
+	gate := llmtest.NewGate()
+	h.llm.Enqueue(llmtest.Stream().Role().Pause(gate).ToolCall(0, "call_p", "pick", "{}").Finish("tool_calls").Done(), llmtest.Text("second"))
+	c, s := h.conversation()
+	r1, _ := c.Send(h.ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("a")}, ClientTools: []agentik.ToolSpec{pick}})
+	<-gate.Reached()
+	r2 := h.send(c, "b") // queued behind the turn that will wait for the client
+	gate.Release()
+	evs := until(t, s, endOf(r2.MessageID))
+	var closed bool
+	for _, ev := range evs {
+		if ev.Type == agentik.EvInterrupted && ev.ReplyTo == r1.MessageID && ev.Reason == agentik.ReasonBusyPolicy {
+			closed = true
+		}
+	}
+	if !closed {
+		t.Fatalf("the waiting turn was not closed: %s", types(evs))
+	}
+	if open, _ := h.store.OpenTurns(h.ctx); len(open) != 0 {
+		t.Fatalf("open turns %+v", open)
+	}
+}

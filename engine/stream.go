@@ -163,7 +163,14 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 	c.writeMu.Unlock()
 	c.mu.Unlock()
 
-	e.streams.Add(1)
+	if !e.addStream() {
+		c.mu.Lock()
+		delete(c.streams, s)
+		c.mu.Unlock()
+		sub.Close()
+		s.Close()
+		return nil, agentik.Errorf(agentik.EUnavailable, "the agent is shutting down")
+	}
 	go func() {
 		defer e.streams.Done()
 		defer sub.Close()
@@ -256,7 +263,11 @@ func (e *Engine) Events(ctx context.Context, after int64) (agentik.Stream[agenti
 		return nil, err
 	}
 
-	e.streams.Add(1)
+	if !e.addStream() {
+		sub.Close()
+		s.Close()
+		return nil, agentik.Errorf(agentik.EUnavailable, "the agent is shutting down")
+	}
 	go func() {
 		defer e.streams.Done()
 		defer sub.Close()
@@ -312,4 +323,16 @@ func (e *Engine) feedAgent(s *stream[agentik.AgentEvent], sub agentik.Subscriber
 			}
 		}
 	}
+}
+
+// addStream counts a new stream goroutine unless Shutdown has begun to wait
+// for them (a WaitGroup must not grow from zero while it is waited on).
+func (e *Engine) addStream() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.streamsClosed {
+		return false
+	}
+	e.streams.Add(1)
+	return true
 }

@@ -47,6 +47,9 @@ func (c *conv) loop() {
 		}
 		q := c.queue[0]
 		c.queue = c.queue[1:]
+		if c.pending != nil && q.resume == nil {
+			c.abandonPendingLocked() // another turn starts: the waiting one is over
+		}
 		user := q.user
 		ctx, cancel := context.WithCancel(agentik.WithConversation(c.e.baseCtx, c.id))
 		t := &turn{user: user, cancel: cancel}
@@ -112,8 +115,13 @@ func (r *turnRun) run(resume *pendingRound) error {
 	} else if !c.hasUserEntry(r.t.user.ID) {
 		entry := agentik.MemoryEntry{SourceID: r.t.user.ID, ReplyTo: r.t.user.ID,
 			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: r.t.user.Content}}
-		if err := c.appendMemory(r.ctx, agentik.Write{Memory: []agentik.MemoryEntry{entry}}); err != nil {
-			return err
+		// Written even if an interrupt arrives now: the user's message must
+		// be in the context of later turns.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout)
+		err := c.appendMemory(wctx, agentik.Write{Memory: []agentik.MemoryEntry{entry}})
+		cancel()
+		if err != nil {
+			return &turnError{code: CodeStoreError, details: "the turn could not be stored", err: err}
 		}
 	}
 	for round := 0; round < c.e.opts.MaxToolRounds; round++ {
@@ -254,6 +262,9 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	if _, err := c.commit(r.ctx, agentik.Write{Events: evs}); err != nil {
 		return r.storeErr(err)
 	}
+	// The text is journaled: an interrupt from here on must not keep it
+	// again as a partial answer.
+	r.text, r.reason = "", ""
 	// A new model call starts a new response phase for joiners.
 	c.mu.Lock()
 	c.phase = ""

@@ -203,7 +203,7 @@ func parseServer(field, name string, raw json.RawMessage, getenv func(string) st
 			return s, fmt.Errorf("%s.type: stdio needs a \"command\", not a \"url\"", field)
 		}
 		if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
-			return s, fmt.Errorf("%s.url: want an http:// or https:// URL, got %q", field, s.URL)
+			return s, fmt.Errorf("%s.url: want an http:// or https:// URL", field) // the URL may hold a secret: not echoed
 		}
 		if s.Transport == "" {
 			s.Transport = TransportAuto

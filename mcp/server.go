@@ -100,7 +100,7 @@ func (s *server) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("MCP server cannot be reached; retrying", "err", err, "retry_in", backoff)
+			s.log.Warn("MCP server cannot be reached; retrying", "err", s.redact(err.Error()), "retry_in", backoff)
 			s.setRetry(StateFailed, err.Error(), backoff)
 			markFirst()
 			if !sleep(ctx, backoff) {
@@ -145,7 +145,7 @@ func (s *server) run(ctx context.Context) {
 		s.mu.Lock()
 		s.restarts++
 		s.mu.Unlock()
-		s.log.Warn("MCP server connection lost; reconnecting", "reason", why, "retry_in", backoff)
+		s.log.Warn("MCP server connection lost; reconnecting", "reason", s.redact(why), "retry_in", backoff)
 		s.setRetry(StateDown, why, backoff)
 		if !sleep(ctx, backoff) {
 			return
@@ -185,7 +185,7 @@ func (s *server) serve(ctx context.Context, sess *sdk.ClientSession, sessCtx con
 				if isConnErr(err) {
 					return "listing tools failed: " + err.Error()
 				}
-				s.log.Warn("MCP tools/list failed; keeping the previous list", "err", err)
+				s.log.Warn("MCP tools/list failed; keeping the previous list", "err", s.redact(err.Error()))
 			}
 		}
 	}
@@ -364,7 +364,7 @@ func (s *server) setState(state, errText string) {
 	if s.state != state {
 		s.since = time.Now()
 	}
-	s.state, s.lastErr = state, errText
+	s.state, s.lastErr = state, s.redact(errText)
 	s.nextRetry = time.Time{}
 	s.mu.Unlock()
 }
@@ -429,7 +429,7 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (a
 	case errors.Is(err, context.DeadlineExceeded) && s.cfg.Timeout > 0:
 		return agentik.ErrorResult(fmt.Sprintf("the MCP server %q did not answer within %s", s.cfg.Name, s.cfg.Timeout)), nil
 	}
-	s.log.Debug("MCP tool call failed", "tool", name, "err", err)
+	s.log.Debug("MCP tool call failed", "tool", name, "err", s.redact(err.Error()))
 	if isConnErr(err) {
 		// Reconnect now rather than at the next failed keep-alive, unless
 		// the session was already replaced.
@@ -441,7 +441,11 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (a
 		}
 		return agentik.ErrorResult(fmt.Sprintf("the MCP server %q cannot be reached; reconnecting, try again later", s.cfg.Name)), nil
 	}
-	return errorResult(s.cfg.Name, err), nil
+	out := errorResult(s.cfg.Name, err)
+	for i := range out.Content {
+		out.Content[i].Text = s.redact(out.Content[i].Text)
+	}
+	return out, nil
 }
 
 // isConnErr reports a failure of the connection rather than of the call:
@@ -552,4 +556,23 @@ func schemaOf(in any) agentik.RawJSON {
 	}
 	b, _ := json.Marshal(m)
 	return b
+}
+
+// redact removes the server URL's query and user info from text: the URL
+// may carry a secret (…/mcp?api_key=${KEY}), and error texts reach logs,
+// the tools endpoint and tool results.
+func (s *server) redact(text string) string {
+	if s.cfg.URL == "" || text == "" {
+		return text
+	}
+	safe := s.cfg.URL
+	if u, err := url.Parse(s.cfg.URL); err == nil {
+		u.User, u.RawQuery, u.Fragment = nil, "", ""
+		safe = u.String()
+	}
+	text = strings.ReplaceAll(text, s.cfg.URL, safe)
+	if u, err := url.Parse(s.cfg.URL); err == nil && u.RawQuery != "" {
+		text = strings.ReplaceAll(text, u.RawQuery, "[redacted]")
+	}
+	return text
 }

@@ -13,6 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/postgres"
+	"github.com/agentik/agentik/sqlite"
 )
 
 // plan sizes every phase; fullPlan is what docs/benchmarks.md reports,
@@ -71,7 +75,8 @@ var allPhases = []string{"startup", "latency", "concurrency", "memory", "length"
 // runner runs the phases against fresh servers and fills res.
 type runner struct {
 	plan   plan
-	server serverConfig // binary, pgDSN, model; dbPath is set per server
+	server serverConfig // binary and model; the database is set per server
+	pg     *pgSchemas   // --pg: a fresh schema per server; nil for SQLite
 	dir    string       // scratch directory for databases
 	model  *model
 	hc     *http.Client
@@ -85,16 +90,55 @@ func (r *runner) logf(format string, args ...any) {
 	fmt.Fprintf(r.out, "[%6.1fs] %s\n", time.Since(r.t0).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// newDB returns a fresh database path (unused with --pg).
-func (r *runner) newDB() string {
+// newDB returns a fresh, empty database: a SQLite path, or with --pg the DSN
+// of a new schema.
+func (r *runner) newDB(ctx context.Context) (string, error) {
+	if r.pg != nil {
+		return r.pg.fresh(ctx)
+	}
 	r.dbs++
-	return filepath.Join(r.dir, "bench-"+strconv.Itoa(r.dbs)+".db")
+	return filepath.Join(r.dir, "bench-"+strconv.Itoa(r.dbs)+".db"), nil
+}
+
+// openStore opens db with the store the server uses for it, for seeding.
+func (r *runner) openStore(ctx context.Context, db string) (agentik.Store, error) {
+	if r.pg != nil {
+		return postgres.Open(ctx, db, postgres.Options{})
+	}
+	return sqlite.Open(ctx, db)
+}
+
+// seed creates a fresh database holding one conversation of n messages.
+func (r *runner) seed(ctx context.Context, n int) (db, conv string, err error) {
+	if db, err = r.newDB(ctx); err != nil {
+		return "", "", err
+	}
+	store, err := r.openStore(ctx, db)
+	if err != nil {
+		return "", "", err
+	}
+	defer store.Close()
+	conv, err = seedConversation(ctx, store, n)
+	return db, conv, err
+}
+
+// startFresh runs a server on a fresh database.
+func (r *runner) startFresh(ctx context.Context) (target, *api, time.Duration, error) {
+	db, err := r.newDB(ctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return r.start(ctx, db)
 }
 
 // start runs a server on db and returns it with a client for it.
 func (r *runner) start(ctx context.Context, db string) (target, *api, time.Duration, error) {
 	sc := r.server
-	sc.dbPath = db
+	if r.pg != nil {
+		sc.pgDSN = db
+	} else {
+		sc.dbPath = db
+	}
 	t, d, err := startTarget(ctx, sc)
 	if err != nil {
 		return nil, nil, 0, err
@@ -150,7 +194,7 @@ func (r *runner) startup(ctx context.Context) error {
 	}
 	var ds []time.Duration
 	for range r.plan.StartupRuns {
-		t, _, d, err := r.start(ctx, r.newDB())
+		t, _, d, err := r.startFresh(ctx)
 		if err != nil {
 			return err
 		}
@@ -171,7 +215,7 @@ func (r *runner) startup(ctx context.Context) error {
 // latency (1): one turn at a time, each followed by a direct replay of the
 // very requests the server made to the model, so both see the same load.
 func (r *runner) latency(ctx context.Context) (err error) {
-	t, a, _, err := r.start(ctx, r.newDB())
+	t, a, _, err := r.startFresh(ctx)
 	if err != nil {
 		return err
 	}
@@ -334,7 +378,7 @@ func openWorkers(ctx context.Context, a *api, n, rotate int) ([]*worker, error) 
 // turns completed inside the measuring window; latency is that of the turns
 // started inside it.
 func (r *runner) concurrency(ctx context.Context) (err error) {
-	t, a, _, err := r.start(ctx, r.newDB())
+	t, a, _, err := r.startFresh(ctx)
 	if err != nil {
 		return err
 	}
@@ -482,7 +526,7 @@ func (r *runner) level(ctx context.Context, t target, a *api, n int) (Concurrenc
 // RSS is read after Settle: the Go runtime returns freed memory lazily, so the
 // figures include garbage not yet collected and are upper bounds.
 func (r *runner) memory(ctx context.Context) (err error) {
-	t, a, _, err := r.start(ctx, r.newDB())
+	t, a, _, err := r.startFresh(ctx)
 	if err != nil {
 		return err
 	}
@@ -726,11 +770,6 @@ func (r *runner) relay(ctx context.Context, a *api, n, deltas int, rc *relayConv
 // length (4): turn latency in a conversation that already holds n journal
 // messages, seeded straight into the database before the server starts.
 func (r *runner) length(ctx context.Context) error {
-	if r.server.pgDSN != "" {
-		r.res.Notes = append(r.res.Notes, "length: skipped with --pg (seeding writes SQLite directly)")
-		r.logf("skipped with --pg")
-		return nil
-	}
 	for _, n := range r.plan.Lengths {
 		p, err := r.lengthPoint(ctx, n)
 		if err != nil {
@@ -744,9 +783,8 @@ func (r *runner) length(ctx context.Context) error {
 }
 
 func (r *runner) lengthPoint(ctx context.Context, n int) (p LengthPoint, err error) {
-	db := r.newDB()
 	t0 := time.Now()
-	conv, err := seedConversation(ctx, db, n)
+	db, conv, err := r.seed(ctx, n)
 	if err != nil {
 		return p, err
 	}
@@ -784,13 +822,7 @@ func (r *runner) lengthPoint(ctx context.Context, n int) (p LengthPoint, err err
 // replay (5): a client reconnecting with after=0 to a conversation holding
 // ReplayEvents durable events, timed until the last one arrived.
 func (r *runner) replay(ctx context.Context) (err error) {
-	if r.server.pgDSN != "" {
-		r.res.Notes = append(r.res.Notes, "replay: skipped with --pg (seeding writes SQLite directly)")
-		r.logf("skipped with --pg")
-		return nil
-	}
-	db := r.newDB()
-	conv, err := seedConversation(ctx, db, r.plan.ReplayEvents)
+	db, conv, err := r.seed(ctx, r.plan.ReplayEvents)
 	if err != nil {
 		return err
 	}

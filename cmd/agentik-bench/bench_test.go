@@ -2,16 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/sqlite"
+	"github.com/jackc/pgx/v5"
 )
 
 // tinyPlan runs every phase of the quick mode with small sizes: the point is
@@ -35,14 +38,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Skip("builds and runs the server binary")
 	}
 	dir := t.TempDir()
-	var extra []string
-	if raceEnabled {
-		extra = append(extra, "-race")
-	}
-	bin, err := buildBinary(t.Context(), dir, extra...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testBinary(t)
 	m := newModel(0, 0)
 	defer m.Close()
 	var progress bytes.Buffer
@@ -148,20 +144,114 @@ func TestBenchEndToEnd(t *testing.T) {
 	}
 }
 
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// testBinary builds the server once per test run, with -race when the tests
+// run with it (the instrumented packages are then already in the build cache).
+func testBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "agentik-bench-test-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		var extra []string
+		if raceEnabled {
+			extra = append(extra, "-race")
+		}
+		binPath, binErr = buildBinary(context.Background(), dir, extra...)
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// TestBenchPostgres runs the phases that touch the database against the
+// binary on PostgreSQL (AGENTIK_TEST_DATABASE_URL, as the postgres package's
+// tests use): fresh schemas per server, seeding through postgres.Store, and
+// every schema dropped afterwards.
+func TestBenchPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server binary")
+	}
+	dsn := os.Getenv("AGENTIK_TEST_DATABASE_URL")
+	if dsn == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("AGENTIK_TEST_DATABASE_URL is not set: the bench's --pg mode must be tested in CI")
+		}
+		t.Skip("AGENTIK_TEST_DATABASE_URL is not set")
+	}
+	bin := testBinary(t)
+	m := newModel(0, 0)
+	defer m.Close()
+	var progress bytes.Buffer
+	res := &Results{Mode: "test", Server: "binary", Store: "postgres"}
+	p := tinyPlan()
+	p.Levels = []int{3}
+	pg := &pgSchemas{dsn: dsn}
+	r := &runner{plan: p, dir: t.TempDir(), hc: newHTTPClient(), out: &progress, t0: time.Now(), res: res, model: m, pg: pg,
+		server: serverConfig{binary: bin, model: m.URL()}}
+	err := r.run(t.Context(), []string{"latency", "concurrency", "length", "replay"})
+	created := append([]string(nil), pg.created...)
+	if derr := pg.dropAll(); derr != nil {
+		t.Error(derr)
+	}
+	if err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	t.Logf("progress:\n%s", progress.String())
+	if res.Latency == nil || res.Latency.Plain.Agentik.N != p.LatencyTurns || len(res.Concurrency) != 1 || res.Concurrency[0].Turns == 0 ||
+		len(res.Length) != 2 || res.Length[1].Latency.N != p.LengthTurns || res.Replay == nil || res.Replay.Events != p.ReplayEvents {
+		t.Fatalf("results %+v", res)
+	}
+	if len(created) != 5 { // latency, concurrency, two lengths, replay
+		t.Errorf("%d schemas created, want 5", len(created))
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	for _, s := range created {
+		var n int
+		if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1", s).Scan(&n); err != nil || n != 0 {
+			t.Errorf("schema %s still there (%d, %v)", s, n, err)
+		}
+	}
+	for _, tg := range evaluate(res) {
+		if strings.Contains(tg.Name, "(SQLite)") && !tg.Missing {
+			t.Errorf("the SQLite target is claimed on PostgreSQL: %+v", tg)
+		}
+	}
+}
+
 // TestSeedConversation checks the seeded journal is what the length and
 // replay phases claim: n messages, seqs 1…n, durable events for each, a
 // bounded working memory and no turn left open for the server to resume.
 func TestSeedConversation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "seed.db")
-	id, err := seedConversation(t.Context(), path, 2501) // odd: rounded up to 2502
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlite.Open(t.Context(), path)
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "seed.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	id, err := seedConversation(t.Context(), s, 2501) // odd: rounded up to 2502
+	if err != nil {
+		t.Fatal(err)
+	}
 	page, _, err := s.Messages(t.Context(), id, agentik.MessagesRequest{Before: 1 << 40, Limit: 2})
 	if err != nil || len(page) != 2 || page[1].Seq != 2502 || page[1].Type != agentik.MsgAssistant || page[1].ReplyTo != page[0].ID {
 		t.Fatalf("newest page %+v, %v", page, err)
@@ -189,6 +279,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--quick", "--json", "x.json", "--svg", "docs", "--phases", "latency,replay"}, true},
 		{[]string{"--phases", "latency,nope"}, false},
 		{[]string{"--inprocess", "--binary", "/bin/true"}, false},
+		{[]string{"--inprocess", "--pg", "postgres://x"}, false},
 		{[]string{"--ttft", "-1s"}, false},
 		{[]string{"extra"}, false},
 		{[]string{"--levels", "20,100"}, true},

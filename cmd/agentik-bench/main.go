@@ -64,7 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.binary, "binary", "", "agentik binary to run (default: build ./cmd/agentik into a temporary directory)")
 	fs.BoolVar(&f.inProcess, "inprocess", false, "run the server stack inside the bench instead of the binary (for --cpuprofile; memory figures then include the bench)")
-	fs.StringVar(&f.pg, "pg", "", "PostgreSQL DSN: run the server with AGENTIK_DATABASE_URL instead of SQLite")
+	fs.StringVar(&f.pg, "pg", "", "PostgreSQL DSN: run the server with AGENTIK_DATABASE_URL instead of SQLite (each server gets a fresh schema in that database, dropped at the end)")
 	fs.BoolVar(&f.quick, "quick", false, "a short run of every phase (under a minute)")
 	fs.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&f.svgDir, "svg", "", "write the plots (bench-concurrency.svg, bench-length.svg) into this directory")
@@ -93,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 			}
 			f.levels = append(f.levels, n)
 		}
+	}
+	if f.inProcess && f.pg != "" {
+		return f, errors.New("--inprocess runs SQLite only; --pg needs the server binary")
 	}
 	if f.inProcess && f.binary != "" {
 		return f, errors.New("--inprocess and --binary exclude each other")
@@ -162,7 +165,14 @@ func bench(ctx context.Context, f flags, progress io.Writer) (*Results, error) {
 		res.Store = "postgres"
 	}
 	r := &runner{plan: p, dir: dir, hc: newHTTPClient(), out: progress, t0: time.Now(), res: res}
-	r.server.pgDSN = f.pg
+	if f.pg != "" {
+		r.pg = &pgSchemas{dsn: f.pg}
+		defer func() {
+			if err := r.pg.dropAll(); err != nil {
+				r.logf("%v", err)
+			}
+		}()
+	}
 	switch {
 	case f.inProcess:
 		res.Server = "in-process"

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/sqlite"
 )
 
 // seedMemory is how many working-memory entries a seeded conversation keeps.
@@ -14,18 +13,13 @@ import (
 // whole journal would measure the model's context, not the runtime.
 const seedMemory = 20
 
-// seedConversation writes a conversation holding n journal messages (n/2
-// answered user/assistant exchanges, so no turn is left open for the server
-// to resume) (rounded up to even) straight into the SQLite file at path, with the same Store.Commit
-// the server uses, in batches of 1,000 messages. It returns the
-// conversation's id.
-func seedConversation(ctx context.Context, path string, n int) (string, error) {
+// seedConversation writes a conversation holding n journal messages (rounded
+// up to even: n/2 answered user/assistant exchanges, so no turn is left open
+// for the server to resume) straight into the server's database, with the
+// same Store.Commit the server uses, 1,000 messages per transaction. It
+// returns the conversation's id.
+func seedConversation(ctx context.Context, store agentik.Store, n int) (string, error) {
 	n += n % 2 // whole exchanges only
-	store, err := sqlite.Open(ctx, path)
-	if err != nil {
-		return "", err
-	}
-	defer store.Close()
 	now := agentik.Now()
 	rec := agentik.ConversationRecord{ID: agentik.NewID(), Title: fmt.Sprintf("seeded %d", n), CreatedAt: now, UpdatedAt: now}
 	if _, err := store.CreateConversation(ctx, rec); err != nil {

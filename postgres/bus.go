@@ -403,11 +403,12 @@ func (b *Bus) catchUpEvents(to int64) {
 	defer cancel()
 	for b.delivered < to {
 		var evs []agentik.Event
-		err := queryEach(ctx, b.s.pool, func(rows pgx.Rows) error {
-			ev, err := scanEvent(rows)
-			evs = append(evs, ev)
-			return err
-		}, qEventsRange, b.delivered, to, ids, catchUpPage)
+		var withImages []pending
+		err := queryEach(ctx, b.s.pool, scanEvents(&evs, &withImages), qEventsRange, b.delivered, to, ids, catchUpPage)
+		var missing []int
+		if err == nil {
+			missing, err = restoreImages(ctx, b.s.pool, withImages, func(i int) []agentik.Content { return evs[i].Message.Content })
+		}
 		if err != nil {
 			if b.ctx.Err() == nil {
 				b.log.Warn("bus: cannot read events from the store; cutting off subscribers", "err", err)
@@ -416,14 +417,19 @@ func (b *Bus) catchUpEvents(to int64) {
 			b.delivered = to
 			return
 		}
-		for _, ev := range evs {
+		page := len(evs)
+		if page == catchUpPage {
+			b.delivered = evs[page-1].Cursor
+		}
+		// An event whose images are gone belongs to a conversation deleted
+		// since the query; its subscribers are about to see it deleted.
+		for _, ev := range dropIndexes(evs, missing) {
 			b.local.Publish(ev)
 		}
-		if len(evs) < catchUpPage {
+		if page < catchUpPage {
 			b.delivered = to
 			return
 		}
-		b.delivered = evs[len(evs)-1].Cursor
 	}
 }
 

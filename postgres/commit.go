@@ -26,6 +26,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	seqs := make([]int64, len(w.Events))
 	orders := make([]int64, len(w.Memory))
 	var touched *agentik.AgentEvent
+	images := extractImages(&w)
 
 	err := s.pipelined(ctx, op, func(lock *pgx.Batch) func() (*pgx.Batch, error) {
 		var owner string
@@ -46,6 +47,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			}
 			batch := &pgx.Batch{}
 			payloads := make([]string, len(w.Events))
+			evImages := make([]*string, len(w.Events))
 			for i, ev := range w.Events {
 				ev.ConversationID = w.ConversationID
 				ev.Cursor = 0
@@ -57,11 +59,13 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 					m.Seq = nextSeq
 					seqs[i] = nextSeq
 					nextSeq++
+					// The message and its event are stored without image data.
+					m.Content, evImages[i] = images.message(i, &m)
 					mp, err := json.Marshal(&m)
 					if err != nil {
 						return nil, agentik.WrapError(agentik.EInternal, "encode message", err)
 					}
-					batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, string(mp))
+					batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, string(mp), evImages[i])
 					ev.Message = &m
 				}
 				if replyTo := closes(&ev); replyTo != "" {
@@ -80,12 +84,16 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 				e.Order = nextOrd
 				orders[i] = nextOrd
 				nextOrd++
+				var refs *string
+				e.Message.Content, refs = images.memory(i, &e)
 				p, err := json.Marshal(e)
 				if err != nil {
 					return nil, agentik.WrapError(agentik.EInternal, "encode memory entry", err)
 				}
-				batch.Queue(qInsertMemory, w.ConversationID, e.Order, string(p))
+				batch.Queue(qInsertMemory, w.ConversationID, e.Order, string(p), refs)
 			}
+			// Image rows are locked in hash order, before the cursor counters.
+			images.queue(batch, w.ConversationID)
 			touch := !w.Touch.IsZero()
 			batch.Queue(qUpdateAfterCommit, nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID)
 
@@ -105,7 +113,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 					return nil
 				})
 				for i, ev := range w.Events {
-					batch.Queue(qInsertEventAllocated, n-1-int64(i), w.ConversationID, ev.Type, ev.Date.Time, payloads[i])
+					batch.Queue(qInsertEventAllocated, n-1-int64(i), w.ConversationID, ev.Type, ev.Date.Time, payloads[i], evImages[i])
 				}
 			}
 			if touch {

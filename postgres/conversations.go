@@ -161,12 +161,27 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 }
 
 // DeleteConversation removes the conversation; foreign keys cascade to its
-// journal, events and memory. The deleted agent event stays.
+// journal, events, memory and image references, whose trigger deletes the
+// images no other conversation references (migrations/0003). The deleted
+// agent event stays.
 func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Time) (agentik.AgentEvent, error) {
 	var ev agentik.AgentEvent
 	err := s.write(ctx, "delete conversation "+id, func(tx pgx.Tx) error {
+		// Locks in Commit's order — the conversation, then its images by
+		// hash — before the cascade takes the images in whatever order it
+		// finds them.
 		var owner string
-		err := tx.QueryRow(ctx, qDelete, id).Scan(&owner)
+		err := tx.QueryRow(ctx, qLockConversation, id).Scan(&owner)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, qLockImages, id); err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, qDelete, id).Scan(&owner)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound(id)
 		}

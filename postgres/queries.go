@@ -17,26 +17,26 @@ const (
 	qListBefore = "SELECT " + conversationColumns + ` FROM conversations
 		WHERE owner = $1 AND (updated_at, id) < ($2, $3)
 		ORDER BY updated_at DESC, id DESC LIMIT $4`
-	qMessagesAfter = `SELECT payload FROM messages WHERE conversation_id = $1 AND seq > $2
+	qMessagesAfter = `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2
 		ORDER BY seq LIMIT $3 OFFSET $4`
-	qMessagesBefore = `SELECT payload FROM messages WHERE conversation_id = $1 AND seq > $2 AND seq < $3
+	qMessagesBefore = `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2 AND seq < $3
 		ORDER BY seq DESC LIMIT $4 OFFSET $5`
-	qMessage    = `SELECT payload FROM messages WHERE id = $1 AND conversation_id = $2`
-	qEvents     = `SELECT cursor, payload FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
+	qMessage    = `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`
+	qEvents     = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
 	qLastCursor = `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1),
 		COALESCE((SELECT MAX(cursor) FROM events WHERE conversation_id = $1), 0)`
 	qAgentEvents     = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > $1 ORDER BY cursor LIMIT $2`
 	qLastAgentCursor = `SELECT COALESCE(MAX(cursor), 0) FROM agent_events`
-	qMemory          = `SELECT ord, payload FROM memory WHERE conversation_id = $1 ORDER BY ord`
-	qOpenTurns       = `SELECT payload FROM messages
+	qMemory          = `SELECT ord, payload, images FROM memory WHERE conversation_id = $1 ORDER BY ord`
+	qOpenTurns       = `SELECT payload, images FROM messages
 		WHERE type = 'user_message' AND NOT closed ORDER BY conversation_id, seq`
 	// Used by the Coordinator: one conversation's open turns, in seq order.
-	qOpenTurnsOf = `SELECT payload FROM messages
+	qOpenTurnsOf = `SELECT payload, images FROM messages
 		WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed ORDER BY seq`
 	// Used by the Bus: the newest committed cursors, and the events of the
 	// conversations it has subscribers for in a cursor range.
 	qCounters    = `SELECT name, last FROM cursors`
-	qEventsRange = `SELECT cursor, payload FROM events
+	qEventsRange = `SELECT cursor, payload, images FROM events
 		WHERE cursor > $1 AND cursor <= $2 AND conversation_id = ANY($3)
 		ORDER BY cursor LIMIT $4`
 	qAgentEventsRange = `SELECT cursor, owner, payload FROM agent_events
@@ -53,19 +53,19 @@ const (
 	qAllocate           = `UPDATE cursors SET last = last + $1 WHERE name = $2 RETURNING last`
 	qInsertAgentEvent   = `INSERT INTO agent_events (cursor, conversation_id, owner, type, date, payload) VALUES ($1, $2, $3, $4, $5, $6)`
 	qCommitConversation = `SELECT owner, next_seq, next_ord, lease_epoch FROM conversations WHERE id = $1 FOR UPDATE`
-	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	// An event or agent event whose cursor was allocated just before in the
 	// same transaction: the counter (as this transaction set it) minus $1.
-	qInsertEventAllocated = `INSERT INTO events (cursor, conversation_id, type, date, payload)
-		VALUES ((SELECT last FROM cursors WHERE name = 'events') - $1, $2, $3, $4, $5)`
+	qInsertEventAllocated = `INSERT INTO events (cursor, conversation_id, type, date, payload, images)
+		VALUES ((SELECT last FROM cursors WHERE name = 'events') - $1, $2, $3, $4, $5, $6)`
 	qInsertAgentEventAllocated = `INSERT INTO agent_events (cursor, conversation_id, owner, type, date, payload)
 		VALUES ((SELECT last FROM cursors WHERE name = 'agent_events'), $1, $2, $3, $4, $5)`
 	// closed is only ever set on a user message of the same conversation.
 	qCloseTurn = `UPDATE messages SET closed = true
 		WHERE id = $1 AND conversation_id = $2 AND type = 'user_message' AND NOT closed`
 	qDropMemory        = `DELETE FROM memory WHERE conversation_id = $1 AND ord <= $2`
-	qInsertMemory      = `INSERT INTO memory (conversation_id, ord, payload) VALUES ($1, $2, $3)`
+	qInsertMemory      = `INSERT INTO memory (conversation_id, ord, payload, images) VALUES ($1, $2, $3, $4)`
 	qUpdateAfterCommit = `UPDATE conversations SET
 		next_seq = $1, next_ord = $2,
 		tokens_in = tokens_in + $3, tokens_out = tokens_out + $4,

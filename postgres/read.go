@@ -33,8 +33,12 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 	}
 	msgs := []agentik.Message{}
 	err := s.read(ctx, "messages "+conversationID, func(q querier) error {
+		var withImages []pending
 		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
-			m, err := scanMessage(rows)
+			m, refs, err := scanMessage(rows)
+			if refs != "" {
+				withImages = append(withImages, pending{len(msgs), refs})
+			}
 			msgs = append(msgs, m)
 			return err
 		}, query, args...); err != nil {
@@ -43,7 +47,7 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 		if len(msgs) == 0 {
 			return exists(ctx, q, conversationID)
 		}
-		return nil
+		return restoreConversation(ctx, q, conversationID, withImages, func(i int) []agentik.Content { return msgs[i].Content })
 	})
 	if err != nil {
 		return nil, false, err
@@ -63,40 +67,75 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik.Message, error) {
 	var m agentik.Message
 	err := s.read(ctx, "message "+id, func(q querier) error {
+		var refs string
 		var err error
-		m, err = scanMessage(q.QueryRow(ctx, qMessage, id, conversationID))
+		m, refs, err = scanMessage(q.QueryRow(ctx, qMessage, id, conversationID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return agentik.Errorf(agentik.ENotFound, "message %s not found", id)
 		}
-		return err
+		if err != nil || refs == "" {
+			return err
+		}
+		return restoreConversation(ctx, q, conversationID, []pending{{0, refs}}, func(int) []agentik.Content { return m.Content })
 	})
 	return m, err
 }
 
-func scanMessage(row pgx.Row) (agentik.Message, error) {
+// scanMessage reads a message row (payload, images) and returns the message
+// as stored and its images column ("" when its content is all inline).
+func scanMessage(row pgx.Row) (agentik.Message, string, error) {
 	var payload []byte
+	var refs *string
 	var m agentik.Message
-	if err := row.Scan(&payload); err != nil {
-		return m, err
+	if err := row.Scan(&payload, &refs); err != nil {
+		return m, "", err
 	}
 	if err := json.Unmarshal(payload, &m); err != nil {
-		return m, agentik.WrapError(agentik.EInternal, "decode message", err)
+		return m, "", agentik.WrapError(agentik.EInternal, "decode message", err)
 	}
-	return m, nil
+	if refs == nil {
+		return m, "", nil
+	}
+	return m, *refs, nil
 }
 
-func scanEvent(rows pgx.Rows) (agentik.Event, error) {
+// scanEvent reads an event row (cursor, payload, images) and returns the
+// event as stored and its images column.
+func scanEvent(rows pgx.Rows) (agentik.Event, string, error) {
 	var ev agentik.Event
 	var cursor int64
 	var payload []byte
-	if err := rows.Scan(&cursor, &payload); err != nil {
-		return ev, err
+	var refs *string
+	if err := rows.Scan(&cursor, &payload, &refs); err != nil {
+		return ev, "", err
 	}
 	if err := json.Unmarshal(payload, &ev); err != nil {
-		return ev, agentik.WrapError(agentik.EInternal, "decode event", err)
+		return ev, "", agentik.WrapError(agentik.EInternal, "decode event", err)
 	}
 	ev.Cursor = cursor
-	return ev, nil
+	if refs == nil {
+		return ev, "", nil
+	}
+	if ev.Message == nil {
+		return ev, "", agentik.Errorf(agentik.EInternal, "decode event %d: images without a message", cursor)
+	}
+	return ev, *refs, nil
+}
+
+// scanEvents returns fn for queryEach that appends event rows to evs,
+// noting those with images in withImages.
+func scanEvents(evs *[]agentik.Event, withImages *[]pending) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		ev, refs, err := scanEvent(rows)
+		if err != nil {
+			return err
+		}
+		if refs != "" {
+			*withImages = append(*withImages, pending{len(*evs), refs})
+		}
+		*evs = append(*evs, ev)
+		return nil
+	}
 }
 
 func scanAgentEvent(rows pgx.Rows) (agentik.AgentEvent, error) {
@@ -131,17 +170,14 @@ func limitArg(limit int) any {
 func (s *Store) Events(ctx context.Context, conversationID string, after int64, limit int) ([]agentik.Event, error) {
 	evs := []agentik.Event{}
 	err := s.read(ctx, "events "+conversationID, func(q querier) error {
-		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
-			ev, err := scanEvent(rows)
-			evs = append(evs, ev)
-			return err
-		}, qEvents, conversationID, after, limitArg(limit)); err != nil {
+		var withImages []pending
+		if err := queryEach(ctx, q, scanEvents(&evs, &withImages), qEvents, conversationID, after, limitArg(limit)); err != nil {
 			return err
 		}
 		if len(evs) == 0 {
 			return exists(ctx, q, conversationID)
 		}
-		return nil
+		return restoreConversation(ctx, q, conversationID, withImages, func(i int) []agentik.Content { return evs[i].Message.Content })
 	})
 	if err != nil {
 		return nil, err
@@ -195,10 +231,12 @@ func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
 func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
 	entries := []agentik.MemoryEntry{}
 	err := s.read(ctx, "memory "+conversationID, func(q querier) error {
+		var withImages []pending
 		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
 			var ord int64
 			var payload []byte
-			if err := rows.Scan(&ord, &payload); err != nil {
+			var refs *string
+			if err := rows.Scan(&ord, &payload, &refs); err != nil {
 				return err
 			}
 			var e agentik.MemoryEntry
@@ -206,6 +244,9 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 				return agentik.WrapError(agentik.EInternal, "decode memory entry", err)
 			}
 			e.Order = ord
+			if refs != nil && *refs != "" {
+				withImages = append(withImages, pending{len(entries), *refs})
+			}
 			entries = append(entries, e)
 			return nil
 		}, qMemory, conversationID); err != nil {
@@ -214,7 +255,7 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 		if len(entries) == 0 {
 			return exists(ctx, q, conversationID)
 		}
-		return nil
+		return restoreConversation(ctx, q, conversationID, withImages, func(i int) []agentik.Content { return entries[i].Message.Content })
 	})
 	if err != nil {
 		return nil, err
@@ -238,11 +279,22 @@ func (s *Store) OpenTurnsOf(ctx context.Context, conversationID string) ([]agent
 func (s *Store) openTurns(ctx context.Context, query string, args ...any) ([]agentik.Message, error) {
 	msgs := []agentik.Message{}
 	err := s.read(ctx, "open turns", func(q querier) error {
-		return queryEach(ctx, q, func(rows pgx.Rows) error {
-			m, err := scanMessage(rows)
+		var withImages []pending
+		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
+			m, refs, err := scanMessage(rows)
+			if refs != "" {
+				withImages = append(withImages, pending{len(msgs), refs})
+			}
 			msgs = append(msgs, m)
 			return err
-		}, query, args...)
+		}, query, args...); err != nil {
+			return err
+		}
+		// A turn whose images are gone belongs to a conversation deleted
+		// since the query: it is no longer open.
+		missing, err := restoreImages(ctx, q, withImages, func(i int) []agentik.Content { return msgs[i].Content })
+		msgs = dropIndexes(msgs, missing)
+		return err
 	})
 	if err != nil {
 		return nil, err

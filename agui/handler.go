@@ -179,6 +179,15 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 	}()
 
 	conv, journal, cursor, err := h.open(ctx, convID, wantsTurn(in))
+	if errors.Is(err, errForeignThread) {
+		// A UUID thread id of another principal's conversation: this caller
+		// gets a thread of its own under that name, exactly as for an unused
+		// id, so it cannot learn which ids exist.
+		unlock()
+		convID = uuid.NewSHA1(threadNamespace, []byte(agentik.PrincipalFrom(ctx)+"\x00"+in.ThreadID)).String()
+		unlock = h.lockThread(convID)
+		conv, journal, cursor, err = h.open(ctx, convID, wantsTurn(in))
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -200,6 +209,20 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 		}
 		s.emit(Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID})
 		return
+	}
+
+	// A refused request stores nothing: check every new message before the
+	// first is sent, as far as the agent lets a facade know in advance.
+	images := h.agent.Info().Capabilities.ImageInput
+	for _, u := range p.users {
+		if err := agentik.ValidateContent(u.Content); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		if agentik.HasImage(u.Content) && !images {
+			h.writeError(w, r, agentik.Errorf(agentik.EInvalid, "the model does not take image input"))
+			return
+		}
 	}
 
 	// Subscribe before sending so that no event of the run can be missed;
@@ -235,7 +258,13 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 	}
 	var sendErr error
 	for i, u := range p.users {
-		req := agentik.SendRequest{Content: u.Content, ClientTools: in.Tools, IfBusy: h.opts.IfBusy,
+		ifBusy := h.opts.IfBusy
+		if len(turns) > 0 {
+			// The run's own earlier message made the conversation busy:
+			// the policy is for other runs, not for the rest of this one.
+			ifBusy = agentik.BusyEnqueue
+		}
+		req := agentik.SendRequest{Content: u.Content, ClientTools: in.Tools, IfBusy: ifBusy,
 			Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: Channel}, Metadata: map[string]string{MetaMessageID: u.ID}}}
 		if i == len(p.users)-1 && len(in.Context) > 0 {
 			req.Content = append(append([]agentik.Content(nil), u.Content...), agentik.Text(renderContext(in.Context)))
@@ -354,6 +383,9 @@ func (h *Handler) disconnected(conv agentik.Conversation, tr *translator) {
 	}
 }
 
+// errForeignThread: the conversation id is taken by another principal.
+var errForeignThread = errors.New("agui: thread of another principal")
+
 // open returns the conversation of the thread with its journal and the
 // cursor to subscribe from. A missing conversation is created when create
 // is set; otherwise conv is nil.
@@ -370,9 +402,7 @@ func (h *Handler) open(ctx context.Context, id string, create bool) (agentik.Con
 			conv, err = h.agent.Conversation(ctx, id)
 		}
 		if agentik.IsNotFound(err) {
-			// Another principal's thread: not found, like on every facade,
-			// so a caller cannot learn which thread ids exist.
-			return nil, nil, 0, agentik.Errorf(agentik.ENotFound, "thread not found")
+			return nil, nil, 0, errForeignThread
 		}
 	}
 	if agentik.IsNotFound(err) {

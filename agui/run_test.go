@@ -111,10 +111,15 @@ func TestThreadIDs(t *testing.T) {
 	if msgs := e.journal(thread, "alice"); len(msgs) != 2 {
 		t.Fatalf("native view of the thread: %s", journalTypes(msgs))
 	}
-	// Another caller cannot write into it, nor learn that it exists.
+	// Another caller cannot write into it, nor learn that it exists: the
+	// same thread id gives it a thread of its own, as an unused id would.
 	r := e.post(body(thread, "intrude"), "Authorization", "Bearer mallory")
-	if r.status != http.StatusNotFound {
+	if r.status != http.StatusOK {
 		t.Fatalf("foreign uuid thread: %d %s", r.status, r.body)
+	}
+	fresh := e.post(body("0b4a3f8e-4c1d-4e7a-9a51-3f2d7c9e8b11", "new"), "Authorization", "Bearer mallory")
+	if fresh.status != r.status {
+		t.Fatalf("an unused thread id answers %d, a foreign one %d", fresh.status, r.status)
 	}
 	if msgs := e.journal(thread, "alice"); len(msgs) != 2 {
 		t.Fatalf("intruder changed the thread: %s", journalTypes(msgs))

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentik/agentik"
@@ -28,16 +29,50 @@ type Coordinator interface {
 	// Start begins delivering the callbacks. Called once by Engine.Start.
 	Start(cb ClusterCallbacks) error
 	// Acquire tries to take the lease of a conversation's turns without
-	// waiting: true when this process holds it (also when it already did).
-	Acquire(ctx context.Context, conversationID string) (bool, error)
+	// waiting. The Lease's Epoch is zero when another process holds it;
+	// holding it already returns the current lease.
+	Acquire(ctx context.Context, conversationID string) (Lease, error)
 	// Release gives the lease back; a no-op when not held.
 	Release(ctx context.Context, conversationID string)
-	// Pending returns the conversation's open turns in seq order.
-	Pending(ctx context.Context, conversationID string) ([]agentik.Message, error)
+	// Pending returns the conversation's open turns in seq order and the
+	// journal of the first one so far.
+	Pending(ctx context.Context, conversationID string) (Queue, error)
 	// Interrupt asks the process running the conversation's turn to cancel
 	// it with reason, unless that turn answers message `unless` (empty: any
 	// turn). It reports whether some process holds the lease.
 	Interrupt(ctx context.Context, conversationID, reason, unless string) (bool, error)
+	// Join subscribes to the conversation's events (as Bus.Subscribe) and
+	// returns, at the same point of the stream, the turn another process
+	// runs in it (zero when none is known).
+	Join(conversationID string) (agentik.Subscriber[agentik.Event], RemoteTurn)
+	// Running returns the turn another process runs in the conversation.
+	Running(conversationID string) (RemoteTurn, bool)
+}
+
+// Lease is a held conversation lease. Epoch fences every turn write made
+// under it (agentik.Write.Fence); Continued says this process held the
+// lease last, so no other process wrote the conversation's turns since and
+// the cached working memory is current.
+type Lease struct {
+	Epoch     int64
+	Continued bool
+}
+
+// Queue is a conversation's open turns in seq order, and the journal
+// messages answering the first one (its turn so far: tool calls, results).
+type Queue struct {
+	Open []agentik.Message
+	Turn []agentik.Message
+}
+
+// RemoteTurn is a turn running in another process, as its online events
+// tell: the user message it answers, the phase of the current model call
+// (agentik.DeltaReasoning or DeltaText, "" before the first delta) and the
+// text of that phase so far.
+type RemoteTurn struct {
+	ReplyTo string
+	Phase   string
+	Partial string
 }
 
 // ClusterBus is a Bus that spans the processes sharing a store and brings
@@ -175,19 +210,22 @@ func (c *conv) clusterLoop() {
 		c.queue = nil
 		c.mu.Unlock()
 
-		held, err := cl.Acquire(ctx, c.id)
-		if err != nil && ctx.Err() == nil {
+		lease, err := cl.Acquire(ctx, c.id)
+		if err != nil && ctx.Err() == nil && !agentik.IsNotFound(err) {
 			c.e.log.Warn("cluster: acquire lease", "conversation", c.id, "err", err)
 		}
+		held := lease.Epoch != 0
 		again := false
 		if held {
-			// Another process may have answered turns since we last ran.
-			c.memoryLoaded = false
-			c.runPending(ctx, local)
+			if !lease.Continued {
+				// Another process answered turns since we last ran.
+				c.memoryLoaded = false
+			}
+			c.runPending(ctx, lease.Epoch, local)
 			cl.Release(context.WithoutCancel(ctx), c.id)
 			// A process that stored a message while we held the lease could
 			// not take it: the message is ours to see now.
-			if p, err := cl.Pending(ctx, c.id); err == nil && len(p) > 0 && !c.e.isDraining() {
+			if q, err := cl.Pending(ctx, c.id); err == nil && len(q.Open) > 0 && !c.waiting(q) && !c.e.isDraining() {
 				again = true
 			}
 		}
@@ -208,31 +246,47 @@ func (c *conv) clusterLoop() {
 }
 
 // runPending runs the store's open turns of the conversation while it holds
-// the lease. It stops when none is left, on shutdown, when the store cannot
-// be read, and when a turn stays open after running (its closing write
+// the lease of the given epoch. It stops when none is left, on shutdown,
+// when the store cannot be read, when the first open turn waits for client
+// tool results, and when a turn stays open after running (its closing write
 // failed or the lease was lost): the Coordinator's Kick retries later.
-func (c *conv) runPending(ctx context.Context, local map[string]queued) {
+func (c *conv) runPending(ctx context.Context, epoch int64, local map[string]queued) {
 	last := ""
 	for !c.e.isDraining() && ctx.Err() == nil {
-		pending, err := c.e.opts.Cluster.Pending(ctx, c.id)
+		q, err := c.e.opts.Cluster.Pending(ctx, c.id)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.e.log.Warn("cluster: read open turns", "conversation", c.id, "err", err)
 			}
 			return
 		}
-		if len(pending) == 0 || pending[0].ID == last {
+		if len(q.Open) == 0 || q.Open[0].ID == last {
 			return
 		}
-		user := pending[0]
+		user := q.Open[0]
 		last = user.ID
-		q, ok := local[user.ID]
+		item, ok := local[user.ID]
 		if !ok {
-			q = queued{user: user}
+			item = queued{user: user}
 		}
 		delete(local, user.ID)
+		// Every write of the turn carries the lease epoch: if another
+		// process took the lease meanwhile, the store refuses it.
+		fctx := withFence(agentik.WithConversation(ctx, c.id), epoch)
+		if item.resume == nil {
+			run, err := c.recoverTurn(fctx, q, &item)
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, errWaiting) {
+					c.e.log.Warn("cluster: recover open turn", "conversation", c.id, "reply_to", user.ID, "err", err)
+				}
+				return
+			}
+			if !run {
+				continue // closed here; the next open turn is read again
+			}
+		}
 
-		tctx, cancel := context.WithCancel(ctx)
+		tctx, cancel := context.WithCancel(fctx)
 		t := &turn{user: user, cancel: cancel}
 		c.mu.Lock()
 		c.running = t
@@ -241,7 +295,7 @@ func (c *conv) runPending(ctx context.Context, local map[string]queued) {
 		c.publishLocked(agentik.Event{Type: agentik.EvWorking, ReplyTo: user.ID})
 		c.mu.Unlock()
 
-		c.runTurn(tctx, t, q)
+		c.runTurn(tctx, t, item)
 		cancel()
 
 		c.mu.Lock()
@@ -254,6 +308,245 @@ func (c *conv) runPending(ctx context.Context, local map[string]queued) {
 			return
 		}
 	}
+}
+
+// recoverTurn decides what to do with the first open turn, q.Open[0], when
+// this process has no continuation of it in hand. The store is the only
+// state processes share, so the turn's journal tells its state:
+//
+//   - its last tool round has client tool calls without results: it waits
+//     for the client. It is left alone (run false, and runPending stops) —
+//     unless later messages are queued behind it, which abandon it (closed
+//     with interrupted{busy_policy}, as a message sent while this process
+//     knew of the waiting round would have);
+//   - its last round has all results but is not in working memory yet: the
+//     client's results were posted (to any process), or a process died just
+//     after storing them: the turn continues from that round;
+//   - it was started before (its user message is in working memory) by a
+//     process that is gone or lost the lease: with OnRestart interrupt it is
+//     closed with interrupted{restart}, else answered again;
+//   - otherwise it is a queued message: it runs.
+//
+// It reports whether the turn is to run now; when it closes the turn it
+// returns false and the caller reads the queue again.
+func (c *conv) recoverTurn(ctx context.Context, q Queue, item *queued) (bool, error) {
+	user := q.Open[0]
+	if err := c.ensureMemory(ctx); err != nil {
+		return false, err
+	}
+	round := c.openRound(ctx, user, q.Turn)
+	switch {
+	case round != nil && len(round.waiting) > 0:
+		if len(q.Open) > 1 {
+			c.mu.Lock()
+			if c.pending != nil && c.pending.user.ID == user.ID {
+				c.pending = nil
+			}
+			c.mu.Unlock()
+			return false, c.closeInterrupted(ctx, user.ID, agentik.ReasonBusyPolicy)
+		}
+		c.adoptPending(round)
+		return false, errWaiting
+	case round != nil && !c.inMemory(round):
+		item.resume = round
+		if item.client == nil {
+			item.client = round.client
+		}
+		return true, nil
+	case c.e.opts.OnRestart == RestartInterrupt && c.hasUserEntry(user.ID):
+		c.e.log.Info("cluster: closing a turn cut short elsewhere", "conversation", c.id, "reply_to", user.ID, "policy", RestartInterrupt)
+		return false, c.closeInterrupted(ctx, user.ID, agentik.ReasonRestart)
+	}
+	return true, nil
+}
+
+// errWaiting stops runPending at a turn that waits for client tool results.
+var errWaiting = errors.New("the first open turn waits for client tool results")
+
+// openRound rebuilds the last tool round of the turn answering user from
+// its journal: the model's text of the round, its calls, the results
+// stored, and the client calls still waiting for one. It returns nil when
+// the turn has no tool round, or when server tool calls of its last round
+// have no result (the turn was cut short while they ran: not resumable).
+// Client tools are the calls of tools this agent does not have.
+func (c *conv) openRound(ctx context.Context, user agentik.Message, journal []agentik.Message) *pendingRound {
+	var p *pendingRound
+	resulted := false
+	for _, m := range journal {
+		switch m.Type {
+		case agentik.MsgAssistant:
+			p = &pendingRound{user: user, text: agentik.JoinText(m.Content), reasoning: m.Reasoning}
+			resulted = false
+		case agentik.MsgToolCall:
+			if p == nil || resulted {
+				p = &pendingRound{user: user}
+				resulted = false
+			}
+			p.calls = append(p.calls, agentik.ToolCall{ID: m.CallID, Name: m.Name, Arguments: m.Arguments})
+		case agentik.MsgToolResult:
+			if p == nil {
+				continue
+			}
+			resulted = true
+			if p.results == nil {
+				p.results = map[string]agentik.ToolResult{}
+			}
+			p.results[m.CallID] = agentik.ToolResult{Content: m.Content, IsError: m.IsError}
+		}
+	}
+	if p == nil || len(p.calls) == 0 {
+		return nil
+	}
+	if p.results == nil {
+		p.results = map[string]agentik.ToolResult{}
+	}
+	p.waiting = map[string]bool{}
+	set := c.e.opts.Tools.Snapshot(ctx)
+	for _, tc := range p.calls {
+		if _, ok := p.results[tc.ID]; ok {
+			continue
+		}
+		if _, server := set.Lookup(tc.Name); server {
+			return nil
+		}
+		p.waiting[tc.ID] = true
+	}
+	c.mu.Lock()
+	if c.pending != nil && c.pending.user.ID == user.ID {
+		p.client = c.pending.client // the client's tools are only known where they were offered
+	}
+	c.mu.Unlock()
+	return p
+}
+
+// inMemory reports whether the round's results are in working memory.
+func (c *conv) inMemory(p *pendingRound) bool {
+	for i := len(c.memory) - 1; i >= 0; i-- {
+		m := c.memory[i].Message
+		if m.Role == agentik.RoleTool && m.CallID == p.calls[0].ID {
+			return true
+		}
+	}
+	return false
+}
+
+// adoptPending makes p the round waiting for client results here, so that
+// results (or a new message) posted to this process find it, whichever
+// process ran the turn.
+func (c *conv) adoptPending(p *pendingRound) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending != nil && c.pending.user.ID == p.user.ID && len(p.client) == 0 {
+		p.client = c.pending.client
+	}
+	c.pending = p
+}
+
+// waiting reports whether the conversation's only open turn waits for
+// client tool results: nothing to run until they come.
+func (c *conv) waiting(q Queue) bool {
+	if len(q.Open) != 1 {
+		return false
+	}
+	p := c.openRound(c.e.baseCtx, q.Open[0], q.Turn)
+	return p != nil && len(p.waiting) > 0
+}
+
+// fenceKey carries the lease epoch of a turn in its context.
+type fenceKey struct{}
+
+func withFence(ctx context.Context, epoch int64) context.Context {
+	return context.WithValue(ctx, fenceKey{}, epoch)
+}
+
+// fenceOf returns the lease epoch the writes made with ctx are fenced by
+// (0: none). conv.commit puts it on every Write.
+func fenceOf(ctx context.Context) int64 {
+	e, _ := ctx.Value(fenceKey{}).(int64)
+	return e
+}
+
+// fenced ends a turn whose write the store refused because another process
+// took the lease: the turn is that process's now. Nothing is written and no
+// end is published — the new lease holder publishes the turn's events.
+func (r *turnRun) fenced(err error) {
+	c := r.c
+	c.e.log.Warn("cluster: lease taken over by another process; leaving the turn to it", "conversation", c.id, "reply_to", r.t.user.ID, "err", err)
+	c.mu.Lock()
+	r.t.reason = reasonLeaseLost
+	if c.running == r.t {
+		c.running = nil
+		c.partial.Reset()
+	}
+	c.mu.Unlock()
+}
+
+// isFenced reports whether a turn failed because its lease was taken over.
+func (c *conv) isFenced(err error) bool {
+	return c.e.clustered(c) && errors.Is(err, agentik.ErrFenced)
+}
+
+// subscribeBus subscribes to the conversation's events; for a shared
+// conversation it also returns the turn another process runs in it.
+func (c *conv) subscribeBus() (agentik.Subscriber[agentik.Event], RemoteTurn) {
+	if c.e.clustered(c) {
+		return c.e.opts.Cluster.Join(c.id)
+	}
+	return c.e.opts.Bus.Subscribe(c.id), RemoteTurn{}
+}
+
+// remoteJoin is what a subscriber joining a turn that runs in another
+// process gets first: working and the text of the current phase so far.
+func remoteJoin(id string, t RemoteTurn) []agentik.Event {
+	if t.ReplyTo == "" {
+		return nil
+	}
+	now := agentik.Now()
+	join := []agentik.Event{{ConversationID: id, Date: now, Type: agentik.EvWorking, ReplyTo: t.ReplyTo}}
+	if t.Partial != "" {
+		start := agentik.EvStartResponse
+		if t.Phase == agentik.DeltaReasoning {
+			start = agentik.EvStartReasoning
+		}
+		join = append(join,
+			agentik.Event{ConversationID: id, Date: now, Type: start, ReplyTo: t.ReplyTo},
+			agentik.Event{ConversationID: id, Date: now, Type: agentik.EvAppendText, Text: t.Partial})
+	}
+	return join
+}
+
+// joinAfterReplay drops the join of a turn that a replayed event closed:
+// the turn ended between the snapshot and the replay's bound.
+func joinAfterReplay(join []agentik.Event, ev agentik.Event) []agentik.Event {
+	if len(join) == 0 {
+		return join
+	}
+	replyTo := join[0].ReplyTo
+	switch {
+	case ev.Type == agentik.EvInterrupted && ev.ReplyTo == replyTo,
+		ev.Message != nil && ev.Message.ReplyTo == replyTo && ev.Message.ClosesTurn():
+		return nil
+	}
+	return join
+}
+
+// working reports whether a turn of the conversation runs here or, for a
+// shared conversation, in another process.
+func (c *conv) working() bool {
+	if c.isWorking() {
+		return true
+	}
+	return c.e.remoteWorking(c.id, c.temporal)
+}
+
+// remoteWorking reports whether another process runs a turn of the
+// conversation (never for temporal ones, which live in one process).
+func (e *Engine) remoteWorking(id string, temporal bool) bool {
+	if e.opts.Cluster == nil || temporal {
+		return false
+	}
+	_, ok := e.opts.Cluster.Running(id)
+	return ok
 }
 
 func (e *Engine) isDraining() bool {
@@ -305,22 +598,41 @@ type clusterHandle struct{ handle }
 
 // Send applies the busy policy to a turn running anywhere: reject refuses
 // while the conversation has an open turn, interrupt cancels the turn
-// running elsewhere (not the one answering this message).
+// running elsewhere (not the one answering this message). A turn waiting
+// for client tool results is found in the store, whichever process ran it,
+// so results — or a new message, which abandons it — may be posted to any
+// process.
 func (h *clusterHandle) Send(ctx context.Context, req agentik.SendRequest) (agentik.SendResult, error) {
-	cl := h.c.e.opts.Cluster
-	if req.IfBusy == agentik.BusyReject && len(req.ToolResults) == 0 {
-		open, err := cl.Pending(ctx, h.c.id)
-		if err != nil {
-			return agentik.SendResult{}, h.c.readErr(err)
-		}
-		if len(open) > 0 {
-			return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
+	c := h.c
+	cl := c.e.opts.Cluster
+	q, err := cl.Pending(ctx, c.id)
+	if err != nil {
+		return agentik.SendResult{}, c.readErr(err)
+	}
+	var round *pendingRound
+	if len(q.Open) > 0 {
+		if p := c.openRound(ctx, q.Open[0], q.Turn); p != nil && len(p.waiting) > 0 {
+			round = p
 		}
 	}
+	if req.IfBusy == agentik.BusyReject && len(req.ToolResults) == 0 && len(q.Open) > 0 && (round == nil || len(q.Open) > 1) {
+		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
+	}
+	c.mu.Lock()
+	switch {
+	case round != nil:
+		if c.pending != nil && c.pending.user.ID == round.user.ID && len(round.client) == 0 {
+			round.client = c.pending.client
+		}
+		c.pending = round
+	case c.running == nil:
+		c.pending = nil // answered or abandoned through another process
+	}
+	c.mu.Unlock()
 	res, err := h.handle.Send(ctx, req)
-	if err == nil && req.IfBusy == agentik.BusyInterrupt && !h.c.isWorking() {
-		if _, err := cl.Interrupt(ctx, h.c.id, agentik.ReasonBusyPolicy, res.MessageID); err != nil {
-			h.c.e.log.Warn("cluster: forward busy-policy interrupt", "conversation", h.c.id, "err", err)
+	if err == nil && req.IfBusy == agentik.BusyInterrupt && !c.isWorking() {
+		if _, err := cl.Interrupt(ctx, c.id, agentik.ReasonBusyPolicy, res.MessageID); err != nil {
+			c.e.log.Warn("cluster: forward busy-policy interrupt", "conversation", c.id, "err", err)
 		}
 	}
 	return res, err

@@ -120,7 +120,7 @@ func (c *conv) dropMemoryIfIdle(now time.Time, d time.Duration) {
 
 func (c *conv) info(rec agentik.ConversationRecord) agentik.ConversationInfo {
 	info := infoOf(rec, c.e.opts.ImageInput)
-	info.Working = c.isWorking()
+	info.Working = c.working() // cluster: or runs in another process
 	return info
 }
 
@@ -344,6 +344,9 @@ func (c *conv) interruptLocked(reason string) bool {
 // conversation also produce an agent event, ordered under agentMu.
 func (c *conv) commit(ctx context.Context, w agentik.Write) ([]agentik.Event, error) {
 	w.ConversationID = c.id
+	if w.Fence == 0 {
+		w.Fence = fenceOf(ctx) // cluster: a turn's writes are fenced by its lease
+	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if !w.Touch.IsZero() {

@@ -344,6 +344,7 @@ func (e *Engine) ListConversations(ctx context.Context, req agentik.ListRequest)
 		if live[i] != nil {
 			info.Working = live[i].isWorking()
 		}
+		info.Working = info.Working || e.remoteWorking(r.ID, r.Temporal) // cluster: see cluster.go
 		out.Conversations = append(out.Conversations, info)
 	}
 	return out, nil

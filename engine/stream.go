@@ -136,7 +136,7 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 	// partial-text snapshot and the replay bound are one consistent point.
 	c.mu.Lock()
 	c.writeMu.Lock()
-	sub := e.opts.Bus.Subscribe(c.id)
+	sub, remote := c.subscribeBus() // cluster: see cluster.go
 	bound, err := c.replayBound(ctx) // cluster: see cluster.go
 	if err != nil {
 		c.writeMu.Unlock()
@@ -157,6 +157,8 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 				agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: start, ReplyTo: t.user.ID},
 				agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: agentik.EvAppendText, Text: c.partial.String()})
 		}
+	} else {
+		join = remoteJoin(c.id, remote) // cluster: a turn running in another process
 	}
 	c.streams[s] = struct{}{}
 	c.lastActive = timeNow()
@@ -206,6 +208,7 @@ func (c *conv) feed(s *stream[agentik.Event], sub agentik.Subscriber[agentik.Eve
 					return nil
 				}
 				after = ev.Cursor
+				join = joinAfterReplay(join, ev) // cluster: see cluster.go
 			}
 			if len(evs) < replayPage {
 				break

@@ -76,6 +76,8 @@ func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
 	err := r.run(q.resume)
 	switch {
 	case err == nil:
+	case c.isFenced(err): // cluster: another process took the lease and runs the turn
+		r.fenced(err)
 	case errors.Is(err, errWaitingForClient):
 		r.end(agentik.EndClientTools)
 	case ctx.Err() != nil:
@@ -423,7 +425,7 @@ func (r *turnRun) closeInterrupted() {
 		r.end(agentik.EndInterrupted)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout) // cluster: keeps the turn's fence
 	defer cancel()
 	now := agentik.Now()
 	var w agentik.Write
@@ -456,7 +458,7 @@ func (r *turnRun) closeFailed(err error) {
 		code, details = te.code, te.details
 	}
 	c.e.log.Warn("turn failed", "conversation", c.id, "reply_to", r.t.user.ID, "code", code, "err", err)
-	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout) // cluster: keeps the turn's fence
 	defer cancel()
 	now := agentik.Now()
 	m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgError,

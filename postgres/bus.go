@@ -62,6 +62,10 @@ type Bus struct {
 	convs  map[string]map[*convSub]struct{}
 	agents map[*agentSub]struct{}
 
+	// turns other processes run, by conversation (see turns.go).
+	turnMu sync.Mutex
+	turns  map[string]*remoteTurn
+
 	// in: items to deliver, in order; drained by deliver.
 	inMu   sync.Mutex
 	in     []item
@@ -118,6 +122,7 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 		log:     opts.Logger,
 		convs:   make(map[string]map[*convSub]struct{}),
 		agents:  make(map[*agentSub]struct{}),
+		turns:   make(map[string]*remoteTurn),
 		inWake:  make(chan struct{}, 1),
 		outWake: make(chan struct{}, 1),
 	}
@@ -356,7 +361,9 @@ func (b *Bus) deliverItem(it item) {
 	case itemEvent:
 		c := it.ev.Cursor
 		if c == 0 {
-			b.local.Publish(it.ev)
+			b.turnMu.Lock()
+			b.trackLocked(it.ev, true)
+			b.turnMu.Unlock()
 			return
 		}
 		if c <= b.delivered {
@@ -374,7 +381,9 @@ func (b *Bus) deliverItem(it item) {
 		b.local.PublishAgent(it.agent)
 		b.agentDelivered = c
 	case itemRemote:
-		b.local.Publish(it.ev)
+		b.turnMu.Lock()
+		b.trackLocked(it.ev, false)
+		b.turnMu.Unlock()
 	case itemCatchUp:
 		b.catchUpEvents(it.events)
 		b.catchUpAgent(it.agents)

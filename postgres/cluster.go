@@ -43,8 +43,10 @@ type Coordinator struct {
 	log  *slog.Logger
 
 	mu   sync.Mutex // serialises the lock session
-	conn *pgx.Conn  // nil until needed, and after it failed
-	held map[string]bool
+	cfg  *pgx.ConnConfig
+	conn *pgx.Conn       // nil until needed, and after it failed
+	held map[string]int64 // lease epochs of the leases held
+	last map[string]int64 // the epoch this process last held, by conversation
 	cb   engine.ClusterCallbacks
 
 	ctx    context.Context
@@ -63,7 +65,14 @@ func NewCoordinator(s *Store, b *Bus, opts CoordinatorOptions) *Coordinator {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &Coordinator{s: s, b: b, scan: opts.ScanInterval, log: opts.Logger, held: map[string]bool{}}
+	c := &Coordinator{s: s, b: b, scan: opts.ScanInterval, log: opts.Logger, held: map[string]int64{}, last: map[string]int64{}}
+	// The lock session's only writes are new lease epochs. They need not
+	// wait for their flush: epochs come from a sequence and are never handed
+	// out twice, and every fenced write that depends on one is itself a
+	// synchronous commit, which flushes the epoch with it (the WAL is
+	// sequential).
+	c.cfg = s.cfg.Copy()
+	c.cfg.RuntimeParams["synchronous_commit"] = "off"
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -104,7 +113,7 @@ func (c *Coordinator) session(ctx context.Context) (*pgx.Conn, error) {
 		return c.conn, nil
 	}
 	c.dropLocked()
-	conn, err := pgx.ConnectConfig(ctx, c.s.cfg)
+	conn, err := pgx.ConnectConfig(ctx, c.cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -127,38 +136,62 @@ func (c *Coordinator) dropLocked() {
 	}
 }
 
+// qAcquire takes the advisory lock of a conversation's lease without
+// waiting and, when it got it, gives the lease a new epoch, in one round
+// trip. The epoch update waits for a commit of the conversation in flight
+// (it holds the row lock), so no write fenced with the old epoch can land
+// after this returns. No row (but ok) means the conversation is gone.
+const qAcquire = `WITH l AS (SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok),
+	u AS (UPDATE conversations SET lease_prev = lease_epoch, lease_epoch = nextval('lease_epochs')
+		WHERE id = $2 AND (SELECT ok FROM l) RETURNING lease_epoch, lease_prev)
+	SELECT l.ok, u.lease_epoch, u.lease_prev FROM l LEFT JOIN u ON true`
+
 // Acquire tries to take the conversation's lease without waiting.
-func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (bool, error) {
+func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (engine.Lease, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.held[conversationID] {
-		return true, nil
+	if e, ok := c.held[conversationID]; ok {
+		return engine.Lease{Epoch: e, Continued: true}, nil
 	}
 	conn, err := c.session(ctx)
 	if err != nil {
-		return false, unavailable(err)
+		return engine.Lease{}, unavailable(err)
 	}
 	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", c.key(conversationID)).Scan(&ok); err != nil {
+	var epoch, prev *int64
+	key := c.key(conversationID)
+	if err := conn.QueryRow(ctx, qAcquire, key, conversationID).Scan(&ok, &epoch, &prev); err != nil {
 		if ctx.Err() == nil {
 			c.dropLocked()
 		}
-		return false, classify(err)
+		return engine.Lease{}, classify(err)
 	}
-	if ok {
-		c.held[conversationID] = true
+	if !ok {
+		return engine.Lease{}, nil
 	}
-	return ok, nil
+	if epoch == nil { // deleted meanwhile: nothing to run
+		c.unlockLocked(ctx, conversationID)
+		return engine.Lease{}, notFound(conversationID)
+	}
+	c.held[conversationID] = *epoch
+	continued := c.last[conversationID] == *prev && *prev != 0
+	c.last[conversationID] = *epoch
+	return engine.Lease{Epoch: *epoch, Continued: continued}, nil
 }
 
 // Release gives the lease back.
 func (c *Coordinator) Release(ctx context.Context, conversationID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.held[conversationID] {
+	if _, ok := c.held[conversationID]; !ok {
 		return
 	}
 	delete(c.held, conversationID)
+	c.unlockLocked(ctx, conversationID)
+}
+
+// unlockLocked frees the advisory lock of a conversation; c.mu is held.
+func (c *Coordinator) unlockLocked(ctx context.Context, conversationID string) {
 	if c.conn == nil {
 		return
 	}
@@ -170,9 +203,22 @@ func (c *Coordinator) Release(ctx context.Context, conversationID string) {
 	}
 }
 
-// Pending returns the conversation's open turns in seq order.
-func (c *Coordinator) Pending(ctx context.Context, conversationID string) ([]agentik.Message, error) {
-	return c.s.OpenTurnsOf(ctx, conversationID)
+// Pending returns the conversation's open turns in seq order and the
+// journal of the first one so far.
+func (c *Coordinator) Pending(ctx context.Context, conversationID string) (engine.Queue, error) {
+	return c.s.queue(ctx, conversationID)
+}
+
+// Join subscribes to the conversation's events and returns, at the same
+// point of the event stream, the turn another process runs in it.
+func (c *Coordinator) Join(conversationID string) (agentik.Subscriber[agentik.Event], engine.RemoteTurn) {
+	return c.b.join(conversationID)
+}
+
+// Running returns the turn another process runs in the conversation, as
+// its online events tell.
+func (c *Coordinator) Running(conversationID string) (engine.RemoteTurn, bool) {
+	return c.b.running(conversationID)
 }
 
 // qLeaseHeld tells whether any session holds the advisory lock of a key:
@@ -244,6 +290,7 @@ const qOpenConversations = `SELECT DISTINCT conversation_id FROM messages
 // scanOpenTurns kicks every conversation with open turns whose lease this
 // process does not hold; the engine's loop takes the lease if it is free.
 func (c *Coordinator) scanOpenTurns() {
+	started := time.Now()
 	ctx, cancel := context.WithTimeout(c.ctx, c.scan)
 	defer cancel()
 	var ids []string
@@ -259,11 +306,15 @@ func (c *Coordinator) scanOpenTurns() {
 		}
 		return
 	}
+	// Turns that other processes were seen running but that are closed by
+	// now (their end notification was lost, or their process died after
+	// closing them) are forgotten.
+	c.b.expireTurns(ids, started)
 	c.mu.Lock()
 	cb := c.cb
 	var free []string
 	for _, id := range ids {
-		if !c.held[id] {
+		if _, held := c.held[id]; !held {
 			free = append(free, id)
 		}
 	}

@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/engine"
+)
+
+// remoteTurn is what a Bus knows of a turn that another process runs, from
+// that process's online events: which message it answers, the phase of the
+// current model call and its text so far.
+type remoteTurn struct {
+	replyTo string
+	phase   string
+	partial strings.Builder
+	at      time.Time // last update, for expireTurns
+}
+
+// trackLocked updates the turns other processes run with one online event
+// and delivers it here; b.turnMu is held, so a join sees either the state
+// before the event and then the event, or the state after it. Events of
+// this process (local) only end what another process was seen running: the
+// turn has moved here, and the engine knows its own turns.
+func (b *Bus) trackLocked(ev agentik.Event, local bool) {
+	defer b.local.Publish(ev)
+	id := ev.ConversationID
+	t := b.turns[id]
+	switch {
+	case ev.Type == agentik.EvEnd || ev.Type == agentik.EvConversationClosing:
+		delete(b.turns, id)
+		return
+	case local:
+		if ev.Type == agentik.EvWorking {
+			delete(b.turns, id)
+		}
+		return
+	case ev.Type == agentik.EvWorking:
+		t = &remoteTurn{replyTo: ev.ReplyTo}
+		b.turns[id] = t
+	case t == nil:
+		return // a turn that started before this process listened
+	case ev.Type == agentik.EvStartReasoning:
+		t.phase = agentik.DeltaReasoning
+		t.partial.Reset()
+	case ev.Type == agentik.EvStartResponse:
+		t.phase = agentik.DeltaText
+		t.partial.Reset()
+	case ev.Type == agentik.EvAppendText:
+		t.partial.WriteString(ev.Text)
+	}
+	t.at = time.Now()
+}
+
+func (t *remoteTurn) snapshot() engine.RemoteTurn {
+	return engine.RemoteTurn{ReplyTo: t.replyTo, Phase: t.phase, Partial: t.partial.String()}
+}
+
+// join subscribes to a conversation and returns the turn another process
+// runs in it, at the same point of the stream.
+func (b *Bus) join(conversationID string) (agentik.Subscriber[agentik.Event], engine.RemoteTurn) {
+	b.turnMu.Lock()
+	defer b.turnMu.Unlock()
+	sub := b.Subscribe(conversationID)
+	if t := b.turns[conversationID]; t != nil {
+		return sub, t.snapshot()
+	}
+	return sub, engine.RemoteTurn{}
+}
+
+// running returns the turn another process runs in the conversation.
+func (b *Bus) running(conversationID string) (engine.RemoteTurn, bool) {
+	b.turnMu.Lock()
+	defer b.turnMu.Unlock()
+	if t := b.turns[conversationID]; t != nil {
+		return t.snapshot(), true
+	}
+	return engine.RemoteTurn{}, false
+}
+
+// expireTurns forgets the turns of conversations that have no open turn
+// (open lists those that have, as read by a query started at since) and
+// that heard nothing since: their end was lost.
+func (b *Bus) expireTurns(open []string, since time.Time) {
+	b.turnMu.Lock()
+	defer b.turnMu.Unlock()
+	for id, t := range b.turns {
+		if t.at.Before(since) && !slices.Contains(open, id) {
+			delete(b.turns, id)
+		}
+	}
+}
+
+// queue reads a conversation's open turns and the journal of the first one.
+func (s *Store) queue(ctx context.Context, conversationID string) (engine.Queue, error) {
+	open, err := s.OpenTurnsOf(ctx, conversationID)
+	if err != nil || len(open) == 0 {
+		return engine.Queue{Open: open}, err
+	}
+	q := engine.Queue{Open: open}
+	first := open[0]
+	after := first.Seq
+	for {
+		page, more, err := s.Messages(ctx, conversationID, agentik.MessagesRequest{After: after, Limit: agentik.MaxMessagesLimit})
+		if err != nil {
+			return engine.Queue{}, err
+		}
+		for _, m := range page {
+			if m.ReplyTo == first.ID {
+				q.Turn = append(q.Turn, m)
+			}
+		}
+		if !more || len(page) == 0 {
+			return q, nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}

@@ -71,3 +71,26 @@ func benchConv(b *testing.B, s *Store) agentik.ConversationRecord {
 	}
 	return c
 }
+
+// BenchmarkCommitImage is BenchmarkCommit with a 1 MiB image in the message
+// (and so in its event and memory entry): decoding and hashing it once, and
+// storing its bytes once. Every message carries a new image.
+func BenchmarkCommitImage(b *testing.B) {
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	c := benchConv(b, s)
+	raw := bigImage(1 << 20)
+	b.SetBytes(int64(len(raw)))
+	b.ResetTimer()
+	for i := range b.N {
+		raw[100] = byte(i) // a new image each time
+		raw[101] = byte(i >> 8)
+		w, _ := imageWrite(c.ID, agentik.Text(fmt.Sprintf("message %d", i)), agentik.Image("image/png", raw))
+		if _, _, err := s.Commit(b.Context(), w); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -659,3 +659,202 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresJoinOnAnotherProcess: a subscriber joining through B a turn
+// that runs on A gets working and the partial text so far first, and B's
+// conversation info and list say the conversation is working until the
+// turn ends.
+func TestPostgresJoinOnAnotherProcess(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	llm.Enqueue(llmtest.Stream().Role().Reasoning("think ").Content("partial ", "text ").Pause(gate).Content("done").Finish("stop").Done())
+	_, cs := pgProcs(t, llm, 2)
+	ctx := context.Background()
+	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	convA, _ := cs[0].Conversation(ctx, info.ID)
+	convB, _ := cs[1].Conversation(ctx, info.ID)
+	watch, err := convB.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	m := send(t, convA, "hi")
+	<-gate.Reached()
+	// B has seen the deltas so far once its own live stream has them.
+	until(t, watch, "the partial text on B", func(ev agentik.Event) bool { return ev.Type == agentik.EvAppendText && ev.Text == "text " })
+
+	join, err := convB.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer join.Close()
+	first := until(t, join, "the join", func(ev agentik.Event) bool { return ev.Type == agentik.EvAppendText })
+	if len(first) != 3 || first[0].Type != agentik.EvWorking || first[0].ReplyTo != m.MessageID ||
+		first[1].Type != agentik.EvStartResponse || first[2].Text != "partial text " {
+		t.Fatalf("join on B: %+v", first)
+	}
+	if got, err := convB.Info(ctx); err != nil || !got.Working {
+		t.Fatalf("info on B while A answers: %+v, %v", got, err)
+	}
+	list, err := cs[1].ListConversations(ctx, agentik.ListRequest{})
+	if err != nil || len(list.Conversations) != 1 || !list.Conversations[0].Working {
+		t.Fatalf("list on B while A answers: %+v, %v", list, err)
+	}
+	gate.Release()
+	rest := until(t, join, "the end", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd })
+	var text strings.Builder
+	for _, ev := range rest {
+		if ev.Type == agentik.EvAppendText {
+			text.WriteString(ev.Text)
+		}
+	}
+	if text.String() != "done" || rest[len(rest)-2].Type != agentik.EvAssistantMessage {
+		t.Fatalf("after the join: %+v", rest)
+	}
+	if got, err := convB.Info(ctx); err != nil || got.Working {
+		t.Fatalf("info on B after the turn: %+v, %v", got, err)
+	}
+}
+
+// aguiRun posts one AG-UI run and returns the types of the events it
+// streamed, in order.
+func aguiRun(t *testing.T, url string, in map[string]any) []map[string]any {
+	t.Helper()
+	b, _ := json.Marshal(in)
+	req, _ := http.NewRequest("POST", url+"/agui", strings.NewReader(string(b)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("AG-UI run: %d %s", resp.StatusCode, body)
+	}
+	var evs []map[string]any
+	for line := range strings.Lines(string(body)) {
+		data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &ev); err != nil {
+			t.Fatalf("AG-UI event %q: %v", data, err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// TestPostgresClientToolResultsOnAnotherProcess: an AG-UI run on A ends
+// waiting for a frontend tool's result; the result is posted in a run to
+// B, which continues the turn (the waiting round is rebuilt from the
+// journal). A plain message posted to A meanwhile would have abandoned it.
+func TestPostgresClientToolResultsOnAnotherProcess(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Enqueue(llmtest.ToolCalls(llmtest.Call("pick_color", `{}`).WithID("call_ui")), llmtest.Text("you picked blue"))
+	ps, _ := pgProcs(t, llm, 2)
+	thread := agentik.NewID()
+	tool := map[string]any{"name": "pick_color", "description": "Ask the user to pick a color",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{}}}
+	user := map[string]any{"id": "u1", "role": "user", "content": "pick a color"}
+	run := func(id string, msgs ...map[string]any) map[string]any {
+		return map[string]any{"threadId": thread, "runId": id, "messages": msgs, "tools": []any{tool},
+			"context": []any{}, "state": map[string]any{}, "forwardedProps": map[string]any{}}
+	}
+	first := aguiRun(t, ps[0].url, run("r1", user))
+	var called bool
+	for _, ev := range first {
+		called = called || (ev["type"] == "TOOL_CALL_START" && ev["toolCallName"] == "pick_color")
+	}
+	if !called || first[len(first)-1]["type"] != "RUN_FINISHED" {
+		t.Fatalf("run 1 on A: %v", first)
+	}
+	assistant := map[string]any{"id": "a1", "role": "assistant", "toolCalls": []any{map[string]any{
+		"id": "call_ui", "type": "function", "function": map[string]any{"name": "pick_color", "arguments": "{}"}}}}
+	result := map[string]any{"id": "t1", "role": "tool", "toolCallId": "call_ui", "content": "blue"}
+	second := aguiRun(t, ps[1].url, run("r2", user, assistant, result))
+	var text strings.Builder
+	for _, ev := range second {
+		if ev["type"] == "TEXT_MESSAGE_CONTENT" {
+			text.WriteString(ev["delta"].(string))
+		}
+	}
+	if text.String() != "you picked blue" || second[len(second)-1]["type"] != "RUN_FINISHED" {
+		t.Fatalf("run 2 on B: %v", second)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), `"tool_call_id":"call_ui"`) || !strings.Contains(string(reqs[1].Raw), "blue") {
+		t.Fatalf("%d model calls; the second did not carry the tool result", len(reqs))
+	}
+	conv, _ := httpapi.NewClient(ps[0].url+"/agentik").Conversation(context.Background(), thread)
+	page, err := conv.Messages(context.Background(), agentik.MessagesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, m := range page.Messages {
+		types = append(types, m.Type)
+	}
+	if got := strings.Join(types, ","); got != "user_message,tool_call,tool_result,assistant_message" {
+		t.Fatalf("journal %s", got)
+	}
+}
+
+// TestPostgresRestartInterrupt: with AGENTIK_ON_RESTART=interrupt, a turn
+// cut short by its process's death is closed with interrupted{restart} by
+// the process that takes it over, not answered again; a message that was
+// only queued behind it is answered.
+func TestPostgresRestartInterrupt(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	var calls sync.Mutex
+	first := true
+	llm.Handle(func(r llmtest.Request) llmtest.Reply {
+		calls.Lock()
+		defer calls.Unlock()
+		if first {
+			first = false
+			return llmtest.Stream().Role().Content("partial ").Pause(gate).Content("never").Finish("stop").Done()
+		}
+		return echo(r)
+	})
+	ps, cs := pgProcs(t, llm, 2, "AGENTIK_ON_RESTART=interrupt")
+	ctx := context.Background()
+	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	convA, _ := cs[0].Conversation(ctx, info.ID)
+	convB, _ := cs[1].Conversation(ctx, info.ID)
+	s, err := convB.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	one := send(t, convA, "one")
+	<-gate.Reached()
+	two := send(t, convB, "two")
+	ps[0].cmd.Process.Kill()
+	<-ps[0].done
+	until(t, s, "the restart interrupt", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvInterrupted && ev.ReplyTo == one.MessageID && ev.Reason == agentik.ReasonRestart
+	})
+	until(t, s, "the answer to the queued message", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvAssistantMessage && ev.Message.ReplyTo == two.MessageID
+	})
+	_, answers := closers(t, convB)
+	if len(answers[one.MessageID]) != 0 || len(answers[two.MessageID]) != 1 || agentik.JoinText(answers[two.MessageID][0].Content) != "echo two" {
+		t.Fatalf("answers %+v", answers)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -856,5 +857,79 @@ func TestPostgresRestartInterrupt(t *testing.T) {
 	_, answers := closers(t, convB)
 	if len(answers[one.MessageID]) != 0 || len(answers[two.MessageID]) != 1 || agentik.JoinText(answers[two.MessageID][0].Content) != "echo two" {
 		t.Fatalf("answers %+v", answers)
+	}
+}
+
+// TestPostgresLeaseConnectionKilled: the lease connection of the process
+// running a turn is ended on the server while the turn streams (the
+// process and its pool live on). Whether that process notices first or
+// another takes the lease first, the turn is answered exactly once: a
+// write of the old lease holder is refused by the lease epoch (fencing).
+// postgres.TestFencedTurnAnsweredOnce provokes the second order for sure.
+func TestPostgresLeaseConnectionKilled(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	var calls sync.Mutex
+	first := true
+	llm.Handle(func(r llmtest.Request) llmtest.Reply {
+		calls.Lock()
+		defer calls.Unlock()
+		if first {
+			first = false
+			return llmtest.Stream().Role().Content("partial ").Pause(gate).Content("late").Finish("stop").Done()
+		}
+		return echo(r)
+	})
+	ps, cs := pgProcs(t, llm, 2)
+	ctx := context.Background()
+	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	convA, _ := cs[0].Conversation(ctx, info.ID)
+	convB, _ := cs[1].Conversation(ctx, info.ID)
+	s, err := convB.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := send(t, convA, "one")
+	<-gate.Reached()
+
+	var dsn string
+	for _, kv := range ps[0].cmd.Env {
+		if v, ok := strings.CutPrefix(kv, "AGENTIK_DATABASE_URL="); ok {
+			dsn = v
+		}
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var killed bool
+	err = conn.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND objsubid = 1
+		AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('agentik lease ' || current_schema() || ' ' || $1, 0)`,
+		info.ID).Scan(&killed)
+	if err != nil || !killed {
+		t.Fatalf("terminate A's lease session: %v, %v", killed, err)
+	}
+	until(t, s, "the answer, from B", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvAssistantMessage && ev.Message.ReplyTo == m.MessageID
+	})
+	gate.Release()
+	// A drains: its turn ends, refused or interrupted, before it exits.
+	ps[0].cmd.Process.Signal(syscall.SIGTERM)
+	<-ps[0].done
+	users, answers := closers(t, convB)
+	if len(users) != 1 || len(answers[m.MessageID]) != 1 || agentik.JoinText(answers[m.MessageID][0].Content) != "echo one" {
+		t.Fatalf("answers %+v\nA's log:\n%s", answers, ps[0].log())
+	}
+	page, _ := convB.Messages(ctx, agentik.MessagesRequest{})
+	if len(page.Messages) != 2 {
+		t.Fatalf("journal %+v", page.Messages)
 	}
 }

@@ -159,6 +159,30 @@ func ValidateInput(parts []Content, maxImageBytes int) error {
 	return nil
 }
 
+// CanonicalImages returns parts with every image's base64 in canonical form
+// (standard alphabet, padded, no line breaks), so equal images are equal
+// text and stores can keep one copy. Parts that cannot be decoded, and
+// slices without such images, are returned as they are.
+func CanonicalImages(parts []Content) []Content {
+	out := parts
+	for i, p := range parts {
+		if p.Type != ContentImage || p.Data == "" {
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(p.Data)
+		if err != nil {
+			continue
+		}
+		if canon := base64.StdEncoding.EncodeToString(raw); canon != p.Data {
+			if &out[0] == &parts[0] {
+				out = append([]Content(nil), parts...)
+			}
+			out[i].Data = canon
+		}
+	}
+	return out
+}
+
 // SniffImage returns the MIME type of an image from its header, or "" when b
 // does not start like a PNG, JPEG, WebP or GIF file.
 func SniffImage(b []byte) string {

@@ -213,3 +213,21 @@ func (w *wrapErr) Unwrap() error { return w.err }
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestCanonicalImages(t *testing.T) {
+	img := agentik.Image("image/png", []byte("\x89PNG\r\n\x1a\n0123456789"))
+	messy := img
+	messy.Data = img.Data[:8] + "\n" + img.Data[8:]
+	parts := []agentik.Content{agentik.Text("x"), messy}
+	got := agentik.CanonicalImages(parts)
+	if got[1].Data != img.Data {
+		t.Fatalf("not canonical: %q", got[1].Data)
+	}
+	if parts[1].Data != messy.Data {
+		t.Fatal("the caller's slice was changed")
+	}
+	clean := []agentik.Content{img}
+	if out := agentik.CanonicalImages(clean); &out[0] != &clean[0] {
+		t.Fatal("a canonical slice was copied")
+	}
+}

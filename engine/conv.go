@@ -169,6 +169,7 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	if err := agentik.ValidateInput(req.Content, c.e.opts.MaxImageBytes); err != nil { // image headers and size
 		return agentik.SendResult{}, err
 	}
+	req.Content = agentik.CanonicalImages(req.Content) // equal images, equal text: stored once
 	if err := c.e.accepting(); err != nil {
 		return agentik.SendResult{}, err
 	}
@@ -265,7 +266,7 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 		names[tc.ID] = tc.Name
 	}
 	for _, r := range req.ToolResults {
-		content := r.Content
+		content := agentik.CanonicalImages(r.Content)
 		if len(content) == 0 {
 			content = []agentik.Content{agentik.Text("")}
 		}
@@ -276,7 +277,7 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 	var msg *agentik.Message
 	if len(req.Content) > 0 {
 		msg = &agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgUser,
-			Content: req.Content, Context: req.Context}
+			Content: agentik.CanonicalImages(req.Content), Context: req.Context}
 		w.Events = append(w.Events, agentik.MessageEvent(msg))
 		w.Touch = now
 	}

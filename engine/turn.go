@@ -397,6 +397,7 @@ func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.Too
 		if len(res.Content) == 0 {
 			res.Content = []agentik.Content{agentik.Text("")}
 		}
+		res.Content = agentik.CanonicalImages(res.Content)
 		return res
 	case ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil:
 		return agentik.ErrorResult(fmt.Sprintf("the tool did not answer within %s", timeout))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 )
 
 // Content types.
@@ -38,6 +39,10 @@ func (c Content) Validate() error {
 	case ContentText:
 		if c.Text == "" {
 			return Errorf(EInvalid, "text content is empty")
+		}
+		// NUL reaches no model usefully, and PostgreSQL text cannot hold it.
+		if strings.IndexByte(c.Text, 0) >= 0 {
+			return Errorf(EInvalid, "text content contains a NUL character")
 		}
 	case ContentImage:
 		if !knownImageMIME(c.MIME) {

@@ -1,0 +1,58 @@
+package agentik
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestCheckJSON(t *testing.T) {
+	ok := []string{
+		`{"a":1,"b":{"a":2,"b":[{"a":3},{"a":4}]}}`, `[]`, `{}`, `"x"`, `[{},{}]`,
+		`{"s":"\ud83d\ude00 caf\u00e9 \\ud800 \"\u0000"}`, `{"a":[[[]]],"b":{}}`,
+		strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth),
+		`{"a":1`, // a syntax error is the decoder's to report
+	}
+	for _, s := range ok {
+		if err := CheckJSON([]byte(s)); err != nil {
+			t.Errorf("%.60s: %v", s, err)
+		}
+	}
+	bad := []string{
+		"{\"a\":\"\xff\"}", "{\"\xc3\":1}",
+		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `[{"x":{"k":1,"k":1}}]`, `{"a":{},"b":[],"a":null}`,
+		`"\ud800"`, `"\udc00"`, `"\ud800\u0041"`, `"\ud800x"`,
+		strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1),
+		`{"a":` + strings.Repeat(`{"b":`, MaxJSONDepth) + `1` + strings.Repeat("}", MaxJSONDepth+1),
+	}
+	for _, s := range bad {
+		err := CheckJSON([]byte(s))
+		if ErrorCode(err) != EMalformed || ErrorMessage(err) == "" {
+			t.Errorf("%.60q: %v, want malformed", s, err)
+		}
+	}
+}
+
+// FuzzCheckJSON: never panics; whatever it accepts that encoding/json also
+// accepts decodes the same way twice (no key decided by position).
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[true,null,"x"]}`, `{"a":1,"a":2}`, `"\ud800"`, "\"\xff\"", `[[[[]]]]`, `{"a":{"b":{}}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if CheckJSON(b) != nil || !json.Valid(b) {
+			return
+		}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("accepted but undecodable: %v", err)
+		}
+		if m, ok := v.(map[string]any); ok {
+			var raw map[string]json.RawMessage
+			json.Unmarshal(b, &raw)
+			if len(raw) != len(m) {
+				t.Fatal("key counts differ")
+			}
+		}
+	})
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/agentik/agentik"
 )
 
 // JSON-RPC and A2A error codes (the same numbers in 0.3 and 1.0).
@@ -100,6 +102,9 @@ var nullID = json.RawMessage("null")
 // decodeRequest parses one JSON-RPC request body. On error the returned id is
 // the request's id when it could be read, else null.
 func decodeRequest(body []byte) (*request, json.RawMessage, *Error) {
+	if err := agentik.CheckJSON(body); err != nil {
+		return nil, nullID, rpcErr(CodeParseError, "%s", agentik.ErrorMessage(err))
+	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
 		var syn *json.SyntaxError

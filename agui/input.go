@@ -102,6 +102,9 @@ func DecodeInput(b []byte) (RunInput, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return in, agentik.Errorf(agentik.EMalformed, "request body is required")
 	}
+	if err := agentik.CheckJSON(b); err != nil {
+		return in, err
+	}
 	var w wireInput
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&w); err != nil {

@@ -62,6 +62,9 @@ func decodeJSON(b []byte, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return agentik.Errorf(agentik.EMalformed, "request body is required")
 	}
+	if err := agentik.CheckJSON(b); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(v); err != nil {
 		var typeErr *json.UnmarshalTypeError

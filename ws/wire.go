@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/agentik/agentik"
 )
 
 // Message types (the "type" field).
@@ -269,6 +271,9 @@ func EncodeClientMessage(m ClientMessage) ([]byte, error) {
 // *Error with code malformed, unknown_type or invalid. Unknown fields are
 // ignored.
 func DecodeClientMessage(b []byte) (ClientMessage, error) {
+	if err := agentik.CheckJSON(b); err != nil {
+		return nil, &Error{Code: CodeMalformed, Details: agentik.ErrorMessage(err)}
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil || fields == nil {
 		return nil, &Error{Code: CodeMalformed, Details: "a message must be a JSON object"}

@@ -189,7 +189,7 @@ func do(t testing.TB, method, url string, body []byte, headers ...string) reply 
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := plainClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
@@ -199,6 +199,13 @@ func do(t testing.TB, method, url string, body []byte, headers ...string) reply 
 		t.Fatalf("%s %s: read: %v", method, url, err)
 	}
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// plainClient follows no redirect (a refusal must be the answer itself) and
+// gives up on an answer that never ends.
+var plainClient = &http.Client{
+	Timeout:       30 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
 
 // createConversation makes a conversation through the native API.

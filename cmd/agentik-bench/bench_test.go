@@ -133,6 +133,15 @@ func TestBenchEndToEnd(t *testing.T) {
 			t.Errorf("markdown lacks %q", want)
 		}
 	}
+	// --from renders the same tables from the JSON alone.
+	md2 := filepath.Join(out, "again.md")
+	var stderr bytes.Buffer
+	if code := run(t.Context(), []string{"--from", f.jsonOut, "--md", md2}, io.Discard, &stderr); code != 0 {
+		t.Fatalf("--from: exit %d: %s", code, stderr.String())
+	}
+	if again, err := os.ReadFile(md2); err != nil || !bytes.Equal(again, md) {
+		t.Errorf("--from rendered different tables (%v)", err)
+	}
 	for _, name := range []string{"bench-concurrency.svg", "bench-length.svg"} {
 		svg, err := os.ReadFile(filepath.Join(out, name))
 		if err != nil {

@@ -51,6 +51,7 @@ type flags struct {
 	jsonOut    string
 	svgDir     string
 	mdOut      string
+	from       string
 	phases     string
 	cpuProfile string
 	levels     []int
@@ -69,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.jsonOut, "json", "", "write the results as JSON to this file")
 	fs.StringVar(&f.svgDir, "svg", "", "write the plots (bench-concurrency.svg, bench-length.svg) into this directory")
 	fs.StringVar(&f.mdOut, "md", "", "write the results as Markdown tables to this file")
+	fs.StringVar(&f.from, "from", "", "measure nothing: read results from this JSON file and write --md/--svg from them")
 	fs.StringVar(&f.phases, "phases", strings.Join(allPhases, ","), "comma-separated phases to run")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (use with --inprocess to profile the server)")
 	levels := fs.String("levels", "", "comma-separated concurrency levels (default 1,10,20,100,1000; quick 1,10,20,100)")
@@ -114,10 +116,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
+	if f.from != "" {
+		return rewrite(f, stdout, stderr)
+	}
 	res, err := bench(ctx, f, stderr)
 	if res != nil {
 		if werr := writeOutputs(f, res, stdout); werr != nil && err == nil {
 			err = werr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "agentik-bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// rewrite renders the outputs of an earlier run's JSON.
+func rewrite(f flags, stdout, stderr io.Writer) int {
+	b, err := os.ReadFile(f.from)
+	if err == nil {
+		var res Results
+		if err = json.Unmarshal(b, &res); err == nil {
+			f.jsonOut = "" // never overwrite the input with itself
+			err = writeOutputs(f, &res, io.Discard)
 		}
 	}
 	if err != nil {

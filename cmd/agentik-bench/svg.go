@@ -66,10 +66,15 @@ func (c chart) SVG() string {
 	for i, x := range c.X {
 		xp := px(x)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" stroke="#eee"/>`+"\n", xp, padT, xp, padT+plotH)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%s</text>`+"\n", xp, padT+plotH+18, esc(c.XTicks[i]))
+		// A tick label may have a second, smaller line (after "\n").
+		first, second, _ := strings.Cut(c.XTicks[i], "\n")
+		fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%s</text>`+"\n", xp, padT+plotH+18, esc(first))
+		if second != "" {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle" font-size="10" fill="#555">%s</text>`+"\n", xp, padT+plotH+31, esc(second))
+		}
 	}
 	fmt.Fprintf(&b, `<rect x="%g" y="%g" width="%g" height="%g" fill="none" stroke="#333"/>`+"\n", padL, padT, plotW, plotH)
-	fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle">%s</text>`+"\n", padL+plotW/2, float64(svgH)-14, esc(c.XLabel))
+	fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle">%s</text>`+"\n", padL+plotW/2, float64(svgH)-10, esc(c.XLabel))
 	fmt.Fprintf(&b, `<text transform="translate(18 %g) rotate(-90)" text-anchor="middle">%s</text>`+"\n", padT+plotH/2, esc(c.YLabel))
 	for i, s := range c.Series {
 		var pts []string
@@ -109,11 +114,11 @@ func esc(s string) string {
 
 // concurrencyChart plots p50/p99 turn latency against concurrent conversations.
 func concurrencyChart(ls []ConcurrencyLevel) chart {
-	c := chart{Title: "Turn latency vs concurrent conversations", XLabel: "concurrent conversations (log)", YLabel: "turn latency, ms (log)"}
+	c := chart{Title: "Turn latency vs concurrent conversations", XLabel: "concurrent conversations (log), and turns/s reached", YLabel: "turn latency, ms (log)"}
 	p50, p99 := series{Name: "p50", Color: "#1f77b4"}, series{Name: "p99", Color: "#d62728"}
 	for _, l := range ls {
 		c.X = append(c.X, float64(l.Conversations))
-		c.XTicks = append(c.XTicks, fmt.Sprintf("%d (%.0f/s)", l.Conversations, l.TurnsPerSec))
+		c.XTicks = append(c.XTicks, fmt.Sprintf("%d\n%.0f/s", l.Conversations, l.TurnsPerSec))
 		p50.Y, p99.Y = append(p50.Y, l.Latency.P50Ms), append(p99.Y, l.Latency.P99Ms)
 	}
 	c.Series = []series{p50, p99}

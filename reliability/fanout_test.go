@@ -68,6 +68,7 @@ func (c closer) Close() error { return c.close() }
 // subscriber follows one conversation's durable events until the answer to
 // a message, resuming by cursor whenever its stream is cut.
 type subscriber struct {
+	latest     atomic.Int64 // the last cursor received, readable while following
 	cursors    []int64
 	reconnects int
 	err        error
@@ -96,6 +97,7 @@ func (sub *subscriber) follow(ctx context.Context, base, conv string, from int64
 			}
 			if c := ev.cursor(); c != 0 {
 				sub.cursors = append(sub.cursors, c)
+				sub.latest.Store(c)
 				after = c
 			}
 			if ev.event == agentik.EvAssistantMessage {

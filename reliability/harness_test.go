@@ -38,6 +38,7 @@ type server struct {
 	llm   *llmtest.Server
 	path  string
 	store *sqlite.Store
+	bus   *bus.Bus
 	eng   *engine.Engine
 	http  *httptest.Server
 	url   string // base URL, no trailing slash
@@ -51,6 +52,10 @@ type serverOptions struct {
 	llmTimeout time.Duration // default 30s
 	retries    int           // model retries; default 2, -1 for none
 	maxBody    int64         // default 1 MiB
+	// llm is the model, closed by the caller; default a new one closed at
+	// cleanup. (llmtest keeps every request, so a test that measures the
+	// heap must be able to let go of it.)
+	llm *llmtest.Server
 }
 
 func newServer(t *testing.T, o serverOptions) *server {
@@ -67,8 +72,12 @@ func newServer(t *testing.T, o serverOptions) *server {
 	if o.maxBody == 0 {
 		o.maxBody = 1 << 20
 	}
-	s := &server{t: t, llm: llmtest.NewServer(), path: o.path, opts: o, logs: &syncBuffer{}, errs: &syncBuffer{}}
-	t.Cleanup(s.llm.Close)
+	s := &server{t: t, llm: o.llm, path: o.path, opts: o, logs: &syncBuffer{}, errs: &syncBuffer{}}
+	if s.llm == nil {
+		s.llm = llmtest.NewServer()
+		t.Cleanup(s.llm.Close)
+	}
+	s.opts.llm = nil
 	s.start()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -92,8 +101,9 @@ func (s *server) start() {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s.bus = bus.New()
 	eng, err := engine.New(engine.Options{
-		Store: st, Bus: bus.New(), LLM: llm,
+		Store: st, Bus: s.bus, LLM: llm,
 		Tools:        tools.NewRegistry(tools.CurrentTime{}),
 		SystemPrompt: "You are a test agent.",
 		ToolTimeout:  5 * time.Second,

@@ -202,7 +202,9 @@ func TestLoad(t *testing.T) {
 	model, s.llm = nil, nil
 	goroutines1, heap1 := settleTo(goroutines0)
 	slices.Sort(latencies)
-	pct := func(p float64) time.Duration { return latencies[int(p*float64(len(latencies)-1))].Round(100 * time.Microsecond) }
+	pct := func(p float64) time.Duration {
+		return latencies[int(p*float64(len(latencies)-1))].Round(100 * time.Microsecond)
+	}
 	if len(latencies) == 0 {
 		t.Fatal("no turn completed")
 	}

@@ -62,7 +62,7 @@ type proc struct {
 	tail   *logTail
 }
 
-func (p *proc) Base() string          { return p.base }
+func (p *proc) Base() string                { return p.base }
 func (p *proc) RSSKB() (int64, error)       { return rssKB(p.cmd.Process.Pid) }
 func (p *proc) CPU() (time.Duration, error) { return cpuTime(p.cmd.Process.Pid) }
 
@@ -313,7 +313,7 @@ func startInProcess(ctx context.Context, sc serverConfig) (target, time.Duration
 	return ip, time.Since(t0), nil
 }
 
-func (p *inProcess) Base() string          { return "http://" + p.ln.Addr().String() }
+func (p *inProcess) Base() string                { return "http://" + p.ln.Addr().String() }
 func (p *inProcess) RSSKB() (int64, error)       { return rssKB(os.Getpid()) }
 func (p *inProcess) CPU() (time.Duration, error) { return cpuTime(os.Getpid()) }
 

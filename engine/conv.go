@@ -198,8 +198,19 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 		w.Events = append(w.Events, agentik.Event{ConversationID: c.id, Date: msg.Date, Type: agentik.EvInterrupted,
 			ReplyTo: abandoned.user.ID, Reason: agentik.ReasonBusyPolicy})
 	}
+	// An idle conversation answers this message next: its working-memory
+	// entry goes in the same commit, saving the turn a write. (Not in a
+	// cluster, where only the lease holder writes working memory.)
+	early := !busy && !c.looping && !c.e.clustered(c)
+	if early {
+		w.Memory = []agentik.MemoryEntry{{SourceID: msg.ID, ReplyTo: msg.ID,
+			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: msg.Content}}}
+	}
 	if _, err := c.commit(ctx, w); err != nil {
 		return agentik.SendResult{}, err
+	}
+	if early && c.memoryLoaded {
+		c.memory = append(c.memory, w.Memory...) // the store wrote Order into w.Memory
 	}
 	c.pending = nil
 	c.lastActive = time.Now()

@@ -12,6 +12,9 @@ import (
 	"github.com/agentik/agentik"
 )
 
+// sseBatch bounds how many waiting events one write carries.
+const sseBatch = 64
+
 // serveSSE writes stream as a text/event-stream until the stream ends, the
 // client goes away or a write fails. The caller has already subscribed: the
 // 200 is written here, after the subscription exists, so nothing committed
@@ -53,14 +56,32 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 				}
 				return
 			}
-			cursor, typ := meta(ev)
-			data, err := json.Marshal(ev)
-			if err != nil {
-				s.log.ErrorContext(r.Context(), "encode event", "type", typ, "err", err)
-				return
-			}
+			// Events already waiting go out with this one in one write and
+			// one flush (a replay, a burst of deltas); never more than
+			// sseBatch, so a long replay still reaches the client steadily.
 			buf.Reset()
-			appendEvent(&buf, cursor, typ, data)
+			for n := 0; ; n++ {
+				cursor, typ := meta(ev)
+				data, err := json.Marshal(ev)
+				if err != nil {
+					s.log.ErrorContext(r.Context(), "encode event", "type", typ, "err", err)
+					return
+				}
+				appendEvent(&buf, cursor, typ, data)
+				if n+1 == sseBatch {
+					break
+				}
+				select {
+				case ev, ok = <-stream.C():
+				default:
+					ok = false
+				}
+				if !ok {
+					// Nothing waiting, or the stream closed (the outer
+					// select sees that again): send what we have.
+					break
+				}
+			}
 			if err := s.writeFlush(w, rc, buf.Bytes()); err != nil {
 				return
 			}

@@ -136,6 +136,9 @@ func (c *conv) snapshot(ctx context.Context) (agentik.ConversationInfo, error) {
 }
 
 func (c *conv) rename(ctx context.Context, title string) (agentik.ConversationInfo, error) {
+	if err := validTitle(title); err != nil {
+		return agentik.ConversationInfo{}, err
+	}
 	e := c.e
 	e.agentMu.Lock()
 	rec, ev, err := c.store.RenameConversation(ctx, c.id, title, agentik.Now())

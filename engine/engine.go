@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/memstore"
@@ -128,13 +130,13 @@ type Engine struct {
 	streams sync.WaitGroup // stream goroutines
 	janitor sync.WaitGroup
 
-	mu       sync.Mutex
-	live     map[string]*conv
-	loadMu   sync.RWMutex // loads (read) against deletes (write)
+	mu     sync.Mutex
+	live   map[string]*conv
+	loadMu sync.RWMutex // loads (read) against deletes (write)
 
 	streamsClosed bool // Shutdown waits for streams: no new ones
-	draining bool
-	started  bool
+	draining      bool
+	started       bool
 
 	limits limiter
 
@@ -269,6 +271,9 @@ func (e *Engine) storeFor(temporal bool) agentik.Store {
 // CreateConversation creates a conversation owned by the caller.
 func (e *Engine) CreateConversation(ctx context.Context, req agentik.CreateRequest) (agentik.ConversationInfo, error) {
 	if err := e.accepting(); err != nil {
+		return agentik.ConversationInfo{}, err
+	}
+	if err := validTitle(req.Title); err != nil {
 		return agentik.ConversationInfo{}, err
 	}
 	id := req.ID
@@ -533,4 +538,21 @@ func infoOf(r agentik.ConversationRecord, images bool) agentik.ConversationInfo 
 		info.Tokens = &t
 	}
 	return info
+}
+
+// maxTitle bounds a conversation title, in bytes.
+const maxTitle = 1024
+
+// validTitle refuses titles no store should hold: NUL bytes (PostgreSQL
+// text cannot), invalid UTF-8, or more than maxTitle bytes.
+func validTitle(t string) error {
+	switch {
+	case len(t) > maxTitle:
+		return agentik.Errorf(agentik.EInvalid, "title is longer than %d bytes", maxTitle)
+	case !utf8.ValidString(t):
+		return agentik.Errorf(agentik.EInvalid, "title is not valid UTF-8")
+	case strings.ContainsRune(t, 0):
+		return agentik.Errorf(agentik.EInvalid, "title contains a NUL character")
+	}
+	return nil
 }

@@ -1184,3 +1184,20 @@ func TestQueuedTurnClosesTheTurnWaitingForClientTools(t *testing.T) {
 		t.Fatalf("open turns %+v", open)
 	}
 }
+
+func TestBadTitlesAreRefused(t *testing.T) {
+	h := newHarness(t)
+	info, _ := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{Title: "ok"})
+	for _, bad := range []string{"a\x00b", "\xff", strings.Repeat("x", 1025)} {
+		if _, err := h.eng.CreateConversation(h.ctx, agentik.CreateRequest{Title: bad}); agentik.ErrorCode(err) != agentik.EInvalid {
+			t.Errorf("create %q: %v", bad, err)
+		}
+		if _, err := h.eng.RenameConversation(h.ctx, info.ID, bad); agentik.ErrorCode(err) != agentik.EInvalid {
+			t.Errorf("rename %q: %v", bad, err)
+		}
+	}
+	got, _ := h.eng.Conversation(h.ctx, info.ID)
+	if i, _ := got.Info(h.ctx); i.Title != "ok" {
+		t.Fatalf("title changed to %q", i.Title)
+	}
+}

@@ -26,6 +26,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -180,16 +181,34 @@ func (l *LLM) attempt(parent context.Context, params oai.ChatCompletionNewParams
 	watchdog := time.AfterFunc(l.opts.Timeout, func() { cancel(errIdle) })
 	defer watchdog.Stop()
 
-	stream := l.chat.NewStreaming(ctx, params)
-	defer stream.Close()
+	// openai-go sends the request (with its retries and error decoding);
+	// the body is read here with its SSE framing only, and each chunk is
+	// decoded once, by the accumulator — openai-go's typed chunk decoding
+	// was the adapter's largest cost and reads nothing the accumulator needs.
+	var raw *http.Response
+	if _, err := l.chat.New(ctx, params, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw)); err != nil {
+		return resp, false, l.classify(parent, ctx, err)
+	}
+	events := ssestream.NewDecoder(raw)
+	if events == nil {
+		return resp, false, fmt.Errorf("request: the endpoint answered without a body")
+	}
+	defer events.Close()
 	acc := newAccumulator(onDelta)
-	for stream.Next() {
+	for events.Next() {
 		watchdog.Reset(l.opts.Timeout)
-		if err := acc.add([]byte(stream.Current().RawJSON())); err != nil {
+		ev := events.Event()
+		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+			break
+		}
+		if len(bytes.TrimSpace(ev.Data)) == 0 {
+			continue
+		}
+		if err := acc.add(ev.Data); err != nil {
 			return resp, acc.started, err
 		}
 	}
-	if err := stream.Err(); err != nil {
+	if err := events.Err(); err != nil {
 		return resp, acc.started, l.classify(parent, ctx, err)
 	}
 	if ctx.Err() != nil { // a cancelled body read can look like a clean end

@@ -136,7 +136,7 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 	// partial-text snapshot and the replay bound are one consistent point.
 	c.mu.Lock()
 	c.writeMu.Lock()
-	sub, remote := c.subscribeBus() // cluster: see cluster.go
+	sub, remote := c.subscribeBus()  // cluster: see cluster.go
 	bound, err := c.replayBound(ctx) // cluster: see cluster.go
 	if err != nil {
 		c.writeMu.Unlock()

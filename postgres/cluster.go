@@ -44,7 +44,7 @@ type Coordinator struct {
 
 	mu   sync.Mutex // serialises the lock session
 	cfg  *pgx.ConnConfig
-	conn *pgx.Conn       // nil until needed, and after it failed
+	conn *pgx.Conn        // nil until needed, and after it failed
 	held map[string]int64 // lease epochs of the leases held
 	last map[string]int64 // the epoch this process last held, by conversation
 	cb   engine.ClusterCallbacks

@@ -110,4 +110,3 @@ func TestFacadesCheckTokenAndOwner(t *testing.T) {
 		}
 	}
 }
-

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	wsclient "github.com/agentik/agentik/ws"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -634,6 +636,36 @@ func (r *runner) memory(ctx context.Context) (err error) {
 	}
 	m.PerSSEClientKB = round3(float64(m.RSSWithClientsKB-before) / float64(r.plan.RelayClients))
 	r.logf("%d SSE clients: RSS %d KiB, %.2f KiB each", r.plan.RelayClients, m.RSSWithClientsKB, m.PerSSEClientKB)
+
+	// WebSocket clients attached to the same conversation: RSS per client
+	// (before the relay burst, whose garbage would hide them).
+	before = m.RSSWithClientsKB
+	wsURL := "ws" + strings.TrimPrefix(a.base, "http") + "/agentik/ws"
+	conns := make([]*wsclient.Conn, 0, r.plan.RelayClients)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range r.plan.RelayClients {
+		c, err := wsclient.Dial(ctx, wsURL, &wsclient.DialOptions{ConversationID: conv})
+		if err != nil {
+			return fmt.Errorf("websocket client: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	after, err := settle()
+	if err != nil {
+		return err
+	}
+	m.WSClients = len(conns)
+	m.RSSWithWSClientsKB = after
+	m.PerWSClientKB = round3(float64(after-before) / float64(len(conns)))
+	r.logf("%d WebSocket clients: RSS %d KiB, %.2f KiB each", len(conns), after, m.PerWSClientKB)
+	for _, c := range conns {
+		c.Close() // gone before the relay, which they would slow down
+	}
+	conns = nil
 	many, err := r.relay(ctx, a, r.plan.RelayClients, r.plan.RelayDeltasMany, &relayConv{id: conv, clients: clients})
 	if err != nil {
 		return err
@@ -642,6 +674,7 @@ func (r *runner) memory(ctx context.Context) (err error) {
 	r.logf("relay to %d clients: %.0f deltas/s in total, %.0f per client, min delivered %d/%d",
 		many.Clients, many.DeltasPerSec, many.PerClientDeltasPerSec, many.DeliveredMin, many.DeltasSent)
 	m.RSSAfterBurstKB, _ = t.RSSKB()
+
 	return nil
 }
 

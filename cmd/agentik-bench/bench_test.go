@@ -84,7 +84,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Errorf("model relay rate %+v", res.Relay[0])
 	}
 	mem := res.Memory
-	if mem == nil || mem.IdleRSSKB <= 0 || mem.RSSWithConvsKB < mem.IdleRSSKB/2 || mem.RSSWithClientsKB <= 0 || mem.IdleConversations != 20 || mem.SSEClients != 20 {
+	if mem == nil || mem.IdleRSSKB <= 0 || mem.RSSWithConvsKB < mem.IdleRSSKB/2 || mem.RSSWithClientsKB <= 0 || mem.IdleConversations != 20 || mem.SSEClients != 20 || mem.WSClients != 20 || mem.RSSWithWSClientsKB <= 0 {
 		t.Errorf("memory %+v", mem)
 	}
 	if len(res.Length) != 2 {

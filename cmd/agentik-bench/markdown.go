@@ -59,7 +59,11 @@ func markdown(res *Results) string {
 		p("| idle, just started | **%.1f MiB** | |\n", float64(mem.IdleRSSKB)/1024)
 		p("| after 30 warm-up turns | %.1f MiB | |\n", float64(mem.WarmRSSKB)/1024)
 		p("| + %d idle conversations (one answered turn each) | %.1f MiB | **%.1f KiB** per conversation |\n", mem.IdleConversations, float64(mem.RSSWithConvsKB)/1024, mem.PerConversationKB)
-		p("| + %d SSE clients on one conversation | %.1f MiB | %.1f KiB per client |\n\n", mem.SSEClients, float64(mem.RSSWithClientsKB)/1024, mem.PerSSEClientKB)
+		p("| + %d SSE clients on one conversation | %.1f MiB | %.1f KiB per client |\n", mem.SSEClients, float64(mem.RSSWithClientsKB)/1024, mem.PerSSEClientKB)
+		if mem.WSClients > 0 {
+			p("| + %d WebSocket clients on that conversation (SSE clients still open) | %.1f MiB | %.1f KiB per client |\n", mem.WSClients, float64(mem.RSSWithWSClientsKB)/1024, mem.PerWSClientKB)
+		}
+		p("\n")
 	}
 	if res.Startup != nil || res.Binary != nil {
 		p("### 7. Start-up and binary\n\n")

@@ -116,15 +116,18 @@ type Replay struct {
 }
 
 type Memory struct {
-	IdleRSSKB         int64   `json:"idle_rss_kb"`
-	WarmRSSKB         int64   `json:"warm_rss_kb"` // after a few turns
-	IdleConversations int     `json:"idle_conversations"`
-	RSSWithConvsKB    int64   `json:"rss_with_conversations_kb"`
-	PerConversationKB float64 `json:"per_conversation_kb"`
-	SSEClients        int     `json:"sse_clients"`
-	RSSWithClientsKB  int64   `json:"rss_with_clients_kb"`
-	PerSSEClientKB    float64 `json:"per_sse_client_kb"`
-	RSSAfterBurstKB   int64   `json:"rss_after_relay_kb,omitempty"`
+	IdleRSSKB          int64   `json:"idle_rss_kb"`
+	WarmRSSKB          int64   `json:"warm_rss_kb"` // after a few turns
+	IdleConversations  int     `json:"idle_conversations"`
+	RSSWithConvsKB     int64   `json:"rss_with_conversations_kb"`
+	PerConversationKB  float64 `json:"per_conversation_kb"`
+	SSEClients         int     `json:"sse_clients"`
+	RSSWithClientsKB   int64   `json:"rss_with_clients_kb"`
+	PerSSEClientKB     float64 `json:"per_sse_client_kb"`
+	RSSAfterBurstKB    int64   `json:"rss_after_relay_kb,omitempty"`
+	WSClients          int     `json:"ws_clients,omitempty"`
+	RSSWithWSClientsKB int64   `json:"rss_with_ws_clients_kb,omitempty"`
+	PerWSClientKB      float64 `json:"per_ws_client_kb,omitempty"`
 }
 
 // Target is one published goal and whether this run met it.

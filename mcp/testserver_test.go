@@ -25,6 +25,7 @@ const (
 	startsFileEnv = "MCP_TEST_STARTS_FILE" // a line is appended per start
 	stubbornEnv   = "MCP_TEST_STUBBORN"    // "1": ignore SIGTERM and stdin EOF
 	cancelFileEnv = "MCP_TEST_CANCEL_FILE" // "slow" writes "started", then "cancelled"
+	rawEnv        = "MCP_TEST_RAW"         // "1": the hand-written garbage server (garbage_test.go)
 )
 
 var pngPixel = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82")
@@ -141,6 +142,10 @@ func newTestServer(release <-chan struct{}) *sdk.Server {
 
 // runStdioTestServer is the body of the test binary in server mode.
 func runStdioTestServer() {
+	if os.Getenv(rawEnv) == "1" {
+		runRawTestServer()
+		return
+	}
 	if f := os.Getenv(startsFileEnv); f != "" {
 		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err == nil {

@@ -118,5 +118,11 @@ func errorResult(server string, err error) agentik.ToolResult {
 	if errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing) {
 		return agentik.ErrorResult(fmt.Sprintf("the MCP server %q closed the connection; it is being restarted, try again later", server))
 	}
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &typeErr) || errors.As(err, &syntaxErr) || strings.Contains(err.Error(), "cannot unmarshal") {
+		// The decoder's text names internal Go types: useless to the model.
+		return agentik.ErrorResult(fmt.Sprintf("the MCP server %q returned a malformed result", server))
+	}
 	return agentik.ErrorResult(fmt.Sprintf("the MCP server %q failed: %v", server, err))
 }

@@ -196,6 +196,9 @@ func TestMalformedToolResultsAreHandled(t *testing.T) {
 		if strings.Contains(txt, "did not answer") || strings.Contains(txt, "went away") || strings.Contains(txt, "cannot be reached") {
 			t.Errorf("%s: %q", n, txt)
 		}
+		if strings.Contains(txt, "Go value") || strings.Contains(txt, "struct {") {
+			t.Errorf("%s: the model is shown decoder internals: %q", n, txt)
+		}
 		t.Logf("%s → is_error=%v %q", n, r.IsError, txt)
 	}
 	if r := res["echo"]; r.IsError || agentik.JoinText(r.Content) != "echo: alongside" {

@@ -2,7 +2,6 @@ package agui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/httpapi"
 	"github.com/google/uuid"
 )
 
@@ -586,61 +586,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return b, nil
 }
 
-// statusOf maps the core's error codes to HTTP statuses (the one place).
-func statusOf(code string) int {
-	switch code {
-	case agentik.EMalformed:
-		return http.StatusBadRequest
-	case agentik.EInvalid:
-		return http.StatusUnprocessableEntity
-	case agentik.EUnauthorized:
-		return http.StatusUnauthorized
-	case agentik.ENotFound:
-		return http.StatusNotFound
-	case agentik.EBusy, agentik.EConflict:
-		return http.StatusConflict
-	case agentik.ETooLarge:
-		return http.StatusRequestEntityTooLarge
-	case agentik.EUnsupportedMed:
-		return http.StatusUnsupportedMediaType
-	case agentik.ERateLimited:
-		return http.StatusTooManyRequests
-	case agentik.EUnavailable:
-		return http.StatusServiceUnavailable
-	case "method_not_allowed":
-		return http.StatusMethodNotAllowed
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// writeError answers a refused run before streaming, in the same error body
-// as the native API. Internal errors get a generic message.
+// writeError answers a refused run before streaming exactly as the native
+// API answers a refused request (status, error body, WWW-Authenticate,
+// Retry-After).
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	code := agentik.ErrorCode(err)
-	status := statusOf(code)
-	msg := agentik.ErrorMessage(err)
-	if status == http.StatusInternalServerError {
-		code, msg = agentik.EInternal, "internal error"
-		h.log.ErrorContext(r.Context(), "agui: request failed", "path", r.URL.Path, "err", err)
-	} else {
-		h.log.DebugContext(r.Context(), "agui: request refused", "path", r.URL.Path, "code", code, "err", err)
-	}
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="agentik"`)
-	}
-	b, _ := json.Marshal(errorBody{Error: errorDetail{Code: code, Message: msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	httpapi.WriteError(w, r, h.log, err)
 }

@@ -31,10 +31,15 @@ func statusOf(code string) int {
 		return http.StatusTooManyRequests
 	case agentik.EUnavailable:
 		return http.StatusServiceUnavailable
+	case codeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	default:
 		return http.StatusInternalServerError
 	}
 }
+
+// codeMethodNotAllowed is the code of a 405 (a routing answer, not a core error).
+const codeMethodNotAllowed = "method_not_allowed"
 
 // codeOf is the client's inverse of statusOf, used only when an error
 // response carries no usable error body (a proxy's HTML page, say).
@@ -76,14 +81,22 @@ type errorDetail struct {
 // writeError answers err as an error body. Internal errors get a generic
 // message; their detail is logged for the operator.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	WriteError(w, r, s.log, err)
+}
+
+// WriteError answers err the way every HTTP facade of Agentik does: the
+// status for its code, {"error":{"code","message"}}, WWW-Authenticate on
+// 401, Retry-After when the error says when to retry, and a generic message
+// for internal errors (the detail goes to log).
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code := agentik.ErrorCode(err)
 	status := statusOf(code)
 	msg := agentik.ErrorMessage(err)
 	if status == http.StatusInternalServerError {
 		code, msg = agentik.EInternal, "internal error"
-		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	} else {
-		s.log.DebugContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
+		log.DebugContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentik"`)

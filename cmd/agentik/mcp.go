@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/mcp"
 )
 
@@ -58,7 +57,10 @@ func (a *app) mountTools(ctx context.Context) error {
 	a.mux.HandleFunc("GET /agentik/tools", func(w http.ResponseWriter, r *http.Request) {
 		if a.auth != nil {
 			if _, err := a.auth(r); err != nil {
-				writeToolsError(w, err)
+				if agentik.ErrorCode(err) == agentik.EInternal {
+					err = agentik.WrapError(agentik.EUnauthorized, "missing or invalid bearer token", err)
+				}
+				httpapi.WriteError(w, r, a.log, err)
 				return
 			}
 		}
@@ -79,25 +81,6 @@ func (a *app) mountTools(ctx context.Context) error {
 		w.Write(b)
 	})
 	return nil
-}
-
-// writeToolsError answers a refused authentication like the REST API does.
-func writeToolsError(w http.ResponseWriter, err error) {
-	code, status := agentik.EUnauthorized, http.StatusUnauthorized
-	msg := "missing or invalid bearer token"
-	if agentik.ErrorCode(err) == agentik.ERateLimited {
-		code, status, msg = agentik.ERateLimited, http.StatusTooManyRequests, agentik.ErrorMessage(err)
-		if d := agentik.RetryAfter(err); d > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
-		}
-	} else {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="agentik"`)
-	}
-	b, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(b)
 }
 
 // writeToolHealth prints the health of each MCP server (agentik tools).

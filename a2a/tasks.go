@@ -405,13 +405,17 @@ func (s *Server) cancelTask(ctx context.Context, req *request) (any, *Error) {
 		return nil, rpcErr(CodeTaskNotCancelable, "task %s is %s and cannot be canceled", tv.task.ID, tv.task.Status.State)
 	}
 	w := newWatch(&tv.task, tv.user.ID)
+	done := false
 	if ti, ok := conv.(agentik.TurnInterrupter); ok {
 		// This task's turn only: cancelled if running, withdrawn if queued.
-		if _, err := ti.InterruptTurn(ctx, tv.user.ID); err != nil {
+		var err error
+		if done, err = ti.InterruptTurn(ctx, tv.user.ID); err != nil {
 			return nil, coreErr(err)
 		}
-	} else {
-		// Without that, interrupt the conversation once the task's turn runs.
+	}
+	if !done {
+		// Not reachable now (queued where it cannot be withdrawn):
+		// interrupt the conversation once the task's turn runs.
 		w.cancel = func() {
 			if _, err := conv.Interrupt(ctx); err != nil {
 				s.log.Warn("a2a cancel: interrupt failed", "task", tv.task.ID, "err", err)

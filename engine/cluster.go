@@ -649,3 +649,20 @@ func (h *clusterHandle) Interrupt(ctx context.Context) (bool, error) {
 	}
 	return ok, nil
 }
+
+// InterruptTurn interrupts the turn answering replyTo: here (running or
+// queued), or — when another process runs exactly that turn — there. A turn
+// queued in the shared store but not started yet is not withdrawn: false.
+func (h *clusterHandle) InterruptTurn(ctx context.Context, replyTo string) (bool, error) {
+	if ok, err := h.handle.InterruptTurn(ctx, replyTo); ok || err != nil {
+		return ok, err
+	}
+	if rt, running := h.c.e.opts.Cluster.Running(h.c.id); !running || rt.ReplyTo != replyTo {
+		return false, nil
+	}
+	ok, err := h.c.e.opts.Cluster.Interrupt(ctx, h.c.id, agentik.ReasonUser, "")
+	if err != nil {
+		return false, h.c.readErr(err)
+	}
+	return ok, nil
+}

@@ -72,13 +72,23 @@ func TestA2AOfficialClient(t *testing.T) {
 			defer never.Release()
 			resub := llmtest.NewGate()
 			defer resub.Release()
-			llm.Enqueue(
-				llmtest.Text("Hello from agentik"),
-				llmtest.Text("Second answer"),
-				llmtest.Text("streamed answer here"),
-				llmtest.Stream().Role().Content("partial").Pause(never).Content(" never").Finish("stop").Done(),
-				llmtest.Stream().Role().Content("resub ").Pause(resub).Content("done").Finish("stop").Usage(3, 2).Done(),
-			)
+			// Replies by question, not in order: a task canceled while still
+			// queued never calls the model, so a script in order would shift.
+			llm.Handle(func(req llmtest.Request) llmtest.Reply {
+				switch req.LastUserText() {
+				case "hello":
+					return llmtest.Text("Hello from agentik")
+				case "and again":
+					return llmtest.Text("Second answer")
+				case "stream please":
+					return llmtest.Text("streamed answer here")
+				case "take your time":
+					return llmtest.Stream().Role().Content("partial").Pause(never).Content(" never").Finish("stop").Done()
+				case "resubscribe to me":
+					return llmtest.Stream().Role().Content("resub ").Pause(resub).Content("done").Finish("stop").Usage(3, 2).Done()
+				}
+				return llmtest.Text("unexpected question " + req.LastUserText())
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "node", "e2e.mjs", p.url, mode)

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -256,6 +255,3 @@ const (
 	StateDisabled   = "disabled"
 	StateStopped    = "stopped"
 )
-
-// errNotConnected is the error of a call to a server that is not up.
-var errNotConnected = errors.New("not connected")

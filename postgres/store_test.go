@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentik/agentik/internal/testenv"
 	"net/url"
 	"os"
 	"strings"
@@ -23,10 +24,7 @@ func testDSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv("AGENTIK_TEST_DATABASE_URL")
 	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("AGENTIK_TEST_DATABASE_URL is not set: the PostgreSQL store must be tested in CI")
-		}
-		t.Skip("AGENTIK_TEST_DATABASE_URL is not set")
+		testenv.Missing(t, "AGENTIK_TEST_DATABASE_URL is not set: the PostgreSQL store is not tested")
 	}
 	return dsn
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/agentik/agentik/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
@@ -199,10 +200,7 @@ func TestBenchPostgres(t *testing.T) {
 	}
 	dsn := os.Getenv("AGENTIK_TEST_DATABASE_URL")
 	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("AGENTIK_TEST_DATABASE_URL is not set: the bench's --pg mode must be tested in CI")
-		}
-		t.Skip("AGENTIK_TEST_DATABASE_URL is not set")
+		testenv.Missing(t, "AGENTIK_TEST_DATABASE_URL is not set: the bench's --pg mode is not tested")
 	}
 	bin := testBinary(t)
 	m := newModel(0, 0)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentik/agentik/internal/testenv"
 	"io"
 	"net"
 	"net/http"
@@ -32,10 +33,7 @@ func pgSchema(t *testing.T) string {
 	t.Helper()
 	dsn := os.Getenv("AGENTIK_TEST_DATABASE_URL")
 	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("AGENTIK_TEST_DATABASE_URL is not set: the PostgreSQL tests must run in CI")
-		}
-		t.Skip("AGENTIK_TEST_DATABASE_URL is not set")
+		testenv.Missing(t, "AGENTIK_TEST_DATABASE_URL is not set: the PostgreSQL tests do not run")
 	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)

@@ -9,6 +9,40 @@ const (
 	MsgError      = "error"
 )
 
+// Codes of a failed turn: the Code of an error journal message, the same
+// name on every facade. Details carry a sentence safe to show any caller;
+// the cause (provider answers, network addresses) is for operators and goes
+// to the log only.
+const (
+	CodeLLMError           = "llm_error"            // the model call failed
+	CodeLLMTimeout         = "llm_timeout"          // the model stopped answering
+	CodeContextOverflow    = "context_overflow"     // the conversation is too long for the model
+	CodeToolRoundsExceeded = "tool_rounds_exceeded" // the model kept calling tools without answering
+	CodeStoreError         = "store_error"          // the turn could not be stored
+)
+
+// TurnErrorMessage is what a facade shows a caller for a failed turn: a
+// fixed sentence for each code above (whatever an older journal holds in
+// details), else details, else a generic sentence.
+func TurnErrorMessage(code, details string) string {
+	switch code {
+	case CodeLLMError:
+		return "the model call failed"
+	case CodeLLMTimeout:
+		return "the model stopped answering"
+	case CodeContextOverflow:
+		return "the conversation is too long for the model"
+	case CodeToolRoundsExceeded:
+		return "the model kept calling tools without answering"
+	case CodeStoreError:
+		return "the turn could not be stored"
+	}
+	if details != "" {
+		return details
+	}
+	return "the turn failed"
+}
+
 // Message is one entry of a conversation's journal: the append-only record of
 // what happened, in arrival order. Seq is 1, 2, 3… per conversation with no
 // gaps, assigned by the store. Which fields are set depends on Type:

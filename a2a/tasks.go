@@ -176,7 +176,7 @@ func readTask(ctx context.Context, conv agentik.Conversation, seq int64, history
 				}
 			case agentik.MsgError:
 				tv.closed = true
-				tv.task.Status = Status{State: StateFailed, Timestamp: m.Date.Time, Message: agentNote(conv.ID(), id, m.Details)}
+				tv.task.Status = Status{State: StateFailed, Timestamp: m.Date.Time, Message: withCode(agentNote(conv.ID(), id, agentik.TurnErrorMessage(m.Code, m.Details)), m.Code)}
 			}
 		}
 		if tv.closed || !page.HasMore {
@@ -263,6 +263,15 @@ func userMessage(conv, task string, m *agentik.Message) Message {
 
 func agentNote(conv, task, text string) *Message {
 	return &Message{ID: agentik.NewID(), ContextID: conv, TaskID: task, Role: RoleAgent, Parts: []Part{TextPart(text)}}
+}
+
+// withCode puts the code of a failed turn (agentik.CodeLLMError, …) in the
+// status message's metadata: the same stable name every facade shows.
+func withCode(m *Message, code string) *Message {
+	if code != "" {
+		m.Metadata = map[string]any{"code": code}
+	}
+	return m
 }
 
 // ---- the operations ----

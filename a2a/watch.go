@@ -26,6 +26,7 @@ type watch struct {
 	images    int             // images streamed
 	skip      map[string]bool // journal entries already shown (resubscribe)
 	errText   string
+	errCode   string
 	cancel    func() // called once when the turn is seen running (cancel)
 	canceled  bool
 }
@@ -132,7 +133,8 @@ func (w *watch) handle(ev agentik.Event) ([]Event, bool) {
 			"tool_result": map[string]any{"id": ev.Message.CallID, "name": ev.Message.Name, "is_error": ev.Message.IsError}})), false)}, false
 	case agentik.EvError:
 		if mine(ev.Message) {
-			w.errText = ev.Message.Details
+			w.errText = agentik.TurnErrorMessage(ev.Message.Code, ev.Message.Details)
+			w.errCode = ev.Message.Code
 		}
 	case agentik.EvEnd:
 		if ev.ReplyTo != w.userID {
@@ -148,7 +150,7 @@ func (w *watch) handle(ev agentik.Event) ([]Event, bool) {
 			if text == "" {
 				text = "the turn failed"
 			}
-			return []Event{w.status(StateFailed, w.note(TextPart(text)), true)}, true
+			return []Event{w.status(StateFailed, withCode(w.note(TextPart(text)), w.errCode), true)}, true
 		default:
 			// A turn that waits for client-side tools cannot be continued
 			// over A2A; it is reported as failed rather than faked as

@@ -130,7 +130,7 @@ func TestGoldenLLMFailure(t *testing.T) {
 	r := e.run(input("thread-fail", "run-1", user("u1", "Fail please")))
 	golden(t, "llm_failure.golden", transcript(r))
 	last := r.events[len(r.events)-1]
-	if last["type"] != RunError || last["code"] != engine.CodeLLMError {
+	if last["type"] != RunError || last["code"] != agentik.CodeLLMError {
 		t.Fatalf("last %v", last)
 	}
 	// The failure is in the transcript of the native API too.

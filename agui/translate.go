@@ -163,7 +163,7 @@ func (t *translator) event(ev agentik.Event) []Event {
 		if !t.isOurs(m.ReplyTo) {
 			return nil
 		}
-		out = t.fail(out, errorMessage(m.Code, m.Details), m.Code)
+		out = t.fail(out, agentik.TurnErrorMessage(m.Code, m.Details), m.Code)
 	case agentik.EvInterrupted:
 		if t.isOurs(ev.ReplyTo) {
 			t.cancelled = true
@@ -295,27 +295,4 @@ func (t *translator) closeReasoning(out []Event) []Event {
 	t.reasonID = ""
 	t.reason.Reset()
 	return out
-}
-
-// errorMessage is the RUN_ERROR message of a failed turn. The engine's codes
-// (written out here so that the facade depends on agentik.Agent alone)
-// get a fixed text: their details may carry provider or network detail that
-// is for operators (it stays in the journal and the logs), not for a UI.
-func errorMessage(code, details string) string {
-	switch code {
-	case "llm_error":
-		return "the model call failed"
-	case "llm_timeout":
-		return "the model stopped answering"
-	case "context_overflow":
-		return "the conversation is too long for the model"
-	case "tool_rounds_exceeded":
-		return "the model kept calling tools without answering"
-	case "store_error":
-		return "the turn could not be stored"
-	}
-	if details != "" {
-		return details
-	}
-	return "the turn failed"
 }

@@ -367,7 +367,7 @@ func TestOverflowThenRetry(t *testing.T) {
 		t.Fatalf("second overflow: %s", types(evs))
 	}
 	msgs := journal(t, c)
-	if last := msgs[len(msgs)-1]; last.Code != engine.CodeContextOverflow {
+	if last := msgs[len(msgs)-1]; last.Code != agentik.CodeContextOverflow {
 		t.Fatalf("last journal entry %+v", last)
 	}
 	if n := len(h.llm.Requests()) - before; n > 3 {

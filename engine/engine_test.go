@@ -324,7 +324,7 @@ func TestMaxToolRoundsThenUsable(t *testing.T) {
 	}
 	msgs := journal(t, c)
 	last := msgs[len(msgs)-1]
-	if last.Type != agentik.MsgError || last.Code != engine.CodeToolRoundsExceeded || last.ReplyTo != res.MessageID {
+	if last.Type != agentik.MsgError || last.Code != agentik.CodeToolRoundsExceeded || last.ReplyTo != res.MessageID {
 		t.Fatalf("last journal entry %+v", last)
 	}
 	res2 := h.send(c, "again")
@@ -342,11 +342,11 @@ func TestModelFailures(t *testing.T) {
 	}{
 		{"500 then success", []llmtest.Reply{llmtest.APIError(500, "server_error", "", "boom"), llmtest.Text("ok")}, ""},
 		{"429 then success", []llmtest.Reply{llmtest.RateLimited("0"), llmtest.Text("ok")}, ""},
-		{"500 three times", []llmtest.Reply{llmtest.APIError(500, "server_error", "", "a"), llmtest.APIError(500, "server_error", "", "b"), llmtest.APIError(500, "server_error", "", "c")}, engine.CodeLLMError},
-		{"reset mid-stream", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Reset()}, engine.CodeLLMError},
-		{"malformed chunk", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Raw("data: {not json\n\n")}, engine.CodeLLMError},
-		{"no finish", []llmtest.Reply{llmtest.Stream().Role().Content("Hel")}, engine.CodeLLMError},
-		{"context overflow", []llmtest.Reply{llmtest.APIError(400, "invalid_request_error", "context_length_exceeded", "This model's maximum context length is 8192 tokens.")}, engine.CodeContextOverflow},
+		{"500 three times", []llmtest.Reply{llmtest.APIError(500, "server_error", "", "a"), llmtest.APIError(500, "server_error", "", "b"), llmtest.APIError(500, "server_error", "", "c")}, agentik.CodeLLMError},
+		{"reset mid-stream", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Reset()}, agentik.CodeLLMError},
+		{"malformed chunk", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Raw("data: {not json\n\n")}, agentik.CodeLLMError},
+		{"no finish", []llmtest.Reply{llmtest.Stream().Role().Content("Hel")}, agentik.CodeLLMError},
+		{"context overflow", []llmtest.Reply{llmtest.APIError(400, "invalid_request_error", "context_length_exceeded", "This model's maximum context length is 8192 tokens.")}, agentik.CodeContextOverflow},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -388,7 +388,7 @@ func TestModelTimeout(t *testing.T) {
 	res := h.send(c, "hi")
 	until(t, s, endOf(res.MessageID))
 	msgs := journal(t, c)
-	if last := msgs[len(msgs)-1]; last.Code != engine.CodeLLMTimeout {
+	if last := msgs[len(msgs)-1]; last.Code != agentik.CodeLLMTimeout {
 		t.Fatalf("last %+v", last)
 	}
 }

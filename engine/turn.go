@@ -18,15 +18,6 @@ var timeNow = time.Now
 // on a fresh context because the turn's own is already cancelled.
 const finalWriteTimeout = 10 * time.Second
 
-// Error codes of failed turns (the code field of error messages).
-const (
-	CodeLLMError           = "llm_error"
-	CodeLLMTimeout         = "llm_timeout"
-	CodeContextOverflow    = "context_overflow"
-	CodeToolRoundsExceeded = "tool_rounds_exceeded"
-	CodeStoreError         = "store_error"
-)
-
 // loop runs queued turns one after another until the queue is empty.
 func (c *conv) loop() {
 	defer c.e.turns.Done()
@@ -123,7 +114,7 @@ func (r *turnRun) run(resume *pendingRound) error {
 		err := c.appendMemory(wctx, agentik.Write{Memory: []agentik.MemoryEntry{entry}})
 		cancel()
 		if err != nil {
-			return &turnError{code: CodeStoreError, details: "the turn could not be stored", err: err}
+			return &turnError{code: agentik.CodeStoreError, details: "the turn could not be stored", err: err}
 		}
 	}
 	for round := 0; round < c.e.opts.MaxToolRounds; round++ {
@@ -139,7 +130,7 @@ func (r *turnRun) run(resume *pendingRound) error {
 			return err
 		}
 	}
-	return &turnError{code: CodeToolRoundsExceeded, details: fmt.Sprintf("the model asked for tools %d times without answering", c.e.opts.MaxToolRounds)}
+	return &turnError{code: agentik.CodeToolRoundsExceeded, details: fmt.Sprintf("the model asked for tools %d times without answering", c.e.opts.MaxToolRounds)}
 }
 
 // turnError is a failure recorded as an error message with its own code.
@@ -148,7 +139,13 @@ type turnError struct {
 	err           error
 }
 
-func (e *turnError) Error() string { return e.code + ": " + e.details }
+// Error is for the log: with the cause, which callers never see.
+func (e *turnError) Error() string {
+	if e.err != nil {
+		return e.code + ": " + e.details + ": " + e.err.Error()
+	}
+	return e.code + ": " + e.details
+}
 func (e *turnError) Unwrap() error { return e.err }
 
 func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
@@ -183,11 +180,11 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 					continue
 				}
 			}
-			return resp, &turnError{code: CodeContextOverflow, details: "the conversation is too long for the model", err: err}
+			return resp, &turnError{code: agentik.CodeContextOverflow, details: "the conversation is too long for the model", err: err}
 		case errors.Is(err, context.DeadlineExceeded):
-			return resp, &turnError{code: CodeLLMTimeout, details: "the model stopped answering", err: err}
+			return resp, &turnError{code: agentik.CodeLLMTimeout, details: "the model stopped answering", err: err}
 		}
-		return resp, &turnError{code: CodeLLMError, details: "the model call failed: " + err.Error(), err: err}
+		return resp, &turnError{code: agentik.CodeLLMError, details: "the model call failed", err: err}
 	}
 }
 
@@ -237,7 +234,7 @@ func (r *turnRun) answer(resp agentik.ModelResponse) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout)
 	defer cancel()
 	if err := c.appendMemory(wctx, w); err != nil {
-		return &turnError{code: CodeStoreError, details: "the answer could not be stored", err: err}
+		return &turnError{code: agentik.CodeStoreError, details: "the answer could not be stored", err: err}
 	}
 	r.end(agentik.EndCompleted)
 	return nil
@@ -410,7 +407,7 @@ func (r *turnRun) storeErr(err error) error {
 	if r.ctx.Err() != nil {
 		return r.ctx.Err()
 	}
-	return &turnError{code: CodeStoreError, details: "the turn could not be stored", err: err}
+	return &turnError{code: agentik.CodeStoreError, details: "the turn could not be stored", err: err}
 }
 
 // closeInterrupted keeps the partial answer and closes the turn.
@@ -453,7 +450,7 @@ func (r *turnRun) closeInterrupted() {
 // closeFailed records the failure and ends the turn; the conversation stays usable.
 func (r *turnRun) closeFailed(err error) {
 	c := r.c
-	code, details := CodeLLMError, "the turn failed"
+	code, details := agentik.CodeLLMError, "the turn failed"
 	var te *turnError
 	if errors.As(err, &te) {
 		code, details = te.code, te.details
@@ -495,7 +492,7 @@ func (c *conv) ensureMemory(ctx context.Context) error {
 	}
 	mem, err := c.store.Memory(ctx, c.id)
 	if err != nil {
-		return &turnError{code: CodeStoreError, details: "working memory could not be read", err: err}
+		return &turnError{code: agentik.CodeStoreError, details: "working memory could not be read", err: err}
 	}
 	c.memory, c.memoryLoaded = mem, true
 	return nil

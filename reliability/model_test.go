@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -54,16 +53,16 @@ func TestModelFaults(t *testing.T) {
 	runFaults(t, 20*time.Second, []fault{
 		{"500 then answer", []llmtest.Reply{llmtest.ServerError(), llmtest.Text("fine")}, "", "fine", 0},
 		{"429 Retry-After then answer", []llmtest.Reply{llmtest.RateLimited("1"), llmtest.Text("waited")}, "", "waited", time.Second},
-		{"500 until retries run out", []llmtest.Reply{llmtest.ServerError(), llmtest.ServerError(), llmtest.ServerError()}, engine.CodeLLMError, "", 0},
-		{"connection reset mid-stream", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Reset()}, engine.CodeLLMError, "", 0},
-		{"malformed chunk", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Raw("data: {\"choices\":[{\"delta\":{\"content\":\"lo\"\n\n")}, engine.CodeLLMError, "", 0},
-		{"error object in the stream", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").StreamError("overloaded")}, engine.CodeLLMError, "", 0},
+		{"500 until retries run out", []llmtest.Reply{llmtest.ServerError(), llmtest.ServerError(), llmtest.ServerError()}, agentik.CodeLLMError, "", 0},
+		{"connection reset mid-stream", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Reset()}, agentik.CodeLLMError, "", 0},
+		{"malformed chunk", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").Raw("data: {\"choices\":[{\"delta\":{\"content\":\"lo\"\n\n")}, agentik.CodeLLMError, "", 0},
+		{"error object in the stream", []llmtest.Reply{llmtest.Stream().Role().Content("Hel").StreamError("overloaded")}, agentik.CodeLLMError, "", 0},
 		{"finish but no [DONE]", []llmtest.Reply{llmtest.Stream().Role().Content("complete").Finish("stop")}, "", "complete", 0},
-		{"neither finish nor [DONE]", []llmtest.Reply{llmtest.Stream().Role().Content("cut")}, engine.CodeLLMError, "", 0},
+		{"neither finish nor [DONE]", []llmtest.Reply{llmtest.Stream().Role().Content("cut")}, agentik.CodeLLMError, "", 0},
 		{"1 MiB chunk", []llmtest.Reply{llmtest.Stream().Role().Content(big).Finish("stop").Done()}, "", big, 0},
 		// One SSE line over the adapter's 32 MiB limit ends the turn; it never
 		// grows memory without bound.
-		{"33 MiB chunk", []llmtest.Reply{llmtest.Stream().Role().Content("a").Data(oversized).Finish("stop").Done()}, engine.CodeLLMError, "", 0},
+		{"33 MiB chunk", []llmtest.Reply{llmtest.Stream().Role().Content("a").Data(oversized).Finish("stop").Done()}, agentik.CodeLLMError, "", 0},
 	})
 }
 
@@ -71,8 +70,8 @@ func TestModelFaults(t *testing.T) {
 // llm_timeout after AGENTIK_LLM_TIMEOUT of silence (a short one here).
 func TestModelHang(t *testing.T) {
 	runFaults(t, time.Second, []fault{
-		{"hang before the first byte", []llmtest.Reply{llmtest.Stream().Hang()}, engine.CodeLLMTimeout, "", time.Second},
-		{"hang mid-answer", []llmtest.Reply{llmtest.Stream().Role().Content("slow ").Hang()}, engine.CodeLLMTimeout, "", time.Second},
+		{"hang before the first byte", []llmtest.Reply{llmtest.Stream().Hang()}, agentik.CodeLLMTimeout, "", time.Second},
+		{"hang mid-answer", []llmtest.Reply{llmtest.Stream().Role().Content("slow ").Hang()}, agentik.CodeLLMTimeout, "", time.Second},
 	})
 }
 

@@ -461,7 +461,7 @@ func (ss *session) translate(ev agentik.Event, phase string, turnSeen bool) Serv
 		return m
 	case agentik.EvError:
 		if ev.Message != nil {
-			return &Error{Code: ev.Message.Code, Details: ev.Message.Details, ReplyTo: ev.Message.ReplyTo}
+			return &Error{Code: ev.Message.Code, Details: agentik.TurnErrorMessage(ev.Message.Code, ev.Message.Details), ReplyTo: ev.Message.ReplyTo}
 		}
 	case agentik.EvToolCall:
 		if ss.ext[ExtTools] && ev.Message != nil {

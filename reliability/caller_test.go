@@ -1,0 +1,123 @@
+package reliability_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/llmtest"
+	"github.com/coder/websocket"
+)
+
+// The hostile-caller tests (docs/reliability.md, "Hostile caller"): what one
+// careless or hostile caller can make the server do, tried through the real
+// facades.
+
+// TestFailureDetailIsForOperators: a model failure shows every caller the
+// stable code and a safe sentence — never the provider's answer or an
+// internal address — on every facade and in the journal; the detail is in
+// the log for the operator.
+func TestFailureDetailIsForOperators(t *testing.T) {
+	faults := []struct {
+		name   string
+		secret []string // what the cause says; no caller may see it
+		setup  func(t *testing.T) serverOptions
+	}{
+		{
+			name:   "model answers 401",
+			secret: []string{"sk-leak-4242", "HTTP 401", "openai:"},
+			setup: func(t *testing.T) serverOptions {
+				llm := llmtest.NewServer()
+				t.Cleanup(llm.Close)
+				for range 4 {
+					llm.Enqueue(llmtest.APIError(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided: sk-leak-4242"))
+				}
+				return serverOptions{llm: llm, retries: -1}
+			},
+		},
+		{
+			name:   "model endpoint refuses connections",
+			secret: []string{"127.0.0.1", "connection refused", "dial tcp"},
+			setup: func(t *testing.T) serverOptions {
+				llm := llmtest.NewServer()
+				llm.Close() // its address now refuses connections
+				return serverOptions{llm: llm, retries: -1}
+			},
+		},
+	}
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			s := newServer(t, f.setup(t))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			seen := map[string]string{} // facade → everything its caller received
+
+			// REST: the SSE stream of the turn and the journal.
+			conv := s.createConversation(t)
+			events, err := openSSE(ctx, s.url+"/agentik/conversations/"+conv+"/events?after=0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := s.send(t, conv, "hello")
+			var sse strings.Builder
+			for _, ev := range waitFor(t, events, 20*time.Second, endOf(res.MessageID)) {
+				sse.WriteString(ev.event + " " + ev.data + "\n")
+			}
+			events.close()
+			seen["SSE"] = sse.String()
+			seen["REST journal"] = string(do(t, "GET", s.url+"/agentik/conversations/"+conv+"/messages", nil).body)
+
+			// WebSocket: USER_MESSAGE, then frames until ERROR and END.
+			c, _, err := websocket.Dial(ctx, s.wsURL(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var frames strings.Builder
+			if err := c.Write(ctx, websocket.MessageText, []byte(`{"type":"USER_MESSAGE","text":"hello"}`)); err != nil {
+				t.Fatal(err)
+			}
+			for !strings.Contains(frames.String(), `"END"`) {
+				_, b, err := c.Read(ctx)
+				if err != nil {
+					t.Fatalf("WebSocket: %v after %s", err, frames.String())
+				}
+				frames.Write(append(b, '\n'))
+			}
+			c.CloseNow()
+			seen["WebSocket"] = frames.String()
+
+			// A2A: a blocking send returns the failed task.
+			a2aConv := s.createConversation(t)
+			seen["A2A"] = string(do(t, "POST", s.url+"/a2a", []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","contextId":"`+a2aConv+`","parts":[{"text":"hello"}]}}}`)).body)
+
+			// AG-UI: the run's stream ends with RUN_ERROR.
+			req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/agui", strings.NewReader(`{"threadId":"failing","runId":"r1","state":{},"tools":[],"context":[],"forwardedProps":{},"messages":[{"id":"u1","role":"user","content":"hello"}]}`))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			seen["AG-UI"] = string(b)
+
+			for facade, got := range seen {
+				if !strings.Contains(got, agentik.CodeLLMError) || !strings.Contains(got, "the model call failed") {
+					t.Errorf("%s: no %s with its safe sentence in what the caller got:\n%s", facade, agentik.CodeLLMError, got)
+				}
+				for _, secret := range f.secret {
+					if strings.Contains(got, secret) {
+						t.Errorf("%s: the caller sees %q:\n%s", facade, secret, got)
+					}
+				}
+			}
+			if logs := s.logs.String(); !strings.Contains(logs, f.secret[0]) {
+				t.Errorf("the operator's log lacks the cause %q:\n%s", f.secret[0], logs)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package agentik
 import (
 	"bytes"
 	"encoding/json"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -14,7 +15,10 @@ const MaxJSONDepth = 128
 // but turn into something else than what its sender wrote (RFC 8259 §8.1,
 // RFC 7493): bytes that are not UTF-8 (they would become U+FFFD), duplicate
 // object keys (parsers disagree on which one wins), lone UTF-16 surrogate
-// escapes (U+FFFD again), and nesting deeper than MaxJSONDepth. Errors have
+// escapes (U+FFFD again), and nesting deeper than MaxJSONDepth. Keys are
+// duplicates when they differ only by case, because encoding/json matches
+// them to struct fields that way (`"content"` and `"Content"` fill the same
+// field, and the last one wins). Errors have
 // code EMalformed and say what is wrong without quoting the input at length.
 // Syntax errors are left to the caller's decoder, which reports them with
 // their position; CheckJSON returns nil for them.
@@ -48,10 +52,11 @@ func CheckJSON(b []byte) error {
 					continue
 				}
 				k, _ := tok.(string)
-				if _, dup := stack[top].keys[k]; dup {
-					return Errorf(EMalformed, "the body has a duplicate key %q", truncateKey(k))
+				folded := foldKey(k)
+				if _, dup := stack[top].keys[folded]; dup {
+					return Errorf(EMalformed, "the body has a duplicate key %q (keys are compared without case)", truncateKey(k))
 				}
-				stack[top].keys[k] = struct{}{}
+				stack[top].keys[folded] = struct{}{}
 				stack[top].expectKey = false
 				continue
 			}
@@ -141,6 +146,33 @@ func hex4(b []byte, at int) (int, bool) {
 		}
 	}
 	return r, true
+}
+
+// foldKey maps keys that encoding/json treats as one field name to one
+// string: ASCII letters upper-cased, every other rune replaced by the
+// smallest rune of its Unicode simple-fold orbit (so "K", "k" and the Kelvin
+// sign fold alike, as bytes.EqualFold has them).
+func foldKey(k string) string {
+	b := make([]byte, 0, len(k))
+	for _, r := range k {
+		switch {
+		case r >= 'a' && r <= 'z':
+			b = append(b, byte(r-'a'+'A'))
+		case r < utf8.RuneSelf:
+			b = append(b, byte(r))
+		default:
+			for {
+				f := unicode.SimpleFold(r)
+				if f <= r {
+					r = f
+					break
+				}
+				r = f
+			}
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return string(b)
 }
 
 func truncateKey(k string) string {

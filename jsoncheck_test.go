@@ -13,6 +13,7 @@ func TestCheckJSON(t *testing.T) {
 		`{"s":"\ud83d\ude00 caf\u00e9 \\ud800 \"\u0000"}`, `{"a":[[[]]],"b":{}}`,
 		strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth),
 		`{"a":1`, // a syntax error is the decoder's to report
+		`{"a":{"A":1},"A2":1}`, `{"é":1,"e":2}`,
 	}
 	for _, s := range ok {
 		if err := CheckJSON([]byte(s)); err != nil {
@@ -21,7 +22,8 @@ func TestCheckJSON(t *testing.T) {
 	}
 	bad := []string{
 		"{\"a\":\"\xff\"}", "{\"\xc3\":1}",
-		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `[{"x":{"k":1,"k":1}}]`, `{"a":{},"b":[],"a":null}`,
+		`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`,
+		`{"content":[],"Content":[]}`, `{"threadId":"a","ThreadID":"b"}`, `{"k":1,"\u212a":2}`, `{"ss":1,"S\u017f":2}`, `[{"x":{"k":1,"k":1}}]`, `{"a":{},"b":[],"a":null}`,
 		`"\ud800"`, `"\udc00"`, `"\ud800\u0041"`, `"\ud800x"`,
 		strings.Repeat("[", MaxJSONDepth+1) + strings.Repeat("]", MaxJSONDepth+1),
 		`{"a":` + strings.Repeat(`{"b":`, MaxJSONDepth) + `1` + strings.Repeat("}", MaxJSONDepth+1),
@@ -43,6 +45,17 @@ func FuzzCheckJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if CheckJSON(b) != nil || !json.Valid(b) {
 			return
+		}
+		// No two keys of one object fill the same struct field.
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(b, &obj) == nil {
+			for k := range obj {
+				for k2 := range obj {
+					if k != k2 && strings.EqualFold(k, k2) {
+						t.Fatalf("keys %q and %q name one struct field but were accepted", k, k2)
+					}
+				}
+			}
 		}
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(b))

@@ -121,3 +121,37 @@ func TestFailureDetailIsForOperators(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateKeysByCase: encoding/json fills one struct field from keys
+// that differ only by case, the last one winning; such bodies are refused
+// like any duplicate key, on the fields that decide where a request goes.
+func TestDuplicateKeysByCase(t *testing.T) {
+	s := newServer(t, serverOptions{})
+	conv := s.createConversation(t)
+	other := s.createConversation(t)
+	before, beforeOther := s.stored(t, conv), s.stored(t, other)
+	for _, tc := range []struct {
+		name, path, body string
+		refused          func(reply) (string, error)
+	}{
+		{"REST content/Content", "/agentik/conversations/" + conv + "/messages",
+			`{"content":[{"type":"text","text":"a"}],"Content":[{"type":"text","text":"b"}]}`, restRefusal},
+		{"AG-UI threadId/ThreadID", "/agui",
+			`{"threadId":"` + conv + `","ThreadID":"` + other + `","runId":"r1","messages":[{"id":"u1","role":"user","content":"hi"}]}`, restRefusal},
+		{"A2A contextId/ContextID", "/a2a",
+			`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","contextId":"` + conv + `","ContextId":"` + other + `","parts":[{"text":"hi"}]}}}`, rpcRefusal},
+	} {
+		got, err := tc.refused(do(t, "POST", s.url+tc.path, []byte(tc.body), "Accept", "text/event-stream"))
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		} else if !strings.Contains(got, "400") && !strings.Contains(got, "-32700") {
+			t.Errorf("%s: %s, want 400 malformed / -32700", tc.name, got)
+		}
+	}
+	if got, err := wsRefusal(t, s, "?conversation_id="+conv, `{"type":"USER_MESSAGE","text":"a","Text":"b"}`); err != nil || !strings.Contains(got, "malformed") {
+		t.Errorf("WebSocket text/Text: %s %v", got, err)
+	}
+	if after, afterOther := s.stored(t, conv), s.stored(t, other); after != before || afterOther != beforeOther {
+		t.Errorf("refused but stored: %+v → %+v, %+v → %+v", before, after, beforeOther, afterOther)
+	}
+}

@@ -35,6 +35,7 @@ func hostiles() []hostile {
 		{"escaped NUL", `"a\u0000b"`},
 		{"raw NUL", "\"a\x00b\""},
 		{"duplicate key", `"a","%s":"b"`},
+		{"duplicate key by case", `"a","%S":"b"`}, // %S: the text key upper-cased
 		{"number out of range", `1e999`},
 		{"lone surrogate escape", `"\ud800"`},
 	}
@@ -208,6 +209,7 @@ func TestHostileInput(t *testing.T) {
 			if strings.Contains(lit, "%s") {
 				lit = fmt.Sprintf(lit, f.textKey)
 			}
+			lit = strings.ReplaceAll(lit, "%S", strings.ToUpper(f.textKey))
 			before := s.stored(t, conv)
 			got, err := f.send(t, s, conv, f.body(conv, lit))
 			if err != nil {

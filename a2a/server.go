@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -41,8 +42,10 @@ type Options struct {
 	// Name, Description and Version of the card; empty takes the agent's Info.
 	Name, Description, Version string
 	// URL is the absolute public URL of the JSON-RPC endpoint written into
-	// the card. Empty derives it from each card request (scheme, Host) and
-	// Path, which is right unless a proxy rewrites the host or the path.
+	// the card. Empty derives it from the address of the listener the card
+	// request arrived on and Path — never from the request's Host header,
+	// which any caller can set (the card would send other clients
+	// elsewhere). Behind a proxy or under a DNS name, set URL.
 	URL string
 	// Path is the JSON-RPC endpoint path used when URL is empty ("/a2a").
 	Path string
@@ -185,11 +188,17 @@ func (s *Server) CardHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		endpoint := s.opts.URL
 		if endpoint == "" {
+			addr, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+			if !ok {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]string{
+					"code": agentik.EUnavailable, "message": "the card has no URL: set the public URL of the endpoint"}})
+				return
+			}
 			scheme := "http"
 			if r.TLS != nil {
 				scheme = "https"
 			}
-			endpoint = scheme + "://" + r.Host + s.opts.Path
+			endpoint = scheme + "://" + addr.String() + s.opts.Path
 		}
 		w.Header().Set("Cache-Control", "no-cache")
 		writeJSON(w, http.StatusOK, s.card(endpoint, r.URL.Path == LegacyCardPath))

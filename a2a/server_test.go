@@ -3,6 +3,7 @@ package a2a
 import (
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -329,4 +330,24 @@ func taskIDOf(t *testing.T, raw []byte) string {
 		t.Fatalf("no task id in %s", raw)
 	}
 	return w.ID
+}
+
+// TestCardIgnoresHostHeader: without a configured URL the card names the
+// listener the request came in on, whatever Host a caller sends, so a
+// forged Host cannot make the card send other clients elsewhere.
+func TestCardIgnoresHostHeader(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	for _, path := range []string{CardPath, LegacyCardPath} {
+		req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+		req.Host = "evil.example.com"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.Contains(string(b), "evil.example.com") || !strings.Contains(string(b), e.srv.URL+"/a2a") {
+			t.Fatalf("%s with Host evil.example.com: %d %s", path, resp.StatusCode, b)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package agui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/httpapi"
-	"github.com/google/uuid"
 )
 
 // DefaultPath is where the facade is usually mounted.
@@ -33,14 +33,11 @@ const (
 // Defaults of Options.
 const (
 	DefaultMaxBodyBytes = 16 << 20
+	// DefaultMaxRunMessages bounds the new user messages one run may bring.
+	DefaultMaxRunMessages = 32
 	DefaultKeepAlive    = 15 * time.Second
 	DefaultWriteTimeout = 30 * time.Second
 )
-
-// threadNamespace is the UUID namespace of conversation ids derived from
-// AG-UI threadIds that are not UUIDs. Changing it would orphan every such
-// thread, so it is fixed forever.
-var threadNamespace = uuid.MustParse("5d0f3c4e-8a57-4c44-9f6e-2b7a0e1c9d13")
 
 // Options configures the facade. The zero value is usable.
 type Options struct {
@@ -55,6 +52,9 @@ type Options struct {
 	// IfBusy is the busy policy of the run's messages when the thread has a
 	// turn running (see agentik.SendRequest); "" is enqueue.
 	IfBusy string
+	// MaxRunMessages bounds the new user messages one run may bring (they
+	// are one turn's input); more is 422 and stores nothing.
+	MaxRunMessages int
 	// OnDisconnect is DisconnectInterrupt (the default) or DisconnectContinue.
 	OnDisconnect string
 	// Authenticate returns the principal a request acts for; an error
@@ -96,6 +96,9 @@ func NewHandler(agent agentik.Agent, opts Options) *Handler {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
+	if opts.MaxRunMessages <= 0 {
+		opts.MaxRunMessages = DefaultMaxRunMessages
+	}
 	if opts.OnDisconnect == "" {
 		opts.OnDisconnect = DisconnectInterrupt
 	}
@@ -116,18 +119,6 @@ func Mount(mux *http.ServeMux, path string, agent agentik.Agent, opts Options) {
 		path = DefaultPath
 	}
 	mux.Handle("POST /"+strings.Trim(path, "/"), NewHandler(agent, opts))
-}
-
-// ConversationID returns the conversation that holds AG-UI thread threadID
-// for principal: the thread id itself when it is a UUID (so AG-UI and the
-// native API name the same conversation), otherwise a name-based UUID of the
-// principal and the thread id, so that equal thread names of different
-// principals never meet and no mapping needs storing.
-func ConversationID(principal, threadID string) string {
-	if u, err := uuid.Parse(threadID); err == nil && len(threadID) == 36 {
-		return u.String()
-	}
-	return uuid.NewSHA1(threadNamespace, []byte(principal+"\x00"+threadID)).String()
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -169,8 +160,9 @@ type plan struct {
 
 func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 	ctx := r.Context()
-	convID := ConversationID(agentik.PrincipalFrom(ctx), in.ThreadID)
-	unlock := h.lockThread(convID)
+	// Runs of one caller's thread are serialised by the name they use; the
+	// conversation it resolves to is the caller's alone (see openThread).
+	unlock := h.lockThread(agentik.PrincipalFrom(ctx) + "\x00" + in.ThreadID)
 	locked := true
 	defer func() {
 		if locked {
@@ -178,26 +170,23 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 		}
 	}()
 
-	conv, journal, cursor, err := h.open(ctx, convID, wantsTurn(in))
-	if errors.Is(err, errForeignThread) {
-		// A UUID thread id of another principal's conversation: this caller
-		// gets a thread of its own under that name, exactly as for an unused
-		// id, so it cannot learn which ids exist.
-		unlock()
-		convID = uuid.NewSHA1(threadNamespace, []byte(agentik.PrincipalFrom(ctx)+"\x00"+in.ThreadID)).String()
-		unlock = h.lockThread(convID)
-		conv, journal, cursor, err = h.open(ctx, convID, wantsTurn(in))
-	}
+	conv, journal, cursor, err := h.openThread(ctx, in.ThreadID, false)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	if conv != nil {
-		defer conv.Close()
-	}
+	defer func() {
+		if conv != nil {
+			conv.Close()
+		}
+	}()
 	p := reconcile(journal, in)
 	p.snapshot = len(in.Messages) == 0
-	if conv == nil || (len(p.users) == 0 && len(p.results) == 0) {
+	if len(p.users) > h.opts.MaxRunMessages {
+		h.writeError(w, r, agentik.Errorf(agentik.EInvalid, "the run brings %d new user messages; at most %d are taken in one run", len(p.users), h.opts.MaxRunMessages))
+		return
+	}
+	if len(p.users) == 0 && len(p.results) == 0 {
 		// Nothing to answer: the run only reports (the server's history when
 		// the client sent none, e.g. a reloaded UI).
 		unlock()
@@ -211,8 +200,8 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 		return
 	}
 
-	// A refused request stores nothing: check every new message before the
-	// first is sent, as far as the agent lets a facade know in advance.
+	// A refused request stores nothing: check the new messages before
+	// anything is sent, as far as the agent lets a facade know in advance.
 	images := h.agent.Info().Capabilities.ImageInput
 	for _, u := range p.users {
 		if err := agentik.ValidateContent(u.Content); err != nil {
@@ -224,6 +213,25 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 			return
 		}
 	}
+	// All the run's new user messages are one turn's input, as AG-UI means
+	// a run: one stored message, one answer.
+	var user *agentik.SendRequest
+	if len(p.users) > 0 {
+		user = mergeUsers(p.users, in)
+		if err := agentik.ValidateContent(user.Content); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	if conv == nil {
+		// A new thread is created only for a run that will send something.
+		conv, _, cursor, err = h.openThread(ctx, in.ThreadID, true)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	convID := conv.ID()
 
 	// Subscribe before sending so that no event of the run can be missed;
 	// the stream replays from the cursor read with the journal.
@@ -247,7 +255,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 			for _, tr := range p.results {
 				skip[tr.CallID] = true
 			}
-		case agentik.ErrorCode(err) == agentik.EInvalid && len(p.users) > 0:
+		case agentik.ErrorCode(err) == agentik.EInvalid && user != nil:
 			// The calls are no longer waiting (the turn was closed meanwhile):
 			// the results are stale and the new message goes ahead alone.
 			h.log.DebugContext(ctx, "agui: stale tool results dropped", "conversation", convID, "err", err)
@@ -257,25 +265,19 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 		}
 	}
 	var sendErr error
-	for i, u := range p.users {
-		ifBusy := h.opts.IfBusy
+	if user != nil {
+		user.IfBusy = h.opts.IfBusy
 		if len(turns) > 0 {
-			// The run's own earlier message made the conversation busy:
-			// the policy is for other runs, not for the rest of this one.
-			ifBusy = agentik.BusyEnqueue
+			// The run's own tool results made the conversation busy: the
+			// policy is for other runs, not for the rest of this one.
+			user.IfBusy = agentik.BusyEnqueue
 		}
-		req := agentik.SendRequest{Content: u.Content, ClientTools: in.Tools, IfBusy: ifBusy,
-			Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: Channel}, Metadata: map[string]string{MetaMessageID: u.ID}}}
-		if i == len(p.users)-1 && len(in.Context) > 0 {
-			req.Content = append(append([]agentik.Content(nil), u.Content...), agentik.Text(renderContext(in.Context)))
-			req.Context.Metadata[MetaContextParts] = "1"
-		}
-		res, err := conv.Send(sendCtx, req)
+		res, err := conv.Send(sendCtx, *user)
 		if err != nil {
 			sendErr = err
-			break
+		} else {
+			turns = append(turns, res.MessageID)
 		}
-		turns = append(turns, res.MessageID)
 	}
 	if len(turns) == 0 {
 		h.writeError(w, r, sendErr)
@@ -362,19 +364,23 @@ func (h *Handler) disconnected(conv agentik.Conversation, tr *translator) {
 	if h.opts.OnDisconnect != DisconnectInterrupt || tr.done {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	if ti, ok := conv.(agentik.TurnInterrupter); ok {
+		// Each turn gets its own deadline: withdrawing one never eats the
+		// time of the next.
 		for _, id := range tr.turns {
 			if tr.ended[id] {
 				continue
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if _, err := ti.InterruptTurn(ctx, id); err != nil {
 				h.log.Warn("agui: interrupt after disconnect", "conversation", conv.ID(), "turn", id, "err", err)
 			}
+			cancel()
 		}
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	if !tr.running() {
 		return
 	}
@@ -383,34 +389,48 @@ func (h *Handler) disconnected(conv agentik.Conversation, tr *translator) {
 	}
 }
 
-// errForeignThread: the conversation id is taken by another principal.
-var errForeignThread = errors.New("agui: thread of another principal")
-
-// open returns the conversation of the thread with its journal and the
-// cursor to subscribe from. A missing conversation is created when create
-// is set; otherwise conv is nil.
-func (h *Handler) open(ctx context.Context, id string, create bool) (agentik.Conversation, []agentik.Message, int64, error) {
-	conv, err := h.agent.Conversation(ctx, id)
-	if agentik.IsNotFound(err) && create {
-		_, err = h.agent.CreateConversation(ctx, agentik.CreateRequest{ID: id})
+// openThread returns the caller's conversation of thread threadID (see
+// threadCandidates) with its journal and the cursor to subscribe from. A
+// missing thread is created when create is set; otherwise conv is nil.
+func (h *Handler) openThread(ctx context.Context, threadID string, create bool) (agentik.Conversation, []agentik.Message, int64, error) {
+	existing, fresh := threadCandidates(agentik.PrincipalFrom(ctx), threadID)
+	// The caller's own conversation, wherever it is; another caller's
+	// conversation at a candidate id is not found, exactly like a free id.
+	for _, id := range append(existing, fresh...) {
+		conv, err := h.agent.Conversation(ctx, id)
+		if err == nil {
+			return h.read(ctx, conv)
+		}
+		if !agentik.IsNotFound(err) {
+			return nil, nil, 0, err
+		}
+	}
+	if !create {
+		return nil, nil, 0, nil // an unknown thread: nothing to read
+	}
+	for _, id := range fresh {
+		_, err := h.agent.CreateConversation(ctx, agentik.CreateRequest{ID: id})
 		if agentik.ErrorCode(err) == agentik.EConflict {
-			// Created meanwhile by another request of the same principal, or
-			// owned by another principal (then Conversation says not found).
+			// Created meanwhile by the same caller (then it is found now),
+			// or another caller's (then it is not: try the next id).
 			err = nil
 		}
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		conv, err := h.agent.Conversation(ctx, id)
 		if err == nil {
-			conv, err = h.agent.Conversation(ctx, id)
+			return h.read(ctx, conv)
 		}
-		if agentik.IsNotFound(err) {
-			return nil, nil, 0, errForeignThread
+		if !agentik.IsNotFound(err) {
+			return nil, nil, 0, err
 		}
 	}
-	if agentik.IsNotFound(err) {
-		return nil, nil, 0, nil
-	}
-	if err != nil {
-		return nil, nil, 0, err
-	}
+	return nil, nil, 0, agentik.Errorf(agentik.EConflict, "this threadId cannot be used; choose another")
+}
+
+// read returns conv's whole journal and the cursor to subscribe from.
+func (h *Handler) read(ctx context.Context, conv agentik.Conversation) (agentik.Conversation, []agentik.Message, int64, error) {
 	var journal []agentik.Message
 	var cursor int64 = -1
 	after := int64(0)
@@ -430,17 +450,6 @@ func (h *Handler) open(ctx context.Context, id string, create bool) (agentik.Con
 		after = page.Messages[len(page.Messages)-1].Seq
 	}
 	return conv, journal, cursor, nil
-}
-
-// wantsTurn reports whether in could make the core do anything: only then
-// is a missing thread created.
-func wantsTurn(in RunInput) bool {
-	for _, m := range in.Messages {
-		if m.Role == RoleUser || m.Role == RoleTool {
-			return true
-		}
-	}
-	return false
 }
 
 // reconcile compares the client's messages with the journal: user messages
@@ -464,6 +473,32 @@ func reconcile(journal []agentik.Message, in RunInput) plan {
 		}
 	}
 	return p
+}
+
+// mergeUsers makes the run's new user messages one message to send: their
+// parts in order, then input.context. Several messages record their AG-UI
+// ids and part counts, so that they are recognised and shown as they were
+// sent.
+func mergeUsers(users []InputMessage, in RunInput) *agentik.SendRequest {
+	meta := map[string]string{MetaMessageID: users[0].ID}
+	var content []agentik.Content
+	if len(users) == 1 {
+		content = append(content, users[0].Content...)
+	} else {
+		split := make([]sentMessage, len(users))
+		for i, u := range users {
+			content = append(content, u.Content...)
+			split[i] = sentMessage{ID: u.ID, Parts: len(u.Content)}
+		}
+		b, _ := json.Marshal(split)
+		meta[MetaMessages] = string(b)
+	}
+	if len(in.Context) > 0 {
+		content = append(content, agentik.Text(renderContext(in.Context)))
+		meta[MetaContextParts] = "1"
+	}
+	return &agentik.SendRequest{Content: content, ClientTools: in.Tools,
+		Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: Channel}, Metadata: meta}}
 }
 
 // renderContext writes input.context for the model. It travels as one extra

@@ -2,6 +2,7 @@ package agui
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentik/agentik"
+	"github.com/google/uuid"
 )
 
 // Limits on RunAgentInput beyond the body size. They keep one request from
@@ -19,6 +21,52 @@ const (
 	maxToolNameLen = 64 // OpenAI's limit for function names
 	maxTools       = 128
 )
+
+// Thread ids. A threadId is a name the client chooses, so it can never be
+// used as a conversation id directly: a caller who could create a
+// conversation at an id of its choice could take the id another caller's
+// thread resolves to, or learn from a 200 or a 404 that an id exists. A
+// caller's thread therefore lives at an id derived from the caller and the
+// name, which no other caller can create (every other way of creating a
+// conversation makes a random id); a threadId that is a UUID names the
+// caller's existing conversation of that id, as the native API does.
+var (
+	// legacyThreadNamespace made the ids of threads created before the
+	// per-caller derivation; they are still found, never created.
+	legacyThreadNamespace = uuid.MustParse("5d0f3c4e-8a57-4c44-9f6e-2b7a0e1c9d13")
+	// threadNamespace is the namespace of derived thread ids. Changing it
+	// would orphan every thread, so it is fixed forever.
+	threadNamespace = uuid.MustParse("daf9a481-329b-4111-a786-39a1f092bb82")
+)
+
+// maxThreadProbes bounds the derived ids tried for one thread. Only an id
+// taken before this derivation existed can push a thread to the next one.
+const maxThreadProbes = 8
+
+// ConversationID returns the id a new thread threadID of principal is
+// created at: a SHA-256 name-based UUID (version 8) of the length-prefixed
+// principal and thread name, so that no two (principal, name) pairs meet.
+func ConversationID(principal, threadID string) string { return derivedThreadID(principal, threadID, 0) }
+
+func derivedThreadID(principal, threadID string, n int) string {
+	data := fmt.Sprintf("%d:%s%d:%s#%d", len(principal), principal, len(threadID), threadID, n)
+	return uuid.NewHash(sha256.New(), threadNamespace, []byte(data), 8).String()
+}
+
+// threadCandidates lists where the caller's thread may be: existing ids are
+// used only when the caller already owns them (the threadId itself when it
+// is a UUID, then the id the legacy derivation gave); fresh ids are tried in
+// order, each used when the caller owns it or can create it.
+func threadCandidates(principal, threadID string) (existing, fresh []string) {
+	if u, err := uuid.Parse(threadID); err == nil && len(threadID) == 36 {
+		existing = append(existing, u.String())
+	}
+	existing = append(existing, uuid.NewSHA1(legacyThreadNamespace, []byte(principal+"\x00"+threadID)).String())
+	for n := range maxThreadProbes {
+		fresh = append(fresh, derivedThreadID(principal, threadID, n))
+	}
+	return existing, fresh
+}
 
 // RunInput is a decoded, validated RunAgentInput: only what the facade uses.
 // state, forwardedProps and resume are accepted and ignored.

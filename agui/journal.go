@@ -12,6 +12,10 @@ import (
 const (
 	// MetaMessageID is the AG-UI id of a stored user message.
 	MetaMessageID = "agui_message_id"
+	// MetaMessages lists, for a stored message that holds several AG-UI
+	// user messages of one run, each one's id and number of content parts
+	// (JSON: [{"id","parts"}]), in order.
+	MetaMessages = "agui_messages"
 	// MetaContextParts is set ("1") when the last content part of a stored
 	// user message is the run's input.context rendered for the model.
 	MetaContextParts = "agui_context"
@@ -29,8 +33,40 @@ func seenIDs(journal []agentik.Message) map[string]bool {
 		if m.Context != nil && m.Context.Metadata[MetaMessageID] != "" {
 			seen[m.Context.Metadata[MetaMessageID]] = true
 		}
+		for _, s := range sentMessages(m) {
+			seen[s.ID] = true
+		}
 	}
 	return seen
+}
+
+// sentMessage is one AG-UI user message of a stored message (MetaMessages).
+type sentMessage struct {
+	ID    string `json:"id"`
+	Parts int    `json:"parts"`
+}
+
+// sentMessages returns the AG-UI messages a stored user message holds when
+// it holds several (nil otherwise, or when the record does not add up).
+func sentMessages(m agentik.Message) []sentMessage {
+	if m.Context == nil || m.Context.Metadata[MetaMessages] == "" {
+		return nil
+	}
+	var split []sentMessage
+	if json.Unmarshal([]byte(m.Context.Metadata[MetaMessages]), &split) != nil {
+		return nil
+	}
+	n := 0
+	for _, s := range split {
+		if s.Parts < 0 {
+			return nil
+		}
+		n += s.Parts
+	}
+	if n > len(m.Content) {
+		return nil
+	}
+	return split
 }
 
 // waitingCalls returns the ids of the tool calls the conversation's last
@@ -88,7 +124,14 @@ func snapshotMessages(journal []agentik.Message) []Message {
 					parts = parts[:len(parts)-1]
 				}
 			}
-			out = append(out, Message{ID: id, Role: RoleUser, Content: userContent(parts)})
+			if split := sentMessages(m); split != nil {
+				for _, s := range split {
+					out = append(out, Message{ID: s.ID, Role: RoleUser, Content: userContent(parts[:s.Parts])})
+					parts = parts[s.Parts:]
+				}
+			} else {
+				out = append(out, Message{ID: id, Role: RoleUser, Content: userContent(parts)})
+			}
 			lastAssistant = -1
 		case agentik.MsgAssistant:
 			if m.Reasoning != "" {

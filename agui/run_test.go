@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/google/uuid"
 )
 
 // TestResentRunChangesNothing: a client that resends the same thread (a
@@ -70,8 +72,9 @@ func TestSnapshotOnEmptyMessages(t *testing.T) {
 	}
 }
 
-// TestThreadIDs: UUID threadIds name the conversation itself; other names
-// map to a UUID per principal, so equal names of two callers never meet.
+// TestThreadIDs: a UUID threadId names the caller's own conversation of that
+// id; any other thread lives at an id derived from the caller and the name,
+// so equal names of two callers never meet.
 func TestThreadIDs(t *testing.T) {
 	auth := func(r *http.Request) (string, error) {
 		p := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -103,8 +106,14 @@ func TestThreadIDs(t *testing.T) {
 		t.Fatalf("alice's thread holds %q", got)
 	}
 
-	// A UUID threadId is the conversation id, shared with the native API.
-	thread := "0b4a3f8e-4c1d-4e7a-9a51-3f2d7c9e8b10"
+	// A UUID threadId of the caller's conversation is that conversation,
+	// shared with the native API.
+	aliceCtx := agentik.WithPrincipal(testCtx(t), "alice")
+	info, err := e.eng.CreateConversation(aliceCtx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thread := info.ID
 	if r := e.post(body(thread, "hi"), "Authorization", "Bearer alice"); r.status != http.StatusOK {
 		t.Fatalf("uuid thread: %d %s", r.status, r.body)
 	}
@@ -112,17 +121,76 @@ func TestThreadIDs(t *testing.T) {
 		t.Fatalf("native view of the thread: %s", journalTypes(msgs))
 	}
 	// Another caller cannot write into it, nor learn that it exists: the
-	// same thread id gives it a thread of its own, as an unused id would.
-	r := e.post(body(thread, "intrude"), "Authorization", "Bearer mallory")
-	if r.status != http.StatusOK {
-		t.Fatalf("foreign uuid thread: %d %s", r.status, r.body)
-	}
-	fresh := e.post(body("0b4a3f8e-4c1d-4e7a-9a51-3f2d7c9e8b11", "new"), "Authorization", "Bearer mallory")
-	if fresh.status != r.status {
-		t.Fatalf("an unused thread id answers %d, a foreign one %d", fresh.status, r.status)
+	// same thread id gives it a thread of its own, as an unused id would,
+	// and neither id becomes visible to it in the native API.
+	e.llm.Enqueue(llmtest.Text("mallory 1"), llmtest.Text("mallory 2"))
+	unused := "0b4a3f8e-4c1d-4e7a-9a51-3f2d7c9e8b11"
+	for _, id := range []string{thread, unused} {
+		if r := e.post(body(id, "intrude"), "Authorization", "Bearer mallory"); r.status != http.StatusOK {
+			t.Fatalf("thread %s for mallory: %d %s", id, r.status, r.body)
+		}
+		if got := agentik.JoinText(e.journal(ConversationID("mallory", id), "mallory")[0].Content); got != "intrude" {
+			t.Fatalf("mallory's thread %s holds %q", id, got)
+		}
+		if _, err := e.eng.Conversation(agentik.WithPrincipal(testCtx(t), "mallory"), id); !agentik.IsNotFound(err) {
+			t.Fatalf("thread id %s is visible to mallory: %v", id, err)
+		}
 	}
 	if msgs := e.journal(thread, "alice"); len(msgs) != 2 {
 		t.Fatalf("intruder changed the thread: %s", journalTypes(msgs))
+	}
+}
+
+// TestThreadIDsCannotBeTaken: whatever conversations another caller made
+// first — through AG-UI with the ids a thread resolves to, or ids taken
+// before the per-caller derivation existed — a caller's run gets a thread
+// of its own (200, never 500) and its snapshot shows its own messages only.
+func TestThreadIDsCannotBeTaken(t *testing.T) {
+	auth := func(r *http.Request) (string, error) {
+		return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), nil
+	}
+	e := newEnv(t, func(_ *engine.Options, o *Options) { o.Authenticate = auth })
+	body := func(thread, run string, msgs ...map[string]any) string {
+		b, _ := json.Marshal(input(thread, run, msgs...))
+		return string(b)
+	}
+	legacy := func(principal, thread string) string {
+		return uuid.NewSHA1(uuid.MustParse("5d0f3c4e-8a57-4c44-9f6e-2b7a0e1c9d13"), []byte(principal+"\x00"+thread)).String()
+	}
+	uuidThread := "7d1e4b1c-2f3a-4b5c-8d6e-9f0a1b2c3d4e"
+	// Bob, first: runs named by every id alice's threads resolve to today
+	// and did before, and the UUID thread itself.
+	var squat []string
+	for _, thread := range []string{"notes", uuidThread} {
+		squat = append(squat, thread, legacy("alice", thread), ConversationID("alice", thread))
+	}
+	for i, id := range squat {
+		e.llm.Enqueue(llmtest.Text("bob's"))
+		if r := e.post(body(id, "r", user(fmt.Sprintf("b%d", i), "bob was here")), "Authorization", "Bearer bob"); r.status != http.StatusOK {
+			t.Fatalf("bob's run %s: %d %s", id, r.status, r.body)
+		}
+	}
+	// And conversations at those ids made before the derivation existed
+	// (as the old code let any caller do).
+	bob := agentik.WithPrincipal(testCtx(t), "bob")
+	for _, id := range squat[1:] {
+		if id == uuidThread {
+			continue
+		}
+		if _, err := e.eng.CreateConversation(bob, agentik.CreateRequest{ID: id}); err != nil && agentik.ErrorCode(err) != agentik.EConflict {
+			t.Fatal(err)
+		}
+	}
+	for _, thread := range []string{"notes", uuidThread} {
+		e.llm.Enqueue(llmtest.Text("for alice"))
+		r := e.post(body(thread, "r1", user("a1", "alice's question")), "Authorization", "Bearer alice")
+		if r.status != http.StatusOK || r.events[len(r.events)-1]["type"] != RunFinished {
+			t.Fatalf("alice's run on %s: %d %s", thread, r.status, r.body)
+		}
+		snap := e.post(body(thread, "r2"), "Authorization", "Bearer alice")
+		if snap.status != http.StatusOK || !strings.Contains(string(snap.body), "alice's question") || strings.Contains(string(snap.body), "bob was here") {
+			t.Fatalf("alice's snapshot of %s: %d %s", thread, snap.status, snap.body)
+		}
 	}
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/agui"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/coder/websocket"
 )
@@ -153,5 +155,61 @@ func TestDuplicateKeysByCase(t *testing.T) {
 	}
 	if after, afterOther := s.stored(t, conv), s.stored(t, other); after != before || afterOther != beforeOther {
 		t.Errorf("refused but stored: %+v → %+v, %+v → %+v", before, after, beforeOther, afterOther)
+	}
+}
+
+// TestOneRunOneTurn: an AG-UI run is one turn for all the user messages it
+// brings, and a run that brings more than the bound is refused before
+// anything is stored or any model is called (today's attack: 20,000 new
+// user messages in a 0.9 MB body answered as 20,000 turns).
+func TestOneRunOneTurn(t *testing.T) {
+	s := newServer(t, serverOptions{})
+	run := func(thread string, n int) string {
+		var b strings.Builder
+		b.WriteString(`{"threadId":"` + thread + `","runId":"r1","state":{},"tools":[],"context":[],"forwardedProps":{},"messages":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"id":"m` + strconv.Itoa(i) + `","role":"user","content":"x"}`)
+		}
+		b.WriteString("]}")
+		return b.String()
+	}
+	anyConv := s.createConversation(t)
+	before := s.stored(t, anyConv)
+	flood := run("flood", 20000)
+	r := do(t, "POST", s.url+"/agui", []byte(flood), "Accept", "text/event-stream")
+	if got, err := restRefusal(r); err != nil || got != "422 invalid" {
+		t.Fatalf("20,000 new messages in %d bytes: %s %v", len(flood), got, err)
+	}
+	if after := s.stored(t, anyConv); after != before || len(s.llm.Requests()) != 0 {
+		t.Fatalf("the refused run stored something or called the model: %+v → %+v, %d model calls", before, after, len(s.llm.Requests()))
+	}
+
+	s.llm.Enqueue(llmtest.Text("one answer"))
+	r = do(t, "POST", s.url+"/agui", []byte(run("bounded", agui.DefaultMaxRunMessages)), "Accept", "text/event-stream")
+	if r.status != 200 || !strings.Contains(string(r.body), "RUN_FINISHED") {
+		t.Fatalf("%d messages: %d %s", agui.DefaultMaxRunMessages, r.status, r.body)
+	}
+	if n := len(s.llm.Requests()); n != 1 {
+		t.Fatalf("%d messages of one run made %d model calls, want 1", agui.DefaultMaxRunMessages, n)
+	}
+	ctx := context.Background()
+	list, _, err := s.store.ListConversations(ctx, "", 1000, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list {
+		if c.ID == anyConv {
+			continue
+		}
+		msgs, _, err := s.store.Messages(ctx, c.ID, agentik.MessagesRequest{Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 2 || msgs[0].Type != agentik.MsgUser || len(msgs[0].Content) != agui.DefaultMaxRunMessages || msgs[1].Type != agentik.MsgAssistant {
+			t.Fatalf("the run's journal: %d messages, first %+v", len(msgs), msgs[0])
+		}
 	}
 }

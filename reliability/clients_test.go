@@ -130,7 +130,7 @@ func assistantOf(msgs []agentik.Message, replyTo string) (*agentik.Message, bool
 func TestSlowWebSocketConsumer(t *testing.T) {
 	s := newServer(t, serverOptions{})
 	conv := s.createConversation(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
 	wsURL := s.serveWS(t)
@@ -232,7 +232,7 @@ func TestSlowWebSocketConsumer(t *testing.T) {
 func TestAGUIClientDisconnectMidTurn(t *testing.T) {
 	s := newServer(t, serverOptions{})
 	conv := s.createConversation(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	events, err := openSSE(ctx, s.url+"/agentik/conversations/"+conv+"/events?after=0")
 	if err != nil {
@@ -309,7 +309,7 @@ func TestAGUIClientDisconnectMidTurn(t *testing.T) {
 // conversation is served.
 func TestWebSocketClientDropsMidTurn(t *testing.T) {
 	s := newServer(t, serverOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
 	c, _, err := websocket.Dial(ctx, s.wsURL(), nil)

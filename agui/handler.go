@@ -35,8 +35,8 @@ const (
 	DefaultMaxBodyBytes = 16 << 20
 	// DefaultMaxRunMessages bounds the new user messages one run may bring.
 	DefaultMaxRunMessages = 32
-	DefaultKeepAlive    = 15 * time.Second
-	DefaultWriteTimeout = 30 * time.Second
+	DefaultKeepAlive      = 15 * time.Second
+	DefaultWriteTimeout   = 30 * time.Second
 )
 
 // Options configures the facade. The zero value is usable.

@@ -46,7 +46,9 @@ const maxThreadProbes = 8
 // ConversationID returns the id a new thread threadID of principal is
 // created at: a SHA-256 name-based UUID (version 8) of the length-prefixed
 // principal and thread name, so that no two (principal, name) pairs meet.
-func ConversationID(principal, threadID string) string { return derivedThreadID(principal, threadID, 0) }
+func ConversationID(principal, threadID string) string {
+	return derivedThreadID(principal, threadID, 0)
+}
 
 func derivedThreadID(principal, threadID string, n int) string {
 	data := fmt.Sprintf("%d:%s%d:%s#%d", len(principal), principal, len(threadID), threadID, n)

@@ -1,0 +1,263 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentik/agentik"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// This file is the other direction of the package: an Agentik agent served
+// as an MCP server (SPEC §14). servetools.go holds its tools.
+
+// Protocol revisions the facade routes on. Requests at 2026-07-28 or later
+// carry their version in a header and need no session (the SDK serves them
+// only in stateless mode); everything older opens a session with initialize.
+const (
+	ProtocolCurrent  = "2026-07-28"
+	ProtocolPrevious = "2025-11-25"
+
+	protocolHeader = "Mcp-Protocol-Version"
+)
+
+// Defaults of ServeOptions.
+const (
+	DefaultSessionTimeout = 30 * time.Minute
+	DefaultMaxBodyBytes   = 4 << 20
+)
+
+// ServeOptions configures the MCP server facade. The zero value is usable.
+type ServeOptions struct {
+	// Name and Version identify the server to clients (serverInfo); empty
+	// Name is the agent's name.
+	Name, Version string
+	// IfBusy is the busy policy of a message sent by ask while its
+	// conversation runs a turn (see agentik.SendRequest); "" is enqueue.
+	IfBusy string
+	// SessionTimeout closes a session (previous protocol revisions) that
+	// has seen no request for that long; 0 is DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// MaxBodyBytes bounds a request body (413 beyond); 0 is
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// LocalhostProtection refuses requests that reach a loopback address
+	// with a Host header that is not loopback (DNS rebinding). It matters on
+	// an open server; behind bearer tokens a rebound page has no token.
+	LocalhostProtection bool
+	// Logger receives what goes wrong; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler serves one agent over MCP Streamable HTTP: the current protocol
+// revision (2026-07-28, stateless: every request stands alone) and the
+// previous ones (sessions opened by initialize). It acts for the principal
+// that the request's context carries (agentik.PrincipalFrom): whoever mounts
+// it authenticates first. Each principal has its own MCP server and session
+// table, so a session id presented by another principal is unknown (404)
+// and another principal's conversations are not found.
+//
+// Safe for concurrent use. BeginShutdown and Close may each be called more
+// than once.
+type Handler struct {
+	agent agentik.Agent
+	opts  ServeOptions
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	fronts   map[string]*front // by principal
+	closing  bool
+	inflight sync.WaitGroup // running tool calls
+	drained  chan struct{}  // closed once BeginShutdown's wait is over
+}
+
+// front is one principal's MCP server with its two transports.
+type front struct {
+	h         *Handler
+	principal string
+	server    *sdk.Server
+	sessions  *sdk.StreamableHTTPHandler // previous revisions: stateful
+	stateless *sdk.StreamableHTTPHandler // current revision
+
+	mu      sync.Mutex
+	current map[string]string // MCP session id → the conversation ask continues
+}
+
+// NewHandler returns the MCP endpoint of agent.
+func NewHandler(agent agentik.Agent, opts ServeOptions) *Handler {
+	if opts.Name == "" {
+		opts.Name = agent.Info().Name
+	}
+	if opts.Name == "" {
+		opts.Name = "agentik"
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	h := &Handler{agent: agent, opts: opts, log: opts.Logger, fronts: map[string]*front{}}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f := h.front(agentik.PrincipalFrom(r.Context()))
+	if f == nil {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	// Dates compare as strings, as the SDK compares them.
+	if r.Header.Get(protocolHeader) >= ProtocolCurrent {
+		f.stateless.ServeHTTP(w, r)
+		return
+	}
+	f.sessions.ServeHTTP(w, r)
+}
+
+// front returns the principal's server, made on first use; nil once the
+// handler is closing.
+func (h *Handler) front(principal string) *front {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closing {
+		return nil
+	}
+	if f := h.fronts[principal]; f != nil {
+		return f
+	}
+	f := &front{h: h, principal: principal, current: map[string]string{}}
+	info := h.agent.Info()
+	f.server = sdk.NewServer(&sdk.Implementation{Name: h.opts.Name, Title: info.Name, Version: h.opts.Version}, &sdk.ServerOptions{
+		Instructions: instructions(info),
+		Logger:       h.log,
+		PageSize:     100,
+	})
+	f.addTools()
+	get := func(*http.Request) *sdk.Server { return f.server }
+	f.sessions = sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
+		SessionTimeout:             h.opts.SessionTimeout,
+		MaxRequestBodyBytes:        h.opts.MaxBodyBytes,
+		DisableLocalhostProtection: !h.opts.LocalhostProtection,
+		Logger:                     h.log,
+	})
+	f.stateless = sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
+		Stateless:                  true,
+		MaxRequestBodyBytes:        h.opts.MaxBodyBytes,
+		DisableLocalhostProtection: !h.opts.LocalhostProtection,
+		// The POST is the whole call at this revision: a client that
+		// cancels closes it, and that must stop the turn.
+		PropagateRequestCancellation: true,
+		Logger:                       h.log,
+	})
+	h.fronts[principal] = f
+	return f
+}
+
+func instructions(info agentik.AgentInfo) string {
+	s := "This server is the Agentik agent " + info.Name
+	if info.Description != "" {
+		s += ": " + info.Description
+	}
+	return s + ". Use ask to send it a message and get its answer; pass the conversation_id of an answer to continue that conversation. list_conversations and read_conversation show your earlier conversations."
+}
+
+// track counts a running tool call; false once the handler is closing.
+func (h *Handler) track() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.drained != nil {
+		return false
+	}
+	h.inflight.Add(1)
+	return true
+}
+
+// BeginShutdown refuses new tool calls and, once the running ones have
+// returned (the engine's drain ends their turns), closes every session so
+// that long-lived streams end before the HTTP server waits for them. It
+// does not wait.
+func (h *Handler) BeginShutdown() {
+	h.mu.Lock()
+	if h.drained != nil {
+		h.mu.Unlock()
+		return
+	}
+	h.drained = make(chan struct{})
+	h.mu.Unlock()
+	go func() {
+		defer close(h.drained)
+		h.inflight.Wait()
+		h.closeSessions()
+	}()
+}
+
+// Close closes every session at once (running calls are cut off) and
+// refuses further requests with 503. It waits for a BeginShutdown in
+// progress only as long as ctx allows.
+func (h *Handler) Close(ctx context.Context) {
+	h.mu.Lock()
+	drained := h.drained
+	h.mu.Unlock()
+	if drained != nil {
+		select {
+		case <-drained:
+		case <-ctx.Done():
+		}
+	}
+	h.closeSessions()
+}
+
+func (h *Handler) closeSessions() {
+	h.mu.Lock()
+	h.closing = true
+	fronts := make([]*front, 0, len(h.fronts))
+	for _, f := range h.fronts {
+		fronts = append(fronts, f)
+	}
+	h.mu.Unlock()
+	for _, f := range fronts {
+		for ss := range f.server.Sessions() {
+			ss.Close()
+		}
+	}
+}
+
+// remember records the conversation a session's ask continues by default.
+// Entries of sessions that are gone are dropped when the table grows.
+func (f *front) remember(session, conv string) {
+	if session == "" {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.current[session] = conv
+	if len(f.current) < 64 || len(f.current)%64 != 0 {
+		return
+	}
+	live := map[string]bool{}
+	for ss := range f.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	for id := range f.current {
+		if !live[id] {
+			delete(f.current, id)
+		}
+	}
+}
+
+func (f *front) recall(session string) string {
+	if session == "" {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.current[session]
+}

@@ -1,0 +1,540 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/openai"
+	"github.com/agentik/agentik/sqlite"
+	"github.com/agentik/agentik/tools"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tokens of the test edge: token → principal.
+var serveTokens = map[string]string{"tok-alice": "alice", "tok-bob": "bob"}
+
+// serveEnv is the real stack behind the facade: an engine on a SQLite file,
+// the OpenAI adapter talking to a scripted model over HTTP, and the MCP
+// handler behind a bearer-token edge on a real listener.
+type serveEnv struct {
+	t   *testing.T
+	llm *llmtest.Server
+	eng *engine.Engine
+	h   *Handler
+	url string
+}
+
+func newServeEnv(t *testing.T) *serveEnv {
+	t.Helper()
+	e := &serveEnv{t: t, llm: llmtest.NewServer()}
+	t.Cleanup(e.llm.Close)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm, err := openai.New(openai.Options{BaseURL: e.llm.URL(), Model: "test-model", MaxRetries: -1, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.eng, err = engine.New(engine.Options{Store: st, Bus: bus.New(), LLM: llm, Tools: tools.NewRegistry(tools.CurrentTime{}),
+		Info:         agentik.AgentInfo{ID: "helper", Name: "Helper", Description: "answers test questions"},
+		SystemPrompt: "You are a test agent.", ToolTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e.h = NewHandler(e.eng, ServeOptions{Version: "test", Logger: log})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", testEdge(e.h))
+	srv := httptest.NewServer(mux)
+	e.url = srv.URL + "/mcp"
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		e.h.Close(cctx)
+		sctx, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel2()
+		e.eng.Shutdown(sctx)
+		st.Close()
+	})
+	return e
+}
+
+// testEdge stands for the server's authentication edge: it puts the
+// principal of the bearer token in the request context, or answers 401.
+func testEdge(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := serveTokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentik"`)
+			http.Error(w, `{"error":{"code":"unauthorized","message":"missing or invalid bearer token"}}`, http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(agentik.WithPrincipal(r.Context(), p)))
+	})
+}
+
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.base.RoundTrip(r)
+}
+
+func serveCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// progressLog collects the progress notifications a client receives.
+type progressLog struct {
+	mu      sync.Mutex
+	text    strings.Builder
+	last    float64
+	ordered bool
+	changed chan struct{}
+}
+
+func newProgressLog() *progressLog {
+	return &progressLog{ordered: true, changed: make(chan struct{}, 1)}
+}
+
+func (p *progressLog) handle(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	p.mu.Lock()
+	p.text.WriteString(req.Params.Message)
+	if req.Params.Progress <= p.last {
+		p.ordered = false
+	}
+	p.last = req.Params.Progress
+	p.mu.Unlock()
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until the streamed text is want (notifications may trail
+// the result they precede on the wire: the client handles them apart).
+func (p *progressLog) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		p.mu.Lock()
+		got, ordered := p.text.String(), p.ordered
+		p.mu.Unlock()
+		if !ordered {
+			t.Fatalf("progress did not increase with every notification")
+		}
+		if got == want {
+			return
+		}
+		select {
+		case <-p.changed:
+		case <-deadline:
+			t.Fatalf("progress text %q, want %q", got, want)
+		}
+	}
+}
+
+type clientOpt func(*sdk.ClientOptions)
+
+func (e *serveEnv) connect(token, version string, opts ...clientOpt) *sdk.ClientSession {
+	e.t.Helper()
+	cs, err := e.dial(token, version, opts...)
+	if err != nil {
+		e.t.Fatalf("connect (%s): %v", version, err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func (e *serveEnv) dial(token, version string, opts ...clientOpt) (*sdk.ClientSession, error) {
+	co := &sdk.ClientOptions{}
+	for _, o := range opts {
+		o(co)
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "go-test-client", Version: "1.0"}, co)
+	tr := &sdk.StreamableClientTransport{Endpoint: e.url, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}, MaxRetries: -1}
+	return client.Connect(serveCtx(e.t), tr, &sdk.ClientSessionOptions{ProtocolVersion: version})
+}
+
+func withProgress(p *progressLog) clientOpt {
+	return func(o *sdk.ClientOptions) { o.ProgressNotificationHandler = p.handle }
+}
+
+// ask calls the ask tool and decodes its structured output.
+func ask(t *testing.T, ctx context.Context, cs *sdk.ClientSession, args map[string]any, progressToken any) (*sdk.CallToolResult, AskOutput) {
+	t.Helper()
+	params := &sdk.CallToolParams{Name: ToolAsk, Arguments: args}
+	if progressToken != nil {
+		params.SetProgressToken(progressToken)
+	}
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		t.Fatalf("ask: %v", err)
+	}
+	var out AskOutput
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("structured content %s: %v", b, err)
+		}
+	}
+	return res, out
+}
+
+func resultText(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// journal returns the types of a conversation's entries as principal.
+func (e *serveEnv) journal(principal, id string) []agentik.Message {
+	e.t.Helper()
+	ctx := agentik.WithPrincipal(serveCtx(e.t), principal)
+	conv, err := e.eng.Conversation(ctx, id)
+	if err != nil {
+		e.t.Fatalf("conversation %s: %v", id, err)
+	}
+	defer conv.Close()
+	page, err := conv.Messages(ctx, agentik.MessagesRequest{Limit: agentik.MaxMessagesLimit})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return page.Messages
+}
+
+func types(msgs []agentik.Message) string {
+	var s []string
+	for _, m := range msgs {
+		t := m.Type
+		if m.Interrupted {
+			t += "(interrupted)"
+		}
+		s = append(s, t)
+	}
+	return strings.Join(s, ",")
+}
+
+var protocols = []string{ProtocolCurrent, ProtocolPrevious}
+
+func TestServeInitializeAndListTools(t *testing.T) {
+	e := newServeEnv(t)
+	for _, v := range protocols {
+		t.Run(v, func(t *testing.T) {
+			cs := e.connect("tok-alice", v)
+			init := cs.InitializeResult()
+			if init.ProtocolVersion != v {
+				t.Fatalf("negotiated %s, want %s", init.ProtocolVersion, v)
+			}
+			if init.ServerInfo == nil || init.ServerInfo.Name != "Helper" || init.ServerInfo.Version != "test" {
+				t.Fatalf("server info %+v", init.ServerInfo)
+			}
+			if !strings.Contains(init.Instructions, "answers test questions") {
+				t.Fatalf("instructions %q", init.Instructions)
+			}
+			res, err := cs.ListTools(serveCtx(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]*sdk.Tool{}
+			for _, tl := range res.Tools {
+				got[tl.Name] = tl
+			}
+			for _, name := range []string{ToolAsk, ToolListConversations, ToolReadConversation} {
+				tl := got[name]
+				if tl == nil {
+					t.Fatalf("tool %s missing from %v", name, res.Tools)
+				}
+				if tl.OutputSchema == nil || tl.InputSchema == nil {
+					t.Fatalf("tool %s lacks schemas", name)
+				}
+			}
+			in, _ := json.Marshal(got[ToolAsk].InputSchema)
+			for _, want := range []string{`"message"`, `"conversation_id"`, `"new_conversation"`, `"required":["message"]`} {
+				if !strings.Contains(string(in), want) {
+					t.Errorf("ask input schema lacks %s: %s", want, in)
+				}
+			}
+			if len(res.Tools) != 3 {
+				t.Errorf("%d tools", len(res.Tools))
+			}
+		})
+	}
+}
+
+// TestServeAskStreamsAndContinues asks, with progress, and continues the
+// conversation by id, over both protocol revisions.
+func TestServeAskStreamsAndContinues(t *testing.T) {
+	e := newServeEnv(t)
+	for _, v := range protocols {
+		t.Run(v, func(t *testing.T) {
+			e.llm.Enqueue(
+				llmtest.Stream().Role().Content("Hello", ", ", "world", "!").Finish("stop").Done(),
+				llmtest.Text("Again, hello."),
+			)
+			prog := newProgressLog()
+			cs := e.connect("tok-alice", v, withProgress(prog))
+			ctx := serveCtx(t)
+			res, out := ask(t, ctx, cs, map[string]any{"message": "Say hello"}, "p-1")
+			if res.IsError || resultText(res) != "Hello, world!" {
+				t.Fatalf("result %v %q", res.IsError, resultText(res))
+			}
+			if out.Answer != "Hello, world!" || !agentik.ValidID(out.ConversationID) || out.MessageID == "" {
+				t.Fatalf("structured %+v", out)
+			}
+			prog.waitFor(t, "Hello, world!")
+
+			// Without a progress token nothing is streamed, and the id continues.
+			res2, out2 := ask(t, ctx, cs, map[string]any{"message": "Once more", "conversation_id": out.ConversationID}, nil)
+			if res2.IsError || out2.ConversationID != out.ConversationID || out2.Answer != "Again, hello." {
+				t.Fatalf("second ask: %v %+v", res2.IsError, out2)
+			}
+			msgs := e.journal("alice", out.ConversationID)
+			if got := types(msgs); got != "user_message,assistant_message,user_message,assistant_message" {
+				t.Fatalf("journal %s", got)
+			}
+			if msgs[0].Context == nil || msgs[0].Context.Origin == nil || msgs[0].Context.Origin.Channel != Channel ||
+				msgs[0].Context.Origin.User != "alice" || msgs[0].Context.Origin.DisplayName != "go-test-client" {
+				t.Fatalf("origin %+v", msgs[0].Context)
+			}
+			// The model saw the first exchange when answering the second.
+			reqs := e.llm.Requests()
+			if last := reqs[len(reqs)-1]; !strings.Contains(string(last.Raw), "Hello, world!") {
+				t.Fatalf("the second turn lacked the first answer: %s", last.Raw)
+			}
+			prog.mu.Lock()
+			defer prog.mu.Unlock()
+			if prog.text.String() != "Hello, world!" {
+				t.Fatalf("the call without a token streamed progress: %q", prog.text.String())
+			}
+		})
+	}
+}
+
+// TestServeSessionConversation: a session continues its conversation
+// without an id and new_conversation starts another; a session-less call
+// (the current revision) starts a new one each time.
+func TestServeSessionConversation(t *testing.T) {
+	e := newServeEnv(t)
+	e.llm.Enqueue(llmtest.Text("one"), llmtest.Text("two"), llmtest.Text("three"), llmtest.Text("four"), llmtest.Text("five"))
+	ctx := serveCtx(t)
+	cs := e.connect("tok-alice", ProtocolPrevious)
+	_, a := ask(t, ctx, cs, map[string]any{"message": "first"}, nil)
+	_, b := ask(t, ctx, cs, map[string]any{"message": "second"}, nil)
+	if a.ConversationID != b.ConversationID {
+		t.Fatalf("a session's second ask went to %s, not %s", b.ConversationID, a.ConversationID)
+	}
+	_, c := ask(t, ctx, cs, map[string]any{"message": "third", "new_conversation": true}, nil)
+	if c.ConversationID == a.ConversationID {
+		t.Fatal("new_conversation continued the old conversation")
+	}
+	// Another session of the same principal has its own default.
+	cs2 := e.connect("tok-alice", ProtocolPrevious)
+	_, d := ask(t, ctx, cs2, map[string]any{"message": "fourth"}, nil)
+	if d.ConversationID == a.ConversationID || d.ConversationID == c.ConversationID {
+		t.Fatal("a new session continued another session's conversation")
+	}
+	stateless := e.connect("tok-alice", ProtocolCurrent)
+	_, x := ask(t, ctx, stateless, map[string]any{"message": "fifth"}, nil)
+	if x.ConversationID == d.ConversationID || x.ConversationID == a.ConversationID || x.ConversationID == c.ConversationID {
+		t.Fatal("a session-less ask continued a conversation")
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: ToolAsk, Arguments: map[string]any{"message": "x", "conversation_id": a.ConversationID, "new_conversation": true}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "not both") {
+		t.Fatalf("conversation_id with new_conversation: %v %+v", err, res)
+	}
+}
+
+// TestServeCancelInterruptsThatTurn cancels an ask whose turn is
+// streaming, and one whose turn waits behind another client's: each time
+// exactly the cancelled call's turn ends, nothing else.
+func TestServeCancelInterruptsThatTurn(t *testing.T) {
+	e := newServeEnv(t)
+	for _, v := range protocols {
+		t.Run(v+"/running", func(t *testing.T) {
+			gate := llmtest.NewGate()
+			t.Cleanup(gate.Release)
+			e.llm.Enqueue(llmtest.Stream().Role().Content("partial ").Pause(gate).Content("never").Finish("stop").Done())
+			prog := newProgressLog()
+			cs := e.connect("tok-alice", v, withProgress(prog))
+			ctx, cancel := context.WithCancel(serveCtx(t))
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, withToken(&sdk.CallToolParams{Name: ToolAsk, Arguments: map[string]any{"message": "long", "new_conversation": true}}, "c-1"))
+				done <- err
+			}()
+			<-gate.Reached()
+			prog.waitFor(t, "partial ")
+			conv := e.onlyWorking(t, "alice")
+			stream := e.events(t, "alice", conv)
+			cancel()
+			if err := <-done; err == nil {
+				t.Fatal("a cancelled call returned no error")
+			}
+			e.waitEnd(t, stream, agentik.EndInterrupted)
+			if got := types(e.journal("alice", conv)); got != "user_message,assistant_message(interrupted)" {
+				t.Fatalf("journal %s", got)
+			}
+		})
+		t.Run(v+"/queued", func(t *testing.T) {
+			gate := llmtest.NewGate()
+			t.Cleanup(gate.Release)
+			calls := len(e.llm.Requests())
+			e.llm.Enqueue(llmtest.Stream().Role().Content("first ").Pause(gate).Content("answer").Finish("stop").Done())
+			actx := agentik.WithPrincipal(serveCtx(t), "alice")
+			info, err := e.eng.CreateConversation(actx, agentik.CreateRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conv, _ := e.eng.Conversation(actx, info.ID)
+			defer conv.Close()
+			stream := e.events(t, "alice", info.ID)
+			first, err := conv.Send(actx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("first")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-gate.Reached()
+			cs := e.connect("tok-alice", v)
+			ctx, cancel := context.WithCancel(serveCtx(t))
+			done := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: ToolAsk, Arguments: map[string]any{"message": "second", "conversation_id": info.ID}})
+				done <- err
+			}()
+			// Wait until the ask's message is stored (queued behind first).
+			var second string
+			for second == "" {
+				ev := e.next(t, stream)
+				if ev.Type == agentik.EvUserMessage && ev.Message.ID != first.MessageID {
+					second = ev.Message.ID
+				}
+			}
+			cancel()
+			<-done
+			// The queued turn is withdrawn: its end comes while first still runs.
+			for {
+				ev := e.next(t, stream)
+				if ev.Type == agentik.EvEnd {
+					if ev.ReplyTo != second || ev.Reason != agentik.EndInterrupted {
+						t.Fatalf("first end: %+v", ev)
+					}
+					break
+				}
+			}
+			gate.Release()
+			for {
+				ev := e.next(t, stream)
+				if ev.Type == agentik.EvEnd {
+					if ev.ReplyTo != first.MessageID || ev.Reason != agentik.EndCompleted {
+						t.Fatalf("the other turn: %+v", ev)
+					}
+					break
+				}
+			}
+			if got := types(e.journal("alice", info.ID)); got != "user_message,user_message,assistant_message" {
+				t.Fatalf("journal %s", got)
+			}
+			if n := len(e.llm.Requests()); n != calls+1 {
+				t.Fatalf("%d model calls, want %d: the withdrawn turn called the model", n, calls+1)
+			}
+		})
+	}
+}
+
+func withToken(p *sdk.CallToolParams, tok any) *sdk.CallToolParams {
+	p.SetProgressToken(tok)
+	return p
+}
+
+// onlyWorking returns the principal's conversation that runs a turn.
+func (e *serveEnv) onlyWorking(t *testing.T, principal string) string {
+	t.Helper()
+	list, err := e.eng.ListConversations(agentik.WithPrincipal(serveCtx(t), principal), agentik.ListRequest{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range list.Conversations {
+		if c.Working {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("%d conversations working", len(ids))
+	}
+	return ids[0]
+}
+
+func (e *serveEnv) events(t *testing.T, principal, id string) agentik.Stream[agentik.Event] {
+	t.Helper()
+	ctx := agentik.WithPrincipal(serveCtx(t), principal)
+	conv, err := e.eng.Conversation(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conv.Close() })
+	st, err := conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func (e *serveEnv) next(t *testing.T, st agentik.Stream[agentik.Event]) agentik.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-st.C():
+		if !ok {
+			t.Fatalf("event stream ended: %v", st.Err())
+		}
+		return ev
+	case <-time.After(15 * time.Second):
+		t.Fatal("no event")
+	}
+	panic("unreachable")
+}
+
+func (e *serveEnv) waitEnd(t *testing.T, st agentik.Stream[agentik.Event], reason string) agentik.Event {
+	t.Helper()
+	for {
+		if ev := e.next(t, st); ev.Type == agentik.EvEnd {
+			if ev.Reason != reason {
+				t.Fatalf("turn ended %s, want %s", ev.Reason, reason)
+			}
+			return ev
+		}
+	}
+}

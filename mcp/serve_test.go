@@ -538,3 +538,192 @@ func (e *serveEnv) waitEnd(t *testing.T, st agentik.Stream[agentik.Event], reaso
 		}
 	}
 }
+
+// TestServeFailedTurnIsToolError: a turn that fails is a tool result with
+// isError and the safe message, and the conversation goes on.
+func TestServeFailedTurnIsToolError(t *testing.T) {
+	e := newServeEnv(t)
+	for _, v := range protocols {
+		t.Run(v, func(t *testing.T) {
+			e.llm.Enqueue(llmtest.ServerError(), llmtest.Text("Recovered."))
+			cs := e.connect("tok-alice", v)
+			ctx := serveCtx(t)
+			res, out := ask(t, ctx, cs, map[string]any{"message": "fail please", "new_conversation": true}, nil)
+			if !res.IsError || !strings.Contains(resultText(res), "could not answer") {
+				t.Fatalf("result %v %q", res.IsError, resultText(res))
+			}
+			if !strings.Contains(resultText(res), "llm_error") || strings.Contains(resultText(res), e.llm.URL()) {
+				t.Fatalf("the error leaks detail: %q", resultText(res))
+			}
+			if out.ConversationID == "" {
+				t.Fatal("a failed turn does not say which conversation to continue")
+			}
+			res, out2 := ask(t, ctx, cs, map[string]any{"message": "again", "conversation_id": out.ConversationID}, nil)
+			if res.IsError || out2.Answer != "Recovered." {
+				t.Fatalf("after the failure: %v %+v", res.IsError, out2)
+			}
+			if got := types(e.journal("alice", out.ConversationID)); got != "user_message,error,user_message,assistant_message" {
+				t.Fatalf("journal %s", got)
+			}
+		})
+	}
+}
+
+// TestServeRefusesBadInput: hostile or wrong arguments are tool errors that
+// store nothing.
+func TestServeRefusesBadInput(t *testing.T) {
+	e := newServeEnv(t)
+	cs := e.connect("tok-alice", ProtocolCurrent)
+	ctx := serveCtx(t)
+	for _, tc := range []struct {
+		tool string
+		args any
+		want string
+	}{
+		{ToolAsk, map[string]any{}, "message"},
+		{ToolAsk, map[string]any{"message": "   "}, "empty"},
+		{ToolAsk, map[string]any{"message": 7}, "message"},
+		{ToolAsk, map[string]any{"message": "hi", "conversation_id": "../../etc/passwd"}, "not found"},
+		{ToolAsk, map[string]any{"message": "hi", "conversation_id": agentik.NewID()}, "not found"},
+		{ToolReadConversation, map[string]any{"conversation_id": "nope"}, "not found"},
+		{ToolReadConversation, map[string]any{"conversation_id": agentik.NewID(), "limit": 501}, "limit"},
+		{ToolReadConversation, map[string]any{"conversation_id": agentik.NewID(), "after": 2, "before": 5}, "not both"},
+		{ToolReadConversation, map[string]any{"conversation_id": agentik.NewID(), "after": -1}, "seq"},
+		{ToolListConversations, map[string]any{"limit": 1000}, "limit"},
+		{ToolListConversations, map[string]any{"cursor": "garbage!"}, "cursor"},
+	} {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatalf("%s %v: %v", tc.tool, tc.args, err)
+		}
+		if !res.IsError || !strings.Contains(resultText(res), tc.want) {
+			t.Errorf("%s %v: %v %q, want an error about %s", tc.tool, tc.args, res.IsError, resultText(res), tc.want)
+		}
+	}
+	list, err := e.eng.ListConversations(agentik.WithPrincipal(ctx, "alice"), agentik.ListRequest{})
+	if err != nil || len(list.Conversations) != 0 {
+		t.Fatalf("refused calls created conversations: %v %v", list.Conversations, err)
+	}
+	if len(e.llm.Requests()) != 0 {
+		t.Fatal("a refused call reached the model")
+	}
+}
+
+// TestServeListAndRead pages conversations and a transcript.
+func TestServeListAndRead(t *testing.T) {
+	e := newServeEnv(t)
+	ctx := serveCtx(t)
+	cs := e.connect("tok-alice", ProtocolCurrent)
+	var ids []string
+	for _, q := range []string{"alpha", "beta", "gamma"} {
+		e.llm.Enqueue(llmtest.Text("answer to " + q))
+		_, out := ask(t, ctx, cs, map[string]any{"message": q}, nil)
+		ids = append(ids, out.ConversationID)
+	}
+	call := func(tool string, args map[string]any, out any) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %q", tool, err, resultText(res))
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
+		// Clients that read only text get the same JSON.
+		if !json.Valid([]byte(resultText(res))) {
+			t.Fatalf("%s text is not the JSON: %q", tool, resultText(res))
+		}
+	}
+	var p1, p2 ListOutput
+	call(ToolListConversations, map[string]any{"limit": 2}, &p1)
+	if len(p1.Conversations) != 2 || p1.Next == "" || p1.Conversations[0].ID != ids[2] || p1.Conversations[1].ID != ids[1] {
+		t.Fatalf("page 1 %+v", p1)
+	}
+	if p1.Conversations[0].Title != "gamma" || p1.Conversations[0].CreatedAt == "" {
+		t.Fatalf("summary %+v", p1.Conversations[0])
+	}
+	call(ToolListConversations, map[string]any{"limit": 2, "cursor": p1.Next}, &p2)
+	if len(p2.Conversations) != 1 || p2.Next != "" || p2.Conversations[0].ID != ids[0] {
+		t.Fatalf("page 2 %+v", p2)
+	}
+	var r1, r2 ReadOutput
+	call(ToolReadConversation, map[string]any{"conversation_id": ids[0], "limit": 1}, &r1)
+	if len(r1.Messages) != 1 || !r1.HasMore || r1.Messages[0].Type != agentik.MsgUser || r1.Messages[0].Text != "alpha" || r1.Title != "alpha" {
+		t.Fatalf("read page 1 %+v", r1)
+	}
+	call(ToolReadConversation, map[string]any{"conversation_id": ids[0], "after": r1.Messages[0].Seq}, &r2)
+	if len(r2.Messages) != 1 || r2.HasMore || r2.Messages[0].Text != "answer to alpha" || r2.Messages[0].Seq != 2 {
+		t.Fatalf("read page 2 %+v", r2)
+	}
+	var back ReadOutput
+	call(ToolReadConversation, map[string]any{"conversation_id": ids[0], "before": 3, "limit": 1}, &back)
+	if len(back.Messages) != 1 || back.Messages[0].Seq != 2 {
+		t.Fatalf("read before %+v", back)
+	}
+}
+
+// TestServeAuthAndIsolation: without a valid token nothing gets through;
+// another principal's conversations and sessions do not exist for bob.
+func TestServeAuthAndIsolation(t *testing.T) {
+	e := newServeEnv(t)
+	ctx := serveCtx(t)
+	for _, v := range protocols {
+		for _, tok := range []string{"", "tok-mallory"} {
+			if _, err := e.dial(tok, v); err == nil || !strings.Contains(err.Error(), "401") && !strings.Contains(strings.ToLower(err.Error()), "unauthorized") {
+				t.Errorf("%s with token %q: %v", v, tok, err)
+			}
+		}
+	}
+	e.llm.Enqueue(llmtest.Text("secret answer"))
+	alice := e.connect("tok-alice", ProtocolPrevious)
+	_, out := ask(t, ctx, alice, map[string]any{"message": "alice's secret"}, nil)
+	for _, v := range protocols {
+		bob := e.connect("tok-bob", v)
+		var list ListOutput
+		res, err := bob.CallTool(ctx, &sdk.CallToolParams{Name: ToolListConversations, Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &list)
+		if res.IsError || len(list.Conversations) != 0 {
+			t.Fatalf("bob lists %+v", list)
+		}
+		for _, call := range []*sdk.CallToolParams{
+			{Name: ToolReadConversation, Arguments: map[string]any{"conversation_id": out.ConversationID}},
+			{Name: ToolAsk, Arguments: map[string]any{"message": "let me in", "conversation_id": out.ConversationID}},
+		} {
+			res, err := bob.CallTool(ctx, call)
+			if err != nil || !res.IsError || !strings.Contains(resultText(res), "not found") || strings.Contains(resultText(res), "secret") {
+				t.Fatalf("bob %s: %v %q", call.Name, err, resultText(res))
+			}
+		}
+	}
+	if got := types(e.journal("alice", out.ConversationID)); got != "user_message,assistant_message" {
+		t.Fatalf("bob changed alice's conversation: %s", got)
+	}
+	// Alice's session id is unknown to bob's requests.
+	sid := alice.ID()
+	if sid == "" {
+		t.Fatal("the previous revision opened no session")
+	}
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"read_conversation","arguments":{"conversation_id":"` + out.ConversationID + `"}}}`
+	for tok, want := range map[string]int{"tok-bob": http.StatusNotFound, "tok-alice": http.StatusOK} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", ProtocolPrevious)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || (tok == "tok-bob" && strings.Contains(string(b), "secret")) {
+			t.Fatalf("%s with alice's session: %d %s", tok, resp.StatusCode, b)
+		}
+	}
+}

@@ -304,6 +304,7 @@ type turn struct {
 	seen    map[string]bool   // their ids
 	ended   bool
 	reason  string // end reason
+	errCode string // of the turn's error entry
 	errText string
 }
 
@@ -336,7 +337,7 @@ func (t *turn) event(ev agentik.Event) string {
 		}
 	case agentik.EvError:
 		if t.mine(ev.Message) {
-			t.errText = ev.Message.Details
+			t.errCode, t.errText = ev.Message.Code, ev.Message.Details
 		}
 	case agentik.EvInterrupted:
 		if ev.ReplyTo == t.userID {
@@ -387,11 +388,17 @@ func (t *turn) result(convID string) (*sdk.CallToolResult, AskOutput, error) {
 	case agentik.EndInterrupted:
 		fail("The turn was interrupted before the answer was complete.")
 	case agentik.EndError:
+		// The error entry is the one users see on every facade.
 		msg := t.errText
 		if msg == "" {
 			msg = "the turn failed"
 		}
-		fail("The agent could not answer: " + msg)
+		if t.errCode != "" {
+			msg = "(" + t.errCode + "): " + msg
+		} else {
+			msg = ": " + msg
+		}
+		fail("The agent could not answer" + msg)
 	case agentik.EvConversationClosing:
 		fail("The conversation was closed or deleted before the answer was complete.")
 	default:
@@ -484,7 +491,7 @@ func (f *front) settle(ctx context.Context, conv agentik.Conversation, t *turn) 
 				return nil
 			}
 		case agentik.MsgError:
-			t.ended, t.reason, t.errText = true, agentik.EndError, m.Details
+			t.ended, t.reason, t.errCode, t.errText = true, agentik.EndError, m.Code, m.Details
 			return nil
 		}
 	}

@@ -64,6 +64,8 @@ type Config struct {
 	AGUI AGUIConfig
 	WS   WSConfig
 	Auth AuthConfig
+
+	MCPServer MCPServerConfig // the MCP server facade (MCP is the tool source)
 }
 
 // Default returns the configuration used when no variable is set.
@@ -235,6 +237,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.AGUI.read(r)
 	c.WS.read(r)
 	c.Auth.read(r)
+	c.MCPServer.read(r)
 
 	if c.Backend == "" {
 		c.Backend = BackendDemo

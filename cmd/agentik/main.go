@@ -2,6 +2,7 @@
 //
 //	agentik serve     run the server (configuration from the environment)
 //	agentik tools     list the tools the model would see
+//	agentik mcp       serve a running server's agent over MCP on stdio
 //	agentik version   print the version
 package main
 
@@ -39,6 +40,7 @@ commands:
   chat           talk to the agent in the terminal
   conversations  list, show, rename or delete conversations
   tools          list every tool the model would see
+  mcp            serve a running server's agent as an MCP server on stdio
   version        print the version
 `
 
@@ -54,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return exitOK
-	case "serve", "tools", "chat", "conversations":
+	case "serve", "tools", "chat", "conversations", "mcp":
 	default:
 		fmt.Fprintf(stderr, "agentik: unknown command %q\n\n%s", args[0], usage)
 		return exitConfig
@@ -81,6 +83,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return chat(ctx, cfg, args[1:], getenv, stdout, stderr, log)
 	case "conversations":
 		return conversations(ctx, cfg, args[1:], getenv, stdout, stderr, log)
+	case "mcp":
+		return mcpBridge(ctx, args[1:], getenv, os.Stdin, os.Stdout, stderr, log)
 	default:
 		if err := serve(ctx, cfg, log); err != nil {
 			log.Error("agentik stopped", "err", err)

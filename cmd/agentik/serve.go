@@ -147,7 +147,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Authenticate: a.auth,
 		Logger:       log,
 	})
-	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS} {
+	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer} {
 		if err := mount(ctx); err != nil {
 			return err
 		}

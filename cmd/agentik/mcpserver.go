@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/mcp"
+)
+
+// mountMCPServer serves the agent as an MCP server at
+// AGENTIK_MCP_SERVER_PATH (default /mcp; GET, POST and DELETE of Streamable
+// HTTP), behind the same bearer tokens as the other facades. On shutdown the
+// running ask calls end with their turns (the engine's drain bounds that),
+// then every session is closed so that no stream holds the HTTP server up.
+func (a *app) mountMCPServer(ctx context.Context) error {
+	c := a.cfg.MCPServer
+	if !c.Enabled {
+		return nil
+	}
+	h := mcp.NewHandler(a.eng, mcp.ServeOptions{
+		Version:        versionString(),
+		IfBusy:         c.IfBusy,
+		SessionTimeout: c.SessionTimeout,
+		MaxBodyBytes:   a.cfg.MaxBodyBytes,
+		// Behind tokens a DNS-rebound page has none to send; an open server
+		// on a loopback address must refuse foreign Host headers.
+		LocalhostProtection: a.auth == nil,
+		Logger:              a.log,
+	})
+	a.mux.Handle(c.Path, a.guard(h))
+	a.onShutdown = append(a.onShutdown, func(context.Context) { h.BeginShutdown() })
+	a.onClose = append(a.onClose, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		h.Close(ctx)
+	})
+	a.log.Info("MCP server facade mounted", "path", c.Path)
+	return nil
+}
+
+// guard authenticates a request with the configured tokens and puts its
+// principal in the context, as facades that read the principal from the
+// context expect; a refused request gets the native API's 401.
+func (a *app) guard(h http.Handler) http.Handler {
+	if a.auth == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.auth(r)
+		if err != nil {
+			if agentik.ErrorCode(err) == agentik.EInternal {
+				err = agentik.WrapError(agentik.EUnauthorized, "missing or invalid bearer token", err)
+			}
+			httpapi.WriteError(w, r, a.log, err)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(agentik.WithPrincipal(r.Context(), p)))
+	})
+}
+
+const mcpUsage = `usage: agentik mcp --url URL [--agent ID] [--token TOKEN]
+
+Serve a running agentik's agent as an MCP server on stdin and stdout, for
+MCP clients that only start processes (Claude Desktop, IDEs). Requests are
+relayed to the server's MCP endpoint: URL/mcp, or URL/agents/ID/mcp with
+--agent; a URL that already ends in /mcp is used as it is. The token comes
+from --token or AGENTIK_TOKEN. Logs go to stderr.
+
+flags:
+`
+
+// mcpBridge runs `agentik mcp`.
+func mcpBridge(ctx context.Context, args []string, getenv func(string) string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer, log *slog.Logger) int {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, mcpUsage); fs.PrintDefaults() }
+	rawURL := fs.String("url", "", "the running server, e.g. http://localhost:8080")
+	agentID := fs.String("agent", "", "the agent's id (default: the server's default agent)")
+	token := fs.String("token", "", "bearer token (prefer AGENTIK_TOKEN: a flag is visible to other users of the machine)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agentik mcp: unexpected argument %q\n", fs.Arg(0))
+		return exitConfig
+	}
+	endpoint, err := mcpEndpoint(*rawURL, *agentID)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentik mcp:", err)
+		return exitConfig
+	}
+	tok := *token
+	if tok == "" {
+		tok = getenv("AGENTIK_TOKEN")
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := mcp.Bridge(ctx, stdin, stdout, mcp.BridgeOptions{URL: endpoint, Token: tok, Version: versionString(), Logger: log}); err != nil {
+		fmt.Fprintln(stderr, "agentik mcp:", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// mcpEndpoint is the MCP endpoint of --url and --agent.
+func mcpEndpoint(rawURL, agentID string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if rawURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--url %q: want the server's address, such as http://localhost:8080", rawURL)
+	}
+	path := strings.TrimRight(u.Path, "/")
+	switch {
+	case strings.HasSuffix(path, "/mcp"):
+		if agentID != "" {
+			return "", fmt.Errorf("--agent %q: the --url %q already names an MCP endpoint", agentID, rawURL)
+		}
+	case agentID != "":
+		if !validAgentID(agentID) {
+			return "", fmt.Errorf("--agent %q: want an agent id (letters, digits, '-', '_', '.')", agentID)
+		}
+		path += "/agents/" + agentID + "/mcp"
+	default:
+		path += "/mcp"
+	}
+	u.Path = path
+	return u.String(), nil
+}
+
+func validAgentID(s string) bool {
+	if s == "" || len(s) > 64 || s == "." || s == ".." {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,233 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/agentik/agentik"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BridgeOptions configures Bridge.
+type BridgeOptions struct {
+	// URL is the MCP endpoint of a running agentik (…/mcp).
+	URL string
+	// Token is the bearer token sent with every request ("" for none).
+	Token string
+	// Version identifies the bridge to the server.
+	Version string
+	// HTTPClient makes the requests; nil is http.DefaultClient.
+	HTTPClient *http.Client
+	// Logger receives what goes wrong; nil is slog.Default(). It must not
+	// write to the bridge's output.
+	Logger *slog.Logger
+}
+
+// Bridge serves the agent at opts.URL as an MCP server on in and out
+// (newline-delimited JSON-RPC, the stdio transport), for clients that can
+// only start a process. It returns when in ends, when ctx ends, or at once
+// when the server cannot be reached or refuses the token.
+//
+// The server is spoken to at the current protocol revision, which keeps no
+// session on the server: a restart of the server does not break the bridge.
+// The bridge keeps what a session would: an ask without conversation_id (and
+// without new_conversation) continues the conversation of the bridge's last
+// answer. Progress notifications and cancellation are relayed both ways.
+func Bridge(ctx context.Context, in io.ReadCloser, out io.WriteCloser, opts BridgeOptions) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	if opts.Token != "" {
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		c := *hc
+		c.Transport = bearerTransport{token: opts.Token, base: base}
+		hc = &c
+	}
+	b := &bridge{log: log, progress: map[string]relay{}}
+	client := sdk.NewClient(&sdk.Implementation{Name: "agentik-mcp-bridge", Version: opts.Version},
+		&sdk.ClientOptions{ProgressNotificationHandler: b.relayProgress})
+	remote, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolCurrent})
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", opts.URL, err)
+	}
+	defer remote.Close()
+	b.remote = remote
+
+	init := remote.InitializeResult()
+	impl := &sdk.Implementation{Name: "agentik"}
+	if init != nil && init.ServerInfo != nil {
+		impl = init.ServerInfo
+	}
+	var instructions string
+	if init != nil {
+		instructions = init.Instructions
+	}
+	local := sdk.NewServer(impl, &sdk.ServerOptions{Instructions: instructions, Logger: log})
+	n := 0
+	for tool, err := range remote.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("list the tools of %s: %w", opts.URL, err)
+		}
+		local.AddTool(tool, b.forward(tool.Name))
+		n++
+	}
+	log.Info("MCP bridge ready", "url", opts.URL, "tools", n)
+	err = local.Run(ctx, &sdk.IOTransport{Reader: in, Writer: out})
+	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+type bearerTransport struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (t bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	return t.base.RoundTrip(r)
+}
+
+// bridge relays tool calls from the local client to the remote server.
+type bridge struct {
+	log    *slog.Logger
+	remote *sdk.ClientSession
+
+	mu           sync.Mutex
+	conversation string // of the last answer relayed
+	nextToken    int
+	progress     map[string]relay // remote progress token → local call
+}
+
+// relay is where the progress of one remote call goes.
+type relay struct {
+	ctx     context.Context
+	session *sdk.ServerSession
+	token   any
+}
+
+func (b *bridge) forward(name string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		args := req.Params.Arguments
+		if name == ToolAsk {
+			b.mu.Lock()
+			conv := b.conversation
+			b.mu.Unlock()
+			args = continueConversation(args, conv)
+		}
+		params := &sdk.CallToolParams{Name: name, Arguments: args}
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			b.mu.Lock()
+			b.nextToken++
+			id := "bridge-" + strconv.Itoa(b.nextToken)
+			b.progress[id] = relay{ctx: ctx, session: req.Session, token: tok}
+			b.mu.Unlock()
+			defer func() {
+				b.mu.Lock()
+				delete(b.progress, id)
+				b.mu.Unlock()
+			}()
+			params.SetProgressToken(id)
+		}
+		res, err := b.remote.CallTool(ctx, params)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			b.log.Warn("MCP bridge: call failed", "tool", name, "err", err)
+			return toolError("the agent could not be reached: %v", err), nil
+		}
+		if name == ToolAsk {
+			if id := answerConversation(res.StructuredContent); id != "" {
+				b.mu.Lock()
+				b.conversation = id
+				b.mu.Unlock()
+			}
+		}
+		return res, nil
+	}
+}
+
+func (b *bridge) relayProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	id, _ := req.Params.ProgressToken.(string)
+	b.mu.Lock()
+	r, ok := b.progress[id]
+	b.mu.Unlock()
+	if !ok {
+		return
+	}
+	p := *req.Params
+	p.Meta, p.ProgressToken = nil, r.token
+	if err := r.session.NotifyProgress(r.ctx, &p); err != nil {
+		b.log.Debug("MCP bridge: relay progress", "err", err)
+	}
+}
+
+// continueConversation returns the arguments of an ask with conversation_id
+// set to conv when they name no conversation and do not ask for a new one.
+// Anything that is not a JSON object is passed on unchanged: the server
+// answers it.
+func continueConversation(args json.RawMessage, conv string) json.RawMessage {
+	if conv == "" {
+		return args
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(args, &fields); err != nil || fields == nil {
+		return args
+	}
+	if _, ok := fields["conversation_id"]; ok {
+		return args
+	}
+	if v, ok := fields["new_conversation"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("false")) {
+		return args
+	}
+	id, _ := json.Marshal(conv)
+	fields["conversation_id"] = id
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return args
+	}
+	return out
+}
+
+// answerConversation returns the conversation_id of an ask result's
+// structured content ("" when it has none that is valid).
+func answerConversation(structured any) string {
+	var out struct {
+		ConversationID string `json:"conversation_id"`
+	}
+	var b []byte
+	switch v := structured.(type) {
+	case nil:
+		return ""
+	case json.RawMessage:
+		b = v
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return ""
+		}
+	}
+	if json.Unmarshal(b, &out) != nil || !agentik.ValidID(out.ConversationID) {
+		return ""
+	}
+	return out.ConversationID
+}

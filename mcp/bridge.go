@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/agentik/agentik"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,9 +60,9 @@ func Bridge(ctx context.Context, in io.ReadCloser, out io.WriteCloser, opts Brid
 		c.Transport = bearerTransport{token: opts.Token, base: base}
 		hc = &c
 	}
-	b := &bridge{log: log, progress: map[string]relay{}}
+	b := &bridge{log: log, progress: map[string]*relay{}}
 	client := sdk.NewClient(&sdk.Implementation{Name: "agentik-mcp-bridge", Version: opts.Version},
-		&sdk.ClientOptions{ProgressNotificationHandler: b.relayProgress})
+		&sdk.ClientOptions{ProgressNotificationHandler: b.relayProgress, Logger: quieter(log)})
 	remote, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolCurrent})
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", opts.URL, err)
@@ -78,7 +79,7 @@ func Bridge(ctx context.Context, in io.ReadCloser, out io.WriteCloser, opts Brid
 	if init != nil {
 		instructions = init.Instructions
 	}
-	local := sdk.NewServer(impl, &sdk.ServerOptions{Instructions: instructions, Logger: log})
+	local := sdk.NewServer(impl, &sdk.ServerOptions{Instructions: instructions, Logger: quieter(log)})
 	n := 0
 	for tool, err := range remote.Tools(ctx, nil) {
 		if err != nil {
@@ -114,7 +115,7 @@ type bridge struct {
 	mu           sync.Mutex
 	conversation string // of the last answer relayed
 	nextToken    int
-	progress     map[string]relay // remote progress token → local call
+	progress     map[string]*relay // remote progress token → local call
 }
 
 // relay is where the progress of one remote call goes.
@@ -122,6 +123,36 @@ type relay struct {
 	ctx     context.Context
 	session *sdk.ServerSession
 	token   any
+
+	mu      sync.Mutex
+	relayed float64       // progress of the last notification passed on
+	changed chan struct{} // signalled after each
+}
+
+// relayWait bounds how long a result waits for the progress notifications
+// that preceded it on the wire (the client hands them over apart).
+const relayWait = 5 * time.Second
+
+// wait returns once the notification with progress want has been passed
+// on, or after relayWait.
+func (r *relay) wait(want float64) {
+	timeout := time.NewTimer(relayWait)
+	defer timeout.Stop()
+	for {
+		r.mu.Lock()
+		done := r.relayed >= want
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-r.changed:
+		case <-r.ctx.Done():
+			return
+		case <-timeout.C:
+			return
+		}
+	}
 }
 
 func (b *bridge) forward(name string) sdk.ToolHandler {
@@ -134,11 +165,13 @@ func (b *bridge) forward(name string) sdk.ToolHandler {
 			args = continueConversation(args, conv)
 		}
 		params := &sdk.CallToolParams{Name: name, Arguments: args}
+		var rel *relay
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			rel = &relay{ctx: ctx, session: req.Session, token: tok, changed: make(chan struct{}, 1)}
 			b.mu.Lock()
 			b.nextToken++
 			id := "bridge-" + strconv.Itoa(b.nextToken)
-			b.progress[id] = relay{ctx: ctx, session: req.Session, token: tok}
+			b.progress[id] = rel
 			b.mu.Unlock()
 			defer func() {
 				b.mu.Lock()
@@ -154,6 +187,9 @@ func (b *bridge) forward(name string) sdk.ToolHandler {
 			}
 			b.log.Warn("MCP bridge: call failed", "tool", name, "err", err)
 			return toolError("the agent could not be reached: %v", err), nil
+		}
+		if want, ok := res.Meta[MetaProgress].(float64); ok && rel != nil {
+			rel.wait(want)
 		}
 		if name == ToolAsk {
 			if id := answerConversation(res.StructuredContent); id != "" {
@@ -178,6 +214,13 @@ func (b *bridge) relayProgress(_ context.Context, req *sdk.ProgressNotificationC
 	p.Meta, p.ProgressToken = nil, r.token
 	if err := r.session.NotifyProgress(r.ctx, &p); err != nil {
 		b.log.Debug("MCP bridge: relay progress", "err", err)
+	}
+	r.mu.Lock()
+	r.relayed = p.Progress
+	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default:
 	}
 }
 

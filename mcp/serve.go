@@ -63,9 +63,11 @@ type ServeOptions struct {
 // Safe for concurrent use. BeginShutdown and Close may each be called more
 // than once.
 type Handler struct {
-	agent agentik.Agent
-	opts  ServeOptions
-	log   *slog.Logger
+	agent   agentik.Agent
+	opts    ServeOptions
+	log     *slog.Logger
+	sdkLog  *slog.Logger // log for the SDK: warnings and errors
+	schemas *sdk.SchemaCache
 
 	mu       sync.Mutex
 	fronts   map[string]*front // by principal
@@ -100,11 +102,36 @@ func NewHandler(agent agentik.Agent, opts ServeOptions) *Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	h := &Handler{agent: agent, opts: opts, log: opts.Logger, fronts: map[string]*front{}}
+	h := &Handler{agent: agent, opts: opts, log: opts.Logger, fronts: map[string]*front{}, schemas: sdk.NewSchemaCache()}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.sdkLog = quieter(h.log)
 	return h
+}
+
+// quieter passes on the SDK's warnings and errors only: it logs every
+// session it opens and closes at info, which at the current protocol
+// revision is every request.
+func quieter(log *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{log.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -137,7 +164,8 @@ func (h *Handler) front(principal string) *front {
 	info := h.agent.Info()
 	f.server = sdk.NewServer(&sdk.Implementation{Name: h.opts.Name, Title: info.Name, Version: h.opts.Version}, &sdk.ServerOptions{
 		Instructions: instructions(info),
-		Logger:       h.log,
+		Logger:       h.sdkLog,
+		SchemaCache:  h.schemas,
 		PageSize:     100,
 	})
 	f.addTools()
@@ -146,7 +174,7 @@ func (h *Handler) front(principal string) *front {
 		SessionTimeout:             h.opts.SessionTimeout,
 		MaxRequestBodyBytes:        h.opts.MaxBodyBytes,
 		DisableLocalhostProtection: !h.opts.LocalhostProtection,
-		Logger:                     h.log,
+		Logger:                     h.sdkLog,
 	})
 	f.stateless = sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
 		Stateless:                  true,
@@ -155,7 +183,7 @@ func (h *Handler) front(principal string) *front {
 		// The POST is the whole call at this revision: a client that
 		// cancels closes it, and that must stop the turn.
 		PropagateRequestCancellation: true,
-		Logger:                       h.log,
+		Logger:                       h.sdkLog,
 	})
 	h.fronts[principal] = f
 	return f

@@ -258,8 +258,9 @@ func (f *front) ask(ctx context.Context, req *sdk.CallToolRequest, in AskInput) 
 	}
 	t := &turn{userID: res.MessageID, userSeq: res.Seq}
 	stream, err = f.follow(ctx, conv, stream, t, prog)
+	var sent float64
 	if prog != nil {
-		prog.stop()
+		sent = prog.stop()
 	}
 	if ctx.Err() != nil {
 		f.cancelTurn(conv, t)
@@ -268,8 +269,18 @@ func (f *front) ask(ctx context.Context, req *sdk.CallToolRequest, in AskInput) 
 	if err != nil {
 		return f.coreError(ctx, "follow the turn", err), AskOutput{}, nil
 	}
-	return t.result(conv.ID())
+	result, out, err := t.result(conv.ID())
+	if sent > 0 {
+		// A relay (agentik mcp) waits for the last notification it has
+		// to pass on before it passes on the result.
+		result.Meta = sdk.Meta{MetaProgress: sent}
+	}
+	return result, out, err
 }
+
+// MetaProgress is the _meta key of an ask result that holds the progress
+// value of the last notification sent for the call (absent when none was).
+const MetaProgress = "agentik/progress"
 
 // cancelTurn interrupts the turn of a cancelled ask: cancelled if it runs,
 // withdrawn if it is queued; turns of other calls are never touched.
@@ -280,9 +291,11 @@ func (f *front) cancelTurn(conv agentik.Conversation, t *turn) {
 	ctx, cancel := context.WithTimeout(f.ctx(context.Background()), interruptTimeout)
 	defer cancel()
 	if ti, ok := conv.(agentik.TurnInterrupter); ok {
-		if _, err := ti.InterruptTurn(ctx, t.userID); err != nil {
+		done, err := ti.InterruptTurn(ctx, t.userID)
+		if err != nil {
 			f.h.log.Warn("mcp facade: interrupt after cancel", "conversation", conv.ID(), "err", err)
 		}
+		f.h.log.Debug("mcp facade: ask cancelled by the client", "conversation", conv.ID(), "turn", t.userID, "interrupted", done)
 		return
 	}
 	if t.cur == t.userID {
@@ -509,7 +522,8 @@ type progress struct {
 
 	mu    sync.Mutex
 	buf   strings.Builder
-	total int
+	total int // characters taken from buf
+	sent  int // progress of the last notification written
 
 	wake chan struct{}
 	quit chan struct{}
@@ -555,17 +569,25 @@ func (p *progress) flush() {
 		return
 	}
 	// A client that went away is the request's problem, not the turn's.
-	_ = p.ss.NotifyProgress(p.ctx, &sdk.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(total), Message: text})
+	if p.ss.NotifyProgress(p.ctx, &sdk.ProgressNotificationParams{ProgressToken: p.token, Progress: float64(total), Message: text}) == nil {
+		p.mu.Lock()
+		p.sent = total
+		p.mu.Unlock()
+	}
 }
 
 // stop ends the goroutine and sends what is left, so that every piece of
-// text precedes the result.
-func (p *progress) stop() {
+// text precedes the result. It returns the progress of the last
+// notification sent (0: none).
+func (p *progress) stop() float64 {
 	close(p.quit)
 	<-p.done
 	if p.ctx.Err() == nil {
 		p.flush()
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return float64(p.sent)
 }
 
 // listConversations pages the caller's conversations.

@@ -201,7 +201,7 @@ func TestMCPBridge(t *testing.T) {
 	llm := llmtest.NewServer()
 	t.Cleanup(llm.Close)
 	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test",
-		"AGENTIK_AUTH_TOKENS=alice:"+aliceToken)
+		"AGENTIK_AUTH_TOKENS=alice:"+aliceToken, "AGENTIK_LOG_LEVEL=debug")
 
 	// Refusals fail fast with a message, and never touch stdout.
 	for _, tc := range []struct {
@@ -283,10 +283,24 @@ func TestMCPBridge(t *testing.T) {
 	ctx, cancel := context.WithCancel(mcpCtx(t))
 	done := make(chan error, 1)
 	go func() {
-		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "long one"}})
+		p := &sdk.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "long one"}}
+		p.SetProgressToken("long")
+		_, err := cs.CallTool(ctx, p)
 		done <- err
 	}()
-	<-gate.Reached()
+	// Cancel once the partial text has come through: the engine holds it.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		mu.Lock()
+		s := streamed.String()
+		mu.Unlock()
+		if s == "One two.partial " {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("progress of the long answer: %q", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled call succeeded")
@@ -308,7 +322,7 @@ func TestMCPBridge(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the turn was not interrupted: %s\n%s", fmt.Sprint(page.Messages), stderr.String())
+			t.Fatalf("the turn was not interrupted: %s\nserver:\n%s", fmt.Sprint(page.Messages), p.log())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -401,13 +401,10 @@ func (t *turn) result(convID string) (*sdk.CallToolResult, AskOutput, error) {
 	case agentik.EndInterrupted:
 		fail("The turn was interrupted before the answer was complete.")
 	case agentik.EndError:
-		// The error entry is the one users see on every facade.
-		msg := t.errText
-		if msg == "" {
-			msg = "the turn failed"
-		}
+		// The same safe sentence as on every facade; the log keeps the cause.
+		msg := agentik.TurnErrorMessage(t.errCode, t.errText)
 		if t.errCode != "" {
-			msg = "(" + t.errCode + "): " + msg
+			msg = " (" + t.errCode + "): " + msg
 		} else {
 			msg = ": " + msg
 		}
@@ -666,7 +663,7 @@ func transcriptEntry(m agentik.Message) TranscriptEntry {
 	case agentik.MsgToolCall:
 		e.Arguments = string(m.Arguments)
 	case agentik.MsgError:
-		e.Text = m.Details
+		e.Text = agentik.TurnErrorMessage(m.Code, m.Details)
 	}
 	return e
 }

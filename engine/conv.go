@@ -364,7 +364,11 @@ func (c *conv) commit(ctx context.Context, w agentik.Write) ([]agentik.Event, er
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	if !w.Touch.IsZero() {
+	// agentMu keeps agent events in cursor order from commit to publication;
+	// a Bus that sequences them (PostgreSQL) orders them itself, and holding
+	// a process-wide lock across the commit would serialise every turn.
+	sequenced := c.e.agentSequenced()
+	if !w.Touch.IsZero() && !sequenced {
 		c.e.agentMu.Lock()
 		defer c.e.agentMu.Unlock()
 	}
@@ -382,6 +386,10 @@ func (c *conv) commit(ctx context.Context, w agentik.Write) ([]agentik.Event, er
 		c.e.opts.Bus.Publish(ev)
 	}
 	if agentEv != nil {
+		if sequenced {
+			c.e.agentMu.Lock()
+			defer c.e.agentMu.Unlock()
+		}
 		c.e.publishAgentLocked(*agentEv, c.temporal)
 	}
 	return evs, nil

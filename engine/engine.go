@@ -453,6 +453,13 @@ func (e *Engine) load(ctx context.Context, id string) (*conv, error) {
 	return fresh, nil
 }
 
+// agentSequenced tells whether the Bus numbers and orders agent events
+// itself (agentik.AgentSequencer).
+func (e *Engine) agentSequenced() bool {
+	_, ok := e.opts.Bus.(agentik.AgentSequencer)
+	return ok
+}
+
 // publishAgentLocked publishes ev; the caller holds agentMu. Agent events of
 // temporal conversations come from the memory store, whose cursors are not
 // comparable with the database's: they are published but not tracked.

@@ -29,16 +29,22 @@ type BusOptions struct {
 // Bus is the cross-process agentik.Bus. Events published in this process are
 // delivered to its subscribers directly, in publish order, and announced to
 // the other processes with NOTIFY. A durable event's notification carries
-// only its cursor: a receiving process reads the events from the store, so
-// the events table stays the source of truth and a lost notification delays
-// delivery (until the next notification or poll) but loses nothing. Online
-// events travel in the notification itself.
+// only its conversation and cursor: a receiving process reads the events
+// from the store, so the events table stays the source of truth and a lost
+// notification delays delivery (until the next notification or poll) but
+// loses nothing. Online events travel in the notification itself.
 //
-// Ordering: every process delivers durable events in cursor order. A local
-// durable event whose cursor is not the next one expected (another process
-// committed in between) is delivered after the events before it are read
-// from the store. Cursors are handed out in commit order (see allocate), so
-// when cursor c is published, every smaller cursor is already visible.
+// Ordering: every process delivers each conversation's durable events in
+// cursor order, following each conversation it has subscribers for on its
+// own: cursors commit in order within a conversation (migrations/0004), so
+// once cursor c of a conversation is visible, every smaller one of it is. A
+// local durable event whose predecessor in its conversation (as the store
+// recorded at commit) is not the last one delivered — another process
+// committed in between — is delivered after the events before it are read
+// from the store. Agent events are numbered after commit by the sequencer
+// (qSequence), which this Bus runs whenever this process committed some:
+// their cursors then increase in commit order of the numbering, so they are
+// delivered by one counter, in cursor order.
 //
 // If the store cannot be read, the subscribers of the conversations that may
 // have missed events are cut off (their channel closes), as the Bus contract
@@ -56,10 +62,11 @@ type Bus struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// subscribers by conversation, so delivery can read only the events
-	// somebody here waits for, and cut them off when it cannot.
+	// subscribers by conversation, with what was delivered to them, so
+	// delivery reads only the events somebody here waits for, and cuts them
+	// off when it cannot.
 	subMu  sync.Mutex
-	convs  map[string]map[*convSub]struct{}
+	convs  map[string]*convState
 	agents map[*agentSub]struct{}
 
 	// turns other processes run, by conversation (see turns.go).
@@ -71,14 +78,25 @@ type Bus struct {
 	in     []item
 	inWake chan struct{}
 
-	// out: payloads to NOTIFY, in order; drained by send.
+	// out: notifications to send, in order; drained by send.
 	outMu   sync.Mutex
-	out     []string
+	out     []outEntry
 	outWake chan struct{}
 
-	// Owned by deliver: every cursor up to these has been delivered (or
-	// belongs to a conversation nobody here subscribed to).
-	delivered, agentDelivered int64
+	// seqWake wakes the sequencer: this process committed agent events.
+	seqWake chan struct{}
+
+	// Owned by deliver: every agent-event cursor up to it has been
+	// delivered (or nobody here followed agent events then).
+	agentDelivered int64
+}
+
+// convState is one conversation followed here: its subscribers and the
+// cursor up to which its events were delivered to them (at the first
+// subscription, the conversation's last cursor then). Guarded by subMu.
+type convState struct {
+	subs      map[*convSub]struct{}
+	delivered int64
 }
 
 var _ agentik.Bus = (*Bus)(nil)
@@ -92,17 +110,25 @@ type itemKind int
 
 const (
 	itemEvent   itemKind = iota // a local event, durable or online
-	itemAgent                   // a local agent event
+	itemAgent                   // a local agent event with its cursor
 	itemRemote                  // an online event of another process
-	itemCatchUp                 // durable events up to the cursors are committed
+	itemCatchUp                 // durable events are committed (see item)
 )
 
 type item struct {
-	kind   itemKind
-	ev     agentik.Event
-	agent  agentik.AgentEvent
-	events int64 // itemCatchUp
-	agents int64 // itemCatchUp
+	kind  itemKind
+	ev    agentik.Event
+	agent agentik.AgentEvent
+	// itemCatchUp: events of these conversations up to these cursors, and
+	// agent events up to agents.
+	events []convCursor
+	agents int64
+}
+
+// convCursor is a conversation and a cursor of it.
+type convCursor struct {
+	conv   string
+	cursor int64
 }
 
 // NewBus starts the Bus of store s: a listening connection of its own, a
@@ -120,24 +146,29 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 		channel: "agentik " + s.schema,
 		poll:    opts.PollInterval,
 		log:     opts.Logger,
-		convs:   make(map[string]map[*convSub]struct{}),
+		convs:   make(map[string]*convState),
 		agents:  make(map[*agentSub]struct{}),
 		turns:   make(map[string]*remoteTurn),
 		inWake:  make(chan struct{}, 1),
 		outWake: make(chan struct{}, 1),
+		seqWake: make(chan struct{}, 1),
 	}
-	ev, ag, err := b.counters(ctx)
-	if err != nil {
+	if err := s.pool.QueryRow(ctx, qAgentCounter).Scan(&b.agentDelivered); err != nil {
 		return nil, fmt.Errorf("start bus: %w", classify(err))
 	}
-	b.delivered, b.agentDelivered = ev, ag
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.wg.Add(3)
+	b.wg.Add(4)
 	go b.deliver()
 	go b.send()
 	go b.listen()
+	go b.sequencer()
 	return b, nil
 }
+
+// SequencesAgentEvents marks this Bus as an agentik.AgentSequencer: its
+// store returns agent events unnumbered, and it delivers them once the
+// sequencer numbered them, in cursor order.
+func (b *Bus) SequencesAgentEvents() {}
 
 // Close stops the Bus's goroutines and closes its connection. Subscribers
 // stay registered; their owners close them. Idempotent.
@@ -146,60 +177,81 @@ func (b *Bus) Close() {
 	b.wg.Wait()
 }
 
-func (b *Bus) counters(ctx context.Context) (events, agents int64, err error) {
-	rows, err := b.s.pool.Query(ctx, qCounters)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var last int64
-		if err := rows.Scan(&name, &last); err != nil {
-			return 0, 0, err
-		}
-		switch name {
-		case "events":
-			events = last
-		case "agent_events":
-			agents = last
-		}
-	}
-	return events, agents, rows.Err()
-}
-
 // Publish delivers ev to this process's subscribers and announces it to the
 // other processes. It never blocks on a subscriber or the database.
 func (b *Bus) Publish(ev agentik.Event) {
 	b.enqueue(item{kind: itemEvent, ev: ev}, ev.Cursor == 0)
 	if ev.Cursor != 0 {
-		b.notifyCursor(kindEvents, ev.Cursor)
+		b.notifyEvent(ev.ConversationID, ev.Cursor)
 		return
 	}
 	b.queueOut(onlinePayloads(b.s.node, b.nextSeq, ev)...)
 }
 
-// PublishAgent delivers ev here and announces it to the other processes.
+// PublishAgent delivers ev here and announces it to the other processes. An
+// event without a cursor (as this package's Store returns them) wakes the
+// sequencer, which numbers it; it is delivered from the store then.
 func (b *Bus) PublishAgent(ev agentik.AgentEvent) {
+	if ev.Cursor == 0 {
+		wake(b.seqWake)
+		return
+	}
 	b.enqueue(item{kind: itemAgent, agent: ev}, false)
-	b.notifyCursor(kindAgent, ev.Cursor)
+	b.notifyAgent(ev.Cursor)
 }
 
 func (b *Bus) nextSeq() uint64 { return b.seq.Add(1) }
 
-// notifyCursor queues a committed-cursor notification. Consecutive ones of
-// the same kind fold into the last: it says everything up to it is there.
-func (b *Bus) notifyCursor(kind byte, cursor int64) {
-	p, _ := encodeNotification(notification{node: b.s.node, seq: b.nextSeq(), kind: kind, cursor: cursor})
+// outEntry is a notification to send: an encoded payload, or committed
+// cursors (of conversations, or of agent events) that fold together until
+// sent.
+type outEntry struct {
+	payload string
+	events  []convCursor
+	size    int // of events, encoded
+	agent   int64
+}
+
+// maxNoticeSize bounds the cursor list of one durable-events notification.
+const maxNoticeSize = maxPayload - 100
+
+// notifyEvent queues a committed-cursor notification. A notification that
+// directly follows another of the same kind folds into it: it says events
+// up to those cursors are committed.
+func (b *Bus) notifyEvent(conv string, cursor int64) {
 	b.outMu.Lock()
-	if n := len(b.out); n > 0 {
-		if last, err := decodeNotification(b.out[n-1]); err == nil && last.kind == kind && last.cursor <= cursor {
-			b.out[n-1] = p
+	n := len(b.out)
+	if n > 0 && b.out[n-1].events != nil {
+		e := &b.out[n-1]
+		for i := range e.events {
+			if e.events[i].conv == conv {
+				e.events[i].cursor = max(e.events[i].cursor, cursor)
+				b.outMu.Unlock()
+				return
+			}
+		}
+		if add := len(conv) + 22; e.size+add <= maxNoticeSize {
+			e.events = append(e.events, convCursor{conv, cursor})
+			e.size += add
 			b.outMu.Unlock()
 			return
 		}
 	}
-	b.out = append(b.out, p)
+	b.out = append(b.out, outEntry{events: []convCursor{{conv, cursor}}, size: len(conv) + 22})
+	b.outMu.Unlock()
+	wake(b.outWake)
+}
+
+// notifyAgent queues an agent-event cursor notification, folding it into a
+// directly preceding one.
+func (b *Bus) notifyAgent(cursor int64) {
+	b.outMu.Lock()
+	if n := len(b.out); n > 0 && b.out[n-1].agent != 0 {
+		b.out[n-1].agent = max(b.out[n-1].agent, cursor)
+		b.outMu.Unlock()
+		return
+	}
+	b.out = append(b.out, outEntry{agent: cursor})
 	b.outMu.Unlock()
 	wake(b.outWake)
 }
@@ -218,7 +270,9 @@ func (b *Bus) queueOut(ps ...string) {
 	}
 	b.outMu.Lock()
 	if len(b.out) < maxQueue {
-		b.out = append(b.out, ps...)
+		for _, p := range ps {
+			b.out = append(b.out, outEntry{payload: p})
+		}
 	}
 	b.outMu.Unlock()
 	wake(b.outWake)
@@ -242,19 +296,50 @@ func wake(c chan struct{}) {
 	}
 }
 
-// Subscribe registers a subscriber of one conversation's events.
+// Subscribe registers a subscriber of one conversation. The first
+// subscriber of a conversation here reads the conversation's last cursor:
+// delivery continues from it.
 func (b *Bus) Subscribe(conversationID string) agentik.Subscriber[agentik.Event] {
 	s := &convSub{b: b, conv: conversationID}
 	b.subMu.Lock()
-	s.Subscriber = b.local.Subscribe(conversationID)
-	set := b.convs[conversationID]
-	if set == nil {
-		set = make(map[*convSub]struct{})
-		b.convs[conversationID] = set
+	defer b.subMu.Unlock()
+	st := b.convs[conversationID]
+	if st == nil {
+		// Read outside the lock: delivery goes on meanwhile. Events committed
+		// between the read and the registration are delivered from the
+		// store (they come after the cursor read); none is lost.
+		b.subMu.Unlock()
+		floor, err := b.lastCursor(conversationID)
+		b.subMu.Lock()
+		if st = b.convs[conversationID]; st == nil {
+			if err != nil {
+				if b.ctx.Err() == nil {
+					b.log.Warn("bus: cannot read the conversation's cursor; cutting off its subscriber", "err", err)
+				}
+				s.Subscriber = b.local.Subscribe(conversationID)
+				s.Subscriber.Close()
+				return s
+			}
+			st = &convState{subs: make(map[*convSub]struct{}), delivered: floor}
+			b.convs[conversationID] = st
+		}
 	}
-	set[s] = struct{}{}
-	b.subMu.Unlock()
+	s.Subscriber = b.local.Subscribe(conversationID)
+	st.subs[s] = struct{}{}
 	return s
+}
+
+// lastCursor reads a conversation's last cursor (0 for one that does not
+// exist: it has no events).
+func (b *Bus) lastCursor(conversationID string) (int64, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, catchUpTimeout)
+	defer cancel()
+	var last int64
+	err := b.s.pool.QueryRow(ctx, qLastCursor, conversationID).Scan(&last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return last, err
 }
 
 // SubscribeAgent registers a subscriber of agent events.
@@ -275,10 +360,12 @@ type convSub struct {
 
 func (s *convSub) Close() {
 	s.b.subMu.Lock()
-	if set := s.b.convs[s.conv]; set != nil {
-		delete(set, s)
-		if len(set) == 0 {
-			delete(s.b.convs, s.conv)
+	if st := s.b.convs[s.conv]; st != nil {
+		if _, ok := st.subs[s]; ok {
+			delete(st.subs, s)
+			if len(st.subs) == 0 {
+				delete(s.b.convs, s.conv)
+			}
 		}
 	}
 	s.b.subMu.Unlock()
@@ -297,16 +384,11 @@ func (s *agentSub) Close() {
 	s.Subscriber.Close()
 }
 
-// subscribed returns the conversations with subscribers here and whether
-// anybody follows agent events.
-func (b *Bus) subscribed() ([]string, bool) {
+// agentsFollowed tells whether anybody here follows agent events.
+func (b *Bus) agentsFollowed() bool {
 	b.subMu.Lock()
 	defer b.subMu.Unlock()
-	ids := make([]string, 0, len(b.convs))
-	for id := range b.convs {
-		ids = append(ids, id)
-	}
-	return ids, len(b.agents) > 0
+	return len(b.agents) > 0
 }
 
 // cutOff closes the subscribers of the given conversations (all agent
@@ -315,8 +397,10 @@ func (b *Bus) cutOff(ids []string, agents bool) {
 	b.subMu.Lock()
 	var subs []*convSub
 	for _, id := range ids {
-		for s := range b.convs[id] {
-			subs = append(subs, s)
+		if st := b.convs[id]; st != nil {
+			for s := range st.subs {
+				subs = append(subs, s)
+			}
 		}
 	}
 	var asubs []*agentSub
@@ -359,19 +443,13 @@ func (b *Bus) deliver() {
 func (b *Bus) deliverItem(it item) {
 	switch it.kind {
 	case itemEvent:
-		c := it.ev.Cursor
-		if c == 0 {
+		if it.ev.Cursor == 0 {
 			b.turnMu.Lock()
 			b.trackLocked(it.ev, true)
 			b.turnMu.Unlock()
 			return
 		}
-		if c <= b.delivered {
-			return // already read from the store
-		}
-		b.catchUpEvents(c - 1)
-		b.local.Publish(it.ev)
-		b.delivered = c
+		b.deliverLocal(it.ev)
 	case itemAgent:
 		c := it.agent.Cursor
 		if c <= b.agentDelivered {
@@ -390,30 +468,79 @@ func (b *Bus) deliverItem(it item) {
 	}
 }
 
-// catchUpPage is how many events one catch-up query reads.
+// deliverLocal delivers a durable event committed by this process, after
+// the events of its conversation that others committed before it.
+func (b *Bus) deliverLocal(ev agentik.Event) {
+	prev, known := b.s.chain.take(ev.Cursor)
+	b.subMu.Lock()
+	st := b.convs[ev.ConversationID]
+	switch {
+	case st == nil || ev.Cursor <= st.delivered:
+		// Nobody follows the conversation here, or the event was read from
+		// the store already.
+		b.subMu.Unlock()
+		return
+	case known && prev <= st.delivered:
+		// Nothing was committed to the conversation between the last event
+		// delivered and this one.
+		b.local.Publish(ev)
+		st.delivered = ev.Cursor
+		b.subMu.Unlock()
+		return
+	}
+	b.subMu.Unlock()
+	b.catchUpEvents([]convCursor{{ev.ConversationID, ev.Cursor - 1}})
+	b.subMu.Lock()
+	if st := b.convs[ev.ConversationID]; st != nil && ev.Cursor > st.delivered {
+		b.local.Publish(ev)
+		st.delivered = ev.Cursor
+	}
+	b.subMu.Unlock()
+}
+
+// catchUpPage is how many events of one conversation one catch-up query
+// reads.
 const catchUpPage = 1000
 
 // catchUpTimeout bounds one catch-up, so a hanging database cannot stall
 // local delivery for longer.
 const catchUpTimeout = 10 * time.Second
 
-// catchUpEvents delivers the committed events up to cursor `to` that this
-// process has not delivered, for the conversations subscribed here.
-func (b *Bus) catchUpEvents(to int64) {
-	if to <= b.delivered {
-		return
+// catchUpEvents delivers the committed events that this process has not
+// delivered yet of the conversations in upto, each up to its cursor. The
+// bound keeps the order of this process's own items: an event committed
+// later is delivered at its own place in the queue, not before items
+// published ahead of it.
+func (b *Bus) catchUpEvents(upto []convCursor) {
+	type span struct {
+		after int64
+		upto  int64
 	}
-	ids, _ := b.subscribed()
-	if len(ids) == 0 {
-		b.delivered = to
+	spans := map[string]span{}
+	b.subMu.Lock()
+	for _, u := range upto {
+		if st := b.convs[u.conv]; st != nil && u.cursor > st.delivered {
+			spans[u.conv] = span{after: st.delivered, upto: max(u.cursor, spans[u.conv].upto)}
+		}
+	}
+	b.subMu.Unlock()
+	if len(spans) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, catchUpTimeout)
 	defer cancel()
-	for b.delivered < to {
+	for len(spans) > 0 {
+		ids := make([]string, 0, len(spans))
+		afters := make([]int64, 0, len(spans))
+		uptos := make([]int64, 0, len(spans))
+		for id, sp := range spans {
+			ids = append(ids, id)
+			afters = append(afters, sp.after)
+			uptos = append(uptos, sp.upto)
+		}
 		var evs []agentik.Event
 		var withImages []pending
-		err := queryEach(ctx, b.s.pool, scanEvents(&evs, &withImages), qEventsRange, b.delivered, to, ids, catchUpPage)
+		err := queryEach(ctx, b.s.pool, scanEvents(&evs, &withImages), qEventsAfter, ids, afters, uptos, catchUpPage)
 		var missing []int
 		if err == nil {
 			missing, err = restoreImages(ctx, b.s.pool, withImages, func(i int) []agentik.Content { return evs[i].Message.Content })
@@ -423,22 +550,36 @@ func (b *Bus) catchUpEvents(to int64) {
 				b.log.Warn("bus: cannot read events from the store; cutting off subscribers", "err", err)
 			}
 			b.cutOff(ids, false)
-			b.delivered = to
 			return
 		}
-		page := len(evs)
-		if page == catchUpPage {
-			b.delivered = evs[page-1].Cursor
+		// A conversation whose page was full has more to read.
+		count := map[string]int{}
+		for _, ev := range evs {
+			count[ev.ConversationID]++
+		}
+		next := map[string]span{}
+		for id, sp := range spans {
+			if count[id] == catchUpPage {
+				next[id] = sp
+			}
 		}
 		// An event whose images are gone belongs to a conversation deleted
 		// since the query; its subscribers are about to see it deleted.
+		b.subMu.Lock()
 		for _, ev := range dropIndexes(evs, missing) {
-			b.local.Publish(ev)
+			if st := b.convs[ev.ConversationID]; st != nil && ev.Cursor > st.delivered {
+				b.local.Publish(ev)
+				st.delivered = ev.Cursor
+			}
 		}
-		if page < catchUpPage {
-			b.delivered = to
-			return
+		b.subMu.Unlock()
+		for _, ev := range evs {
+			if sp, ok := next[ev.ConversationID]; ok {
+				sp.after = max(sp.after, ev.Cursor)
+				next[ev.ConversationID] = sp
+			}
 		}
+		spans = next
 	}
 }
 
@@ -447,7 +588,7 @@ func (b *Bus) catchUpAgent(to int64) {
 	if to <= b.agentDelivered {
 		return
 	}
-	if _, agents := b.subscribed(); !agents {
+	if !b.agentsFollowed() {
 		b.agentDelivered = to
 		return
 	}
@@ -479,16 +620,16 @@ func (b *Bus) catchUpAgent(to int64) {
 	}
 }
 
-// send NOTIFYs queued payloads in order, a batch per round trip.
+// send NOTIFYs queued notifications in order, a batch per round trip.
 func (b *Bus) send() {
 	defer b.wg.Done()
 	for {
 		b.outMu.Lock()
-		ps := b.out
+		es := b.out
 		b.out = nil
 		b.outMu.Unlock()
-		if len(ps) > 0 {
-			b.sendBatch(ps)
+		if len(es) > 0 {
+			b.sendBatch(es)
 			continue
 		}
 		select {
@@ -499,19 +640,54 @@ func (b *Bus) send() {
 	}
 }
 
-// sendBatch sends payloads in one transaction: PostgreSQL delivers the
+// sendBatch sends notifications in one transaction: PostgreSQL delivers the
 // notifications of a transaction in order. A failed send is not retried:
 // durable events are found by the other processes' poll, online events are
 // allowed to be lost.
-func (b *Bus) sendBatch(ps []string) {
+func (b *Bus) sendBatch(es []outEntry) {
 	ctx, cancel := context.WithTimeout(b.ctx, catchUpTimeout)
 	defer cancel()
 	var batch pgx.Batch
-	for _, p := range ps {
+	for _, e := range es {
+		p := e.payload
+		switch {
+		case e.events != nil:
+			p, _ = encodeNotification(notification{node: b.s.node, seq: b.nextSeq(), kind: kindEvents, events: e.events})
+		case e.agent != 0:
+			p, _ = encodeNotification(notification{node: b.s.node, seq: b.nextSeq(), kind: kindAgent, cursor: e.agent})
+		}
 		batch.Queue("SELECT pg_notify($1, $2)", b.channel, p)
 	}
 	if err := b.s.pool.SendBatch(ctx, &batch).Close(); err != nil && b.ctx.Err() == nil {
-		b.log.Warn("bus: notify failed", "err", err, "notifications", len(ps))
+		b.log.Warn("bus: notify failed", "err", err, "notifications", len(es))
+	}
+}
+
+// sequencer numbers the agent events this process committed (and any
+// others committed meanwhile) whenever it is woken, then delivers them here
+// and announces them to the other processes. Wake-ups during a run fold
+// into one more run. A failed run is retried by the next wake-up or poll.
+func (b *Bus) sequencer() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-b.seqWake:
+		}
+		ctx, cancel := context.WithTimeout(b.ctx, catchUpTimeout)
+		n, last, err := sequence(ctx, b.s.pool)
+		cancel()
+		if err != nil {
+			if b.ctx.Err() == nil {
+				b.log.Warn("bus: cannot number agent events", "err", err)
+			}
+			continue
+		}
+		if n > 0 {
+			b.enqueue(item{kind: itemCatchUp, agents: last}, false)
+			b.notifyAgent(last)
+		}
 	}
 }
 
@@ -548,8 +724,9 @@ func (b *Bus) listenOnce() error {
 	if err := b.pollOnce(conn); err != nil {
 		return err
 	}
+	polled := time.Now()
 	for {
-		ctx, cancel := context.WithTimeout(b.ctx, b.poll)
+		ctx, cancel := context.WithTimeout(b.ctx, b.poll-time.Since(polled))
 		n, err := conn.WaitForNotification(ctx)
 		cancel()
 		switch {
@@ -557,45 +734,64 @@ func (b *Bus) listenOnce() error {
 			b.handle(n.Payload)
 		case b.ctx.Err() != nil:
 			return nil
-		case errors.Is(err, context.DeadlineExceeded):
+		case !errors.Is(err, context.DeadlineExceeded):
+			return err
+		}
+		// Poll every interval, also while notifications keep coming: one
+		// lost among many would otherwise wait for a quiet moment.
+		if time.Since(polled) >= b.poll {
 			if err := b.pollOnce(conn); err != nil {
 				return err
 			}
-		default:
-			return err
+			polled = time.Now()
 		}
 	}
 }
 
-// pollOnce queues a catch-up to the newest committed cursors. Reading them
-// on the listening connection also proves it is alive.
+// qPoll reads the agent-event counter and whether agent events wait for
+// their number (their process died before running the sequencer), and the
+// last cursors of the conversations followed here.
+const qPoll = `SELECT '', last, EXISTS (SELECT 1 FROM agent_events WHERE cursor IS NULL)
+		FROM cursors WHERE name = 'agent_events'
+	UNION ALL
+	SELECT id, last_cursor, false FROM conversations WHERE id = ANY($1)`
+
+// pollOnce queues a catch-up to the newest committed cursors of the
+// conversations followed here and of the agent events, and wakes the
+// sequencer if agent events wait for their number. Reading on the
+// listening connection also proves it is alive.
 func (b *Bus) pollOnce(conn *pgx.Conn) error {
+	b.subMu.Lock()
+	ids := make([]string, 0, len(b.convs))
+	for id := range b.convs {
+		ids = append(ids, id)
+	}
+	b.subMu.Unlock()
 	ctx, cancel := context.WithTimeout(b.ctx, catchUpTimeout)
 	defer cancel()
-	var events, agents int64
-	rows, err := conn.Query(ctx, qCounters)
+	it := item{kind: itemCatchUp}
+	err := queryEach(ctx, conn, func(rows pgx.Rows) error {
+		var id string
+		var last int64
+		var unnumbered bool
+		if err := rows.Scan(&id, &last, &unnumbered); err != nil {
+			return err
+		}
+		switch {
+		case id == "":
+			it.agents = last
+			if unnumbered {
+				wake(b.seqWake)
+			}
+		case last > 0:
+			it.events = append(it.events, convCursor{id, last})
+		}
+		return nil
+	}, qPoll, ids)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var name string
-		var last int64
-		if err := rows.Scan(&name, &last); err != nil {
-			rows.Close()
-			return err
-		}
-		switch name {
-		case "events":
-			events = last
-		case "agent_events":
-			agents = last
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	b.enqueue(item{kind: itemCatchUp, events: events, agents: agents}, false)
+	b.enqueue(it, false)
 	return nil
 }
 
@@ -610,7 +806,7 @@ func (b *Bus) handle(payload string) {
 	}
 	switch n.kind {
 	case kindEvents:
-		b.enqueue(item{kind: itemCatchUp, events: n.cursor}, false)
+		b.enqueue(item{kind: itemCatchUp, events: n.events}, false)
 	case kindAgent:
 		b.enqueue(item{kind: itemCatchUp, agents: n.cursor}, false)
 	case kindOnline:

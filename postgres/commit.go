@@ -12,11 +12,16 @@ import (
 )
 
 // Commit applies w in one transaction: journal messages (seqs from the
-// conversation's counter, under its row lock), their events (cursors from
-// the events counter, see allocate), memory changes, token totals and the
-// touch. On success the assigned seqs are written into the events' Messages
-// and the assigned orders into w.Memory; on error nothing is stored and
-// nothing the caller passed is modified.
+// conversation's counter, under its row lock), their events (cursors from a
+// sequence, drawn under the same lock: see migrations/0004), memory changes,
+// token totals and the touch. On success the assigned seqs are written into
+// the events' Messages and the assigned orders into w.Memory; on error
+// nothing is stored and nothing the caller passed is modified. The touched
+// agent event is returned without a cursor: the sequencer numbers it once
+// committed, and the Bus delivers it then (see Bus.PublishAgent).
+//
+// No lock outside the conversation's own rows is taken (images aside), so
+// commits to different conversations never wait for each other.
 func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
 	op := "commit " + w.ConversationID
 	if err := w.Validate(); err != nil {
@@ -27,12 +32,13 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	orders := make([]int64, len(w.Memory))
 	var touched *agentik.AgentEvent
 	images := extractImages(&w)
+	var prev int64 // the conversation's last cursor before this write
 
 	err := s.pipelined(ctx, op, func(lock *pgx.Batch) func() (*pgx.Batch, error) {
 		var owner string
-		var nextSeq, nextOrd, epoch int64
+		var nextSeq, nextOrd, epoch, lastCursor int64
 		lock.Queue(qCommitConversation, w.ConversationID).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&owner, &nextSeq, &nextOrd, &epoch)
+			err := row.Scan(&owner, &nextSeq, &nextOrd, &epoch, &lastCursor)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return notFound(w.ConversationID)
 			}
@@ -92,30 +98,17 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 				}
 				batch.Queue(qInsertMemory, w.ConversationID, e.Order, string(p), refs)
 			}
-			// Image rows are locked in hash order, before the cursor counters.
+			// Image rows are locked in hash order.
 			images.queue(batch, w.ConversationID)
-			touch := !w.Touch.IsZero()
-			batch.Queue(qUpdateAfterCommit, nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID)
-
-			// The cursor counters come last: their row locks serialise every
-			// writer of the database until commit. In one pipeline with the
-			// commit they are held for the server's work only, never across
-			// a network round trip.
-			if n := int64(len(w.Events)); n > 0 {
-				batch.Queue(qAllocate, n, "events").QueryRow(func(row pgx.Row) error {
-					var last int64
-					if err := row.Scan(&last); err != nil {
-						return err
-					}
-					for i := range out {
-						out[i].Cursor = last - n + 1 + int64(i)
-					}
-					return nil
+			for i, ev := range w.Events {
+				batch.Queue(qInsertEvent, w.ConversationID, ev.Type, ev.Date.Time, payloads[i], evImages[i]).QueryRow(func(row pgx.Row) error {
+					return row.Scan(&out[i].Cursor)
 				})
-				for i, ev := range w.Events {
-					batch.Queue(qInsertEventAllocated, n-1-int64(i), w.ConversationID, ev.Type, ev.Date.Time, payloads[i], evImages[i])
-				}
 			}
+			touch := !w.Touch.IsZero()
+			batch.Queue(qUpdateAfterCommit, nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID,
+				len(w.Events) > 0)
+			prev = lastCursor
 			if touch {
 				at := agentik.TimeOf(w.Touch.Time)
 				touched = &agentik.AgentEvent{
@@ -136,7 +129,9 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		return nil, nil, err
 	}
 
-	// Committed: hand the assigned numbers back to the caller.
+	// Committed: hand the assigned numbers back to the caller, and tell
+	// this process's Bus what came before each event in the conversation.
+	s.chain.add(prev, out)
 	for i, ev := range w.Events {
 		cursor := out[i].Cursor
 		ev.ConversationID = w.ConversationID
@@ -192,20 +187,27 @@ func (s *Store) pipelined(ctx context.Context, op string, lock func(b *pgx.Batch
 	return nil
 }
 
-// queueAgentEvent queues the insert of ev with the next agent-event cursor
-// (allocated in the same batch) and sets ev.Cursor when the batch runs.
+// queueAgentEvent queues the insert of ev, unnumbered: the sequencer gives
+// it its cursor after commit (qSequence), so ev.Cursor stays 0.
 func queueAgentEvent(b *pgx.Batch, ev *agentik.AgentEvent) error {
+	payload, err := agentPayload(ev)
+	if err != nil {
+		return err
+	}
+	b.Queue(qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ev.Date.Time, payload)
+	return nil
+}
+
+// agentPayload is an agent event's stored JSON: without the cursor and the
+// owner (both columns).
+func agentPayload(ev *agentik.AgentEvent) (string, error) {
 	e := *ev
 	e.Cursor = 0
 	payload, err := json.Marshal(e)
 	if err != nil {
-		return agentik.WrapError(agentik.EInternal, "encode agent event", err)
+		return "", agentik.WrapError(agentik.EInternal, "encode agent event", err)
 	}
-	b.Queue(qAllocate, int64(1), "agent_events").QueryRow(func(row pgx.Row) error {
-		return row.Scan(&ev.Cursor)
-	})
-	b.Queue(qInsertAgentEventAllocated, e.ConversationID, e.Owner, e.Type, e.Date.Time, string(payload))
-	return nil
+	return string(payload), nil
 }
 
 // closes returns the user message whose turn ev closes (SPEC §2), or "". An

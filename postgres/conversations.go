@@ -2,8 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
+		"errors"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -202,23 +201,14 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 	return ev, nil
 }
 
-// insertAgentEvent allocates ev's cursor, stores it and sets the cursor on
-// ev only once both succeeded. The payload is the event's JSON without the
-// cursor and the owner (both columns).
+// insertAgentEvent stores ev unnumbered: the sequencer gives it its cursor
+// once committed (qSequence), so ev.Cursor stays 0. The payload is the
+// event's JSON without the cursor and the owner (both columns).
 func insertAgentEvent(ctx context.Context, tx pgx.Tx, ev *agentik.AgentEvent) error {
-	e := *ev
-	e.Cursor = 0
-	payload, err := json.Marshal(e)
-	if err != nil {
-		return agentik.WrapError(agentik.EInternal, "encode agent event", err)
-	}
-	cursor, err := allocate(ctx, tx, "agent_events", 1)
+	payload, err := agentPayload(ev)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, qInsertAgentEvent, cursor, e.ConversationID, e.Owner, e.Type, e.Date.Time, string(payload)); err != nil {
-		return err
-	}
-	ev.Cursor = cursor
-	return nil
+	_, err = tx.Exec(ctx, qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ev.Date.Time, payload)
+	return err
 }

@@ -12,8 +12,9 @@ import (
 
 // Notifications on the store's channel carry one of:
 //
-//	<node> <seq> e <cursor>      events up to cursor are committed
-//	<node> <seq> a <cursor>      agent events up to cursor are committed
+//	<node> <seq> e <conversation id> <cursor> …  events of each conversation
+//	                             up to its cursor are committed
+//	<node> <seq> a <cursor>      agent events up to cursor are numbered
 //	<node> <seq> o <event JSON>  an online event (working, append_text, end, …)
 //	<node> <seq> i <conversation id> <reason> <unless>  interrupt the conversation's
 //	                             running turn unless it answers message <unless> ("-": any)
@@ -41,7 +42,8 @@ type notification struct {
 	node   string
 	seq    uint64
 	kind   byte
-	cursor int64         // e, a
+	cursor int64         // a
+	events []convCursor  // e
 	event  agentik.Event // o
 	conv   string        // i
 	reason string        // i
@@ -60,7 +62,19 @@ func encodeNotification(n notification) (string, error) {
 	b.WriteByte(n.kind)
 	b.WriteByte(' ')
 	switch n.kind {
-	case kindEvents, kindAgent:
+	case kindEvents:
+		if len(n.events) == 0 {
+			return "", errBadNotification
+		}
+		for i, e := range n.events {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(e.conv)
+			b.WriteByte(' ')
+			b.WriteString(strconv.FormatInt(e.cursor, 10))
+		}
+	case kindAgent:
 		b.WriteString(strconv.FormatInt(n.cursor, 10))
 	case kindOnline:
 		j, err := json.Marshal(n.event)
@@ -106,7 +120,19 @@ func decodeNotification(p string) (notification, error) {
 	}
 	n.node, n.kind, rest = node, rest[0], rest[2:]
 	switch n.kind {
-	case kindEvents, kindAgent:
+	case kindEvents:
+		parts := strings.Split(rest, " ")
+		if len(parts)%2 != 0 {
+			return n, errBadNotification
+		}
+		for i := 0; i < len(parts); i += 2 {
+			c, err := strconv.ParseInt(parts[i+1], 10, 64)
+			if err != nil || c <= 0 || !agentik.ValidID(parts[i]) {
+				return n, errBadNotification
+			}
+			n.events = append(n.events, convCursor{parts[i], c})
+		}
+	case kindAgent:
 		if n.cursor, err = strconv.ParseInt(rest, 10, 64); err != nil || n.cursor <= 0 {
 			return n, errBadNotification
 		}

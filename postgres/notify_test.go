@@ -11,7 +11,8 @@ import (
 func TestNotificationRoundTrip(t *testing.T) {
 	node, conv := agentik.NewID(), agentik.NewID()
 	for _, n := range []notification{
-		{node: node, seq: 1, kind: kindEvents, cursor: 42},
+		{node: node, seq: 1, kind: kindEvents, events: []convCursor{{conv, 42}}},
+		{node: node, seq: 6, kind: kindEvents, events: []convCursor{{conv, 42}, {node, 9}}},
 		{node: node, seq: 2, kind: kindAgent, cursor: 7},
 		{node: node, seq: 3, kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvAppendText, Text: "hi \x00 there"}},
 		{node: node, seq: 4, kind: kindInterrupt, conv: conv, reason: agentik.ReasonUser},
@@ -27,7 +28,9 @@ func TestNotificationRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{
-		"", "x", node + " 1 e", node + " 1 e 0", node + " 1 e -3", node + " x e 1", node + " 1 z 1",
+		"", "x", node + " 1 e", node + " 1 e 42", node + " 1 e " + conv + " 0", node + " 1 e " + conv + " -3",
+		node + " 1 e " + conv, node + " 1 e " + conv + " 1 " + conv, node + " 1 e nope 1", node + " 1 e " + conv + "  1",
+		node + " x e " + conv + " 1", node + " 1 z 1",
 		node + " 1 o {}", node + ` 1 o {"conversation_id":"` + conv + `","type":"user_message"}`,
 		node + ` 1 o {"conversation_id":"` + conv + `","type":"end","cursor":3}`,
 		node + " 1 i " + conv + " restart -", node + " 1 i nope user -", node + " 1 i " + conv + " user", node + " 1 i " + conv + " user x",
@@ -68,7 +71,7 @@ func TestOnlinePayloadsFit(t *testing.T) {
 func FuzzDecodeNotification(f *testing.F) {
 	node, conv := agentik.NewID(), agentik.NewID()
 	for _, s := range []string{
-		node + " 1 e 42", node + " 2 a 7", node + " 3 i " + conv + " user -", node + " 4 i " + conv + " busy_policy " + node,
+		node + " 1 e " + conv + " 42", node + " 1 e " + conv + " 42 " + node + " 3", node + " 2 a 7", node + " 3 i " + conv + " user -", node + " 4 i " + conv + " busy_policy " + node,
 		node + ` 5 o {"conversation_id":"` + conv + `","date":"2025-01-01T00:00:00.000Z","type":"append_text","text":"hi"}`,
 		node + ` 6 o {"conversation_id":"` + conv + `","type":"end","tokens":{"input":1,"output":2}}`,
 		"", "x 1 e 1", node + " 99999999999999999999 e 1",

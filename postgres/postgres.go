@@ -7,9 +7,12 @@
 //
 // Main guarantee: every Commit is one transaction, so a journal message and
 // its durable event are stored together or not at all (SPEC §1.4); seqs are
-// gap-free per conversation, and cursors strictly increasing, never reused
-// and handed out in commit order across all processes — a reader that
-// follows the events by cursor never skips one that commits late.
+// gap-free per conversation; cursors are unique, never reused, and within a
+// conversation handed out in commit order, so a reader that follows a
+// conversation's events by cursor never skips one that commits late; agent
+// events are numbered after commit by a sequencer, so the agent stream
+// follows by cursor too. No commit waits for a lock of another conversation
+// (docs/postgres.md, "Cursors without a global lock").
 package postgres
 
 import (
@@ -58,6 +61,7 @@ type Store struct {
 	schema  string          // current_schema() at Open: scopes notifications and locks
 	node    string          // this handle's id in notifications
 	timeout time.Duration
+	chain   chain // see Bus.Publish
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -229,17 +233,4 @@ func exists(ctx context.Context, q querier, id string) error {
 		return notFound(id)
 	}
 	return err
-}
-
-// allocate reserves n cursors of counter ("events" or "agent_events") and
-// returns the first. The counter row stays locked until the transaction
-// ends, which is what orders cursors by commit (see migrations/0001).
-// Callers take it as late as possible in the transaction, and events before
-// agent_events, so writers never wait on each other in a cycle.
-func allocate(ctx context.Context, tx pgx.Tx, counter string, n int) (int64, error) {
-	var last int64
-	if err := tx.QueryRow(ctx, qAllocate, int64(n), counter).Scan(&last); err != nil {
-		return 0, err
-	}
-	return last - int64(n) + 1, nil
 }

@@ -23,22 +23,29 @@ const (
 		ORDER BY seq DESC LIMIT $4 OFFSET $5`
 	qMessage    = `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`
 	qEvents     = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
-	qLastCursor = `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1),
-		COALESCE((SELECT MAX(cursor) FROM events WHERE conversation_id = $1), 0)`
-	qAgentEvents     = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > $1 ORDER BY cursor LIMIT $2`
-	qLastAgentCursor = `SELECT COALESCE(MAX(cursor), 0) FROM agent_events`
+	qLastCursor  = `SELECT last_cursor FROM conversations WHERE id = $1`
+	qAgentEvents = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > $1 ORDER BY cursor LIMIT $2`
+	// The agent-event counter: every numbered agent event has a cursor up
+	// to it, and every event committed before the last sequencer run is
+	// numbered (see qSequence).
+	qAgentCounter = `SELECT last FROM cursors WHERE name = 'agent_events'`
 	qMemory          = `SELECT ord, payload, images FROM memory WHERE conversation_id = $1 ORDER BY ord`
 	qOpenTurns       = `SELECT payload, images FROM messages
 		WHERE type = 'user_message' AND NOT closed ORDER BY conversation_id, seq`
 	// Used by the Coordinator: one conversation's open turns, in seq order.
 	qOpenTurnsOf = `SELECT payload, images FROM messages
 		WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed ORDER BY seq`
-	// Used by the Bus: the newest committed cursors, and the events of the
-	// conversations it has subscribers for in a cursor range.
-	qCounters    = `SELECT name, last FROM cursors`
-	qEventsRange = `SELECT cursor, payload, images FROM events
-		WHERE cursor > $1 AND cursor <= $2 AND conversation_id = ANY($3)
-		ORDER BY cursor LIMIT $4`
+	// Used by the Bus: the events of the conversations it has subscribers
+	// for, each after the cursor it delivered up to and up to a bound, a
+	// page of at most $4 per conversation, in cursor order per
+	// conversation. Within a conversation cursors commit in order, so once
+	// cursor c is visible every smaller one of the same conversation is too.
+	qEventsAfter = `SELECT e.cursor, e.payload, e.images
+		FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS s(id, after, upto, n)
+		CROSS JOIN LATERAL (SELECT cursor, payload, images FROM events
+			WHERE conversation_id = s.id AND cursor > s.after AND cursor <= s.upto
+			ORDER BY cursor LIMIT $4) e
+		ORDER BY s.n, e.cursor`
 	qAgentEventsRange = `SELECT cursor, owner, payload FROM agent_events
 		WHERE cursor > $1 AND cursor <= $2 ORDER BY cursor LIMIT $3`
 )
@@ -50,25 +57,46 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	qRename             = "UPDATE conversations SET title = $1 WHERE id = $2 RETURNING " + conversationColumns
 	qDelete             = `DELETE FROM conversations WHERE id = $1 RETURNING owner`
-	qAllocate           = `UPDATE cursors SET last = last + $1 WHERE name = $2 RETURNING last`
-	qInsertAgentEvent   = `INSERT INTO agent_events (cursor, conversation_id, owner, type, date, payload) VALUES ($1, $2, $3, $4, $5, $6)`
-	qCommitConversation = `SELECT owner, next_seq, next_ord, lease_epoch FROM conversations WHERE id = $1 FOR UPDATE`
+	// An agent event is stored unnumbered; qSequence gives it its cursor.
+	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload) VALUES ($1, $2, $3, $4, $5)`
+	qCommitConversation = `SELECT owner, next_seq, next_ord, lease_epoch, last_cursor FROM conversations WHERE id = $1 FOR UPDATE`
 	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
-	// An event or agent event whose cursor was allocated just before in the
-	// same transaction: the counter (as this transaction set it) minus $1.
-	qInsertEventAllocated = `INSERT INTO events (cursor, conversation_id, type, date, payload, images)
-		VALUES ((SELECT last FROM cursors WHERE name = 'events') - $1, $2, $3, $4, $5, $6)`
-	qInsertAgentEventAllocated = `INSERT INTO agent_events (cursor, conversation_id, owner, type, date, payload)
-		VALUES ((SELECT last FROM cursors WHERE name = 'agent_events'), $1, $2, $3, $4, $5)`
+	// An event's cursor comes from a sequence, drawn under the
+	// conversation's row lock (migrations/0004).
+	qInsertEvent = `INSERT INTO events (cursor, conversation_id, type, date, payload, images)
+		VALUES (nextval('event_cursors'), $1, $2, $3, $4, $5) RETURNING cursor`
 	// closed is only ever set on a user message of the same conversation.
 	qCloseTurn = `UPDATE messages SET closed = true
 		WHERE id = $1 AND conversation_id = $2 AND type = 'user_message' AND NOT closed`
 	qDropMemory        = `DELETE FROM memory WHERE conversation_id = $1 AND ord <= $2`
 	qInsertMemory      = `INSERT INTO memory (conversation_id, ord, payload, images) VALUES ($1, $2, $3, $4)`
+	// After the events' inserts: currval is the last cursor this session
+	// drew, the write's last event ($8: the write has events).
 	qUpdateAfterCommit = `UPDATE conversations SET
 		next_seq = $1, next_ord = $2,
 		tokens_in = tokens_in + $3, tokens_out = tokens_out + $4,
-		updated_at = CASE WHEN $5::boolean THEN $6::timestamptz ELSE updated_at END
+		updated_at = CASE WHEN $5::boolean THEN $6::timestamptz ELSE updated_at END,
+		last_cursor = CASE WHEN $8::boolean THEN currval('event_cursors') ELSE last_cursor END
 		WHERE id = $7`
+
+	// qSequence numbers up to $1 committed agent events that have no cursor
+	// yet, in arrival order, with the next values of the agent_events
+	// counter, and returns how many it numbered and the greatest cursor it
+	// gave. It is one statement, so one transaction: its numbers become
+	// visible together. Two runs serialise on the counter row (the second
+	// waits in c for the first to commit, then continues from its counter);
+	// a row the first one numbered meanwhile no longer has cursor NULL when
+	// the second comes to update it and is skipped (its reserved number
+	// stays unused: cursors need not be dense). A run that finds nothing
+	// writes nothing.
+	qSequence = `WITH p AS (
+			SELECT arrival, row_number() OVER (ORDER BY arrival) AS r
+			FROM agent_events WHERE cursor IS NULL ORDER BY arrival LIMIT $1),
+		n AS (SELECT count(*) AS k FROM p),
+		c AS (UPDATE cursors SET last = last + n.k FROM n
+			WHERE name = 'agent_events' AND n.k > 0 RETURNING last - n.k AS base),
+		u AS (UPDATE agent_events a SET cursor = c.base + p.r FROM p, c
+			WHERE a.arrival = p.arrival AND a.cursor IS NULL RETURNING a.cursor)
+		SELECT (SELECT k FROM n), COALESCE((SELECT MAX(cursor) FROM u), 0)`
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/agentik/agentik"
@@ -185,32 +186,37 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 	return evs, nil
 }
 
-// LastCursor is the greatest cursor of the conversation's events.
+// LastCursor is the greatest cursor of the conversation's events, kept on
+// the conversation's row by Commit.
 func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, error) {
 	var cursor int64
 	err := s.read(ctx, "last cursor "+conversationID, func(q querier) error {
-		var found bool
-		if err := q.QueryRow(ctx, qLastCursor, conversationID).Scan(&found, &cursor); err != nil {
-			return err
-		}
-		if !found {
+		err := q.QueryRow(ctx, qLastCursor, conversationID).Scan(&cursor)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound(conversationID)
 		}
-		return nil
+		return err
 	})
 	return cursor, err
 }
 
 // AgentEvents returns up to limit agent events after the cursor, ascending;
-// limit <= 0 returns all of them.
+// limit <= 0 returns all of them. It first numbers the agent events
+// committed so far (the sequencer, in the same transaction), so it sees
+// every agent event committed before it began.
 func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agentik.AgentEvent, error) {
 	evs := []agentik.AgentEvent{}
-	err := s.read(ctx, "agent events", func(q querier) error {
-		return queryEach(ctx, q, func(rows pgx.Rows) error {
-			ev, err := scanAgentEvent(rows)
-			evs = append(evs, ev)
-			return err
-		}, qAgentEvents, after, limitArg(limit))
+	err := s.sequenced(ctx, "agent events", func(b *pgx.Batch) {
+		b.Queue(qAgentEvents, after, limitArg(limit)).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				ev, err := scanAgentEvent(rows)
+				if err != nil {
+					return err
+				}
+				evs = append(evs, ev)
+			}
+			return rows.Err()
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -218,13 +224,30 @@ func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agen
 	return evs, nil
 }
 
-// LastAgentCursor is the greatest agent-event cursor (0 when none).
+// LastAgentCursor is the agent-event counter after numbering the agent
+// events committed so far: every agent event committed before the call has
+// a cursor up to it, and any committed later gets a greater one.
 func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
 	var cursor int64
-	err := s.read(ctx, "last agent cursor", func(q querier) error {
-		return q.QueryRow(ctx, qLastAgentCursor).Scan(&cursor)
+	err := s.sequenced(ctx, "last agent cursor", func(b *pgx.Batch) {
+		b.Queue(qAgentCounter).QueryRow(func(row pgx.Row) error { return row.Scan(&cursor) })
 	})
 	return cursor, err
+}
+
+// sequenced runs the sequencer and then the reads read queues, in one
+// implicit transaction (one round trip): the reads see the numbers given.
+func (s *Store) sequenced(ctx context.Context, op string, read func(b *pgx.Batch)) error {
+	if s.isClosed() {
+		return fmt.Errorf("%s: %w", op, unavailable(errors.New("store closed")))
+	}
+	b := &pgx.Batch{}
+	queueSequence(b)
+	read(b)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	return nil
 }
 
 // Memory returns the working memory in order.

@@ -13,7 +13,7 @@ func testCreateGet(t *testing.T, s agentik.Store) {
 		ID: agentik.NewID(), Owner: newOwner(), Title: "Привет, 世界 🌍",
 		Temporal: true, CreatedAt: at(0), UpdatedAt: at(5),
 	}
-	ev := create(t, s, c)
+	ev := numbered(t, s, before, create(t, s, c))
 	if ev.Cursor <= before {
 		t.Fatalf("created cursor %d, want > %d", ev.Cursor, before)
 	}
@@ -171,6 +171,7 @@ func testRename(t *testing.T, s agentik.Store) {
 	if err != nil {
 		t.Fatalf("RenameConversation: %v", err)
 	}
+	ev = numbered(t, s, before, ev)
 	want := c
 	want.Title = "new title" // updated_at is not changed: the renamed event does not carry it
 	equal(t, "renamed record", got, want)
@@ -193,6 +194,7 @@ func testDelete(t *testing.T, s agentik.Store) {
 	if err != nil {
 		t.Fatalf("DeleteConversation: %v", err)
 	}
+	ev = numbered(t, s, before, ev)
 	if ev.Cursor <= before || ev.Type != agentik.AgentEvDeleted || ev.ConversationID != c.ID ||
 		ev.Owner != c.Owner || !ev.Date.Equal(at(40).Time) {
 		t.Fatalf("deleted event = %s", dump(ev))

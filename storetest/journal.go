@@ -255,6 +255,10 @@ func testAgentEvents(t *testing.T, s agentik.Store) {
 	if err != nil {
 		t.Fatalf("DeleteConversation: %v", err)
 	}
+	// Numbered after the fact where the store numbers after commit: in the
+	// order they were committed all the same.
+	created, renamed, deleted = numbered(t, s, before, created), numbered(t, s, before, renamed), numbered(t, s, before, deleted)
+	*touched = numbered(t, s, before, *touched)
 	want := []agentik.AgentEvent{created, renamed, *touched, deleted}
 	strictlyIncreasing(t, "agent events", []int64{created.Cursor, renamed.Cursor, touched.Cursor, deleted.Cursor}, before)
 	// The stream outlives the conversation.

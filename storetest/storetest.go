@@ -237,6 +237,30 @@ func lastAgentCursor(t *testing.T, s agentik.Store) int64 {
 	return c
 }
 
+// numbered returns an agent event a write returned, with its cursor. A store
+// that numbers agent events after commit (agentik.AgentSequencer) returns
+// them with Cursor 0: the stored copy, found among the agent events after
+// the cursor before, carries the number. Otherwise it is ev itself.
+func numbered(t *testing.T, s agentik.Store, before int64, ev agentik.AgentEvent) agentik.AgentEvent {
+	t.Helper()
+	if ev.Cursor != 0 {
+		return ev
+	}
+	id := ev.ConversationID
+	if ev.Conversation != nil {
+		id = ev.Conversation.ID
+	}
+	for _, got := range agentEventsOf(t, s, before, id) {
+		g := got
+		g.Cursor = 0
+		if reflect.DeepEqual(g, ev) {
+			return got
+		}
+	}
+	t.Fatalf("agent event %s is not among the stored ones", dump(ev))
+	return ev
+}
+
 // agentEventsOf returns the agent events after the cursor that concern the
 // given conversations (others may share the database).
 func agentEventsOf(t *testing.T, s agentik.Store, after int64, ids ...string) []agentik.AgentEvent {

@@ -21,16 +21,16 @@ const (
 		ORDER BY seq LIMIT $3 OFFSET $4`
 	qMessagesBefore = `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2 AND seq < $3
 		ORDER BY seq DESC LIMIT $4 OFFSET $5`
-	qMessage    = `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`
-	qEvents     = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
+	qMessage     = `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`
+	qEvents      = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
 	qLastCursor  = `SELECT last_cursor FROM conversations WHERE id = $1`
 	qAgentEvents = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > $1 ORDER BY cursor LIMIT $2`
 	// The agent-event counter: every numbered agent event has a cursor up
 	// to it, and every event committed before the last sequencer run is
 	// numbered (see qSequence).
 	qAgentCounter = `SELECT last FROM cursors WHERE name = 'agent_events'`
-	qMemory          = `SELECT ord, payload, images FROM memory WHERE conversation_id = $1 ORDER BY ord`
-	qOpenTurns       = `SELECT payload, images FROM messages
+	qMemory       = `SELECT ord, payload, images FROM memory WHERE conversation_id = $1 ORDER BY ord`
+	qOpenTurns    = `SELECT payload, images FROM messages
 		WHERE type = 'user_message' AND NOT closed ORDER BY conversation_id, seq`
 	// Used by the Coordinator: one conversation's open turns, in seq order.
 	qOpenTurnsOf = `SELECT payload, images FROM messages
@@ -55,8 +55,8 @@ const (
 	qInsertConversation = `INSERT INTO conversations
 		(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
-	qRename             = "UPDATE conversations SET title = $1 WHERE id = $2 RETURNING " + conversationColumns
-	qDelete             = `DELETE FROM conversations WHERE id = $1 RETURNING owner`
+	qRename = "UPDATE conversations SET title = $1 WHERE id = $2 RETURNING " + conversationColumns
+	qDelete = `DELETE FROM conversations WHERE id = $1 RETURNING owner`
 	// An agent event is stored unnumbered; qSequence gives it its cursor.
 	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload) VALUES ($1, $2, $3, $4, $5)`
 	qCommitConversation = `SELECT owner, next_seq, next_ord, lease_epoch, last_cursor FROM conversations WHERE id = $1 FOR UPDATE`
@@ -69,8 +69,8 @@ const (
 	// closed is only ever set on a user message of the same conversation.
 	qCloseTurn = `UPDATE messages SET closed = true
 		WHERE id = $1 AND conversation_id = $2 AND type = 'user_message' AND NOT closed`
-	qDropMemory        = `DELETE FROM memory WHERE conversation_id = $1 AND ord <= $2`
-	qInsertMemory      = `INSERT INTO memory (conversation_id, ord, payload, images) VALUES ($1, $2, $3, $4)`
+	qDropMemory   = `DELETE FROM memory WHERE conversation_id = $1 AND ord <= $2`
+	qInsertMemory = `INSERT INTO memory (conversation_id, ord, payload, images) VALUES ($1, $2, $3, $4)`
 	// After the events' inserts: currval is the last cursor this session
 	// drew, the write's last event ($8: the write has events).
 	qUpdateAfterCommit = `UPDATE conversations SET

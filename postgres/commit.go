@@ -35,6 +35,9 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	var prev int64 // the conversation's last cursor before this write
 
 	err := s.pipelined(ctx, op, func(lock *pgx.Batch) func() (*pgx.Batch, error) {
+		if quiet(w) {
+			lock.Queue("SET LOCAL synchronous_commit = off")
+		}
 		var owner string
 		var nextSeq, nextOrd, epoch, lastCursor int64
 		lock.Queue(qCommitConversation, w.ConversationID).QueryRow(func(row pgx.Row) error {
@@ -146,6 +149,20 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		w.Memory[i].Order = orders[i]
 	}
 	return out, touched, nil
+}
+
+// quiet tells whether a write only changes working memory: it appends no
+// event (so nobody is told of it) and changes no token count. Such a write
+// commits without waiting for its WAL flush (synchronous_commit off for
+// that transaction): it is durable a moment later (wal_writer_delay), and
+// the next synchronous commit of any session flushes it first, the WAL
+// being sequential. A database crash in between loses only that memory
+// change, which the engine's recovery tolerates: a tool round missing from
+// working memory is rebuilt from the journal, a turn whose user message is
+// missing from it counts as queued, not started. The turn's answer — a
+// write with events — waits for its flush as before.
+func quiet(w agentik.Write) bool {
+	return len(w.Events) == 0 && w.Touch.IsZero() && w.Tokens == (agentik.TurnTokens{})
 }
 
 // pipelined runs one transaction in two round trips: BEGIN with the

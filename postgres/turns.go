@@ -2,12 +2,14 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/engine"
+	"github.com/jackc/pgx/v5"
 )
 
 // remoteTurn is what a Bus knows of a turn that another process runs, from
@@ -94,28 +96,51 @@ func (b *Bus) expireTurns(open []string, since time.Time) {
 	}
 }
 
-// queue reads a conversation's open turns and the journal of the first one.
+// queue reads a conversation's open turns and the journal of the first one,
+// in one query (one round trip on every turn of the lease holder).
 func (s *Store) queue(ctx context.Context, conversationID string) (engine.Queue, error) {
-	open, err := s.OpenTurnsOf(ctx, conversationID)
-	if err != nil || len(open) == 0 {
-		return engine.Queue{Open: open}, err
-	}
-	q := engine.Queue{Open: open}
-	first := open[0]
-	after := first.Seq
-	for {
-		page, more, err := s.Messages(ctx, conversationID, agentik.MessagesRequest{After: after, Limit: agentik.MaxMessagesLimit})
-		if err != nil {
-			return engine.Queue{}, err
-		}
-		for _, m := range page {
-			if m.ReplyTo == first.ID {
-				q.Turn = append(q.Turn, m)
+	var msgs []agentik.Message
+	var turn []bool // msgs[i] answers the first open turn
+	err := s.read(ctx, "open turns of "+conversationID, func(q querier) error {
+		var withImages []pending
+		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
+			var ofTurn bool
+			var payload []byte
+			var refs *string
+			if err := rows.Scan(&ofTurn, nil, &payload, &refs); err != nil {
+				return err
 			}
+			var m agentik.Message
+			if err := json.Unmarshal(payload, &m); err != nil {
+				return agentik.WrapError(agentik.EInternal, "decode message", err)
+			}
+			if refs != nil && *refs != "" {
+				withImages = append(withImages, pending{len(msgs), *refs})
+			}
+			msgs = append(msgs, m)
+			turn = append(turn, ofTurn)
+			return nil
+		}, qQueue, conversationID); err != nil {
+			return err
 		}
-		if !more || len(page) == 0 {
-			return q, nil
+		// Messages whose images are gone belong to a conversation deleted
+		// since the query: nothing is open any more.
+		missing, err := restoreImages(ctx, q, withImages, func(i int) []agentik.Content { return msgs[i].Content })
+		if len(missing) > 0 {
+			msgs, turn = nil, nil
 		}
-		after = page[len(page)-1].Seq
+		return err
+	})
+	if err != nil {
+		return engine.Queue{}, err
 	}
+	q := engine.Queue{Open: []agentik.Message{}}
+	for i, m := range msgs {
+		if turn[i] {
+			q.Turn = append(q.Turn, m)
+		} else {
+			q.Open = append(q.Open, m)
+		}
+	}
+	return q, nil
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -194,22 +195,28 @@ func TestPostgresPostOnAStreamFromB(t *testing.T) {
 
 // proxy is a TCP proxy to the database that a test can cut and restore:
 // the database "goes down" for the agentik process behind it, and no other
-// test sharing the server notices.
+// test sharing the server notices. With a delay, every byte takes that
+// long to cross it in each direction (a network with a round trip of twice
+// the delay), order kept.
 type proxy struct {
 	ln     net.Listener
 	target string
+	delay  time.Duration
 	mu     sync.Mutex
 	down   bool
 	conns  map[net.Conn]struct{}
 	wg     sync.WaitGroup
 }
 
-func newProxy(t *testing.T, target string) *proxy {
+func newProxy(t *testing.T, target string) *proxy { return newDelayProxy(t, target, 0) }
+
+// newDelayProxy is newProxy with a one-way delay.
+func newDelayProxy(t *testing.T, target string, delay time.Duration) *proxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &proxy{ln: ln, target: target, delay: delay, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(func() {
@@ -256,13 +263,53 @@ func (p *proxy) serve() {
 
 func (p *proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	io.Copy(dst, src)
+	if p.delay > 0 {
+		delayedCopy(dst, src, p.delay)
+	} else {
+		io.Copy(dst, src)
+	}
 	dst.Close()
 	src.Close()
 	p.mu.Lock()
 	delete(p.conns, dst)
 	delete(p.conns, src)
 	p.mu.Unlock()
+}
+
+// delayedCopy copies src to dst, each chunk written delay after it was
+// read; reading goes on meanwhile, so the delay adds latency, not a limit
+// on throughput.
+func delayedCopy(dst, src net.Conn, delay time.Duration) {
+	type chunk struct {
+		due  time.Time
+		data []byte
+	}
+	chunks := make(chan chunk, 1024)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c := range chunks {
+			time.Sleep(time.Until(c.due)) // the simulated network, not synchronisation
+			if _, err := dst.Write(c.data); err != nil {
+				src.Close()
+				for range chunks {
+				}
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			chunks <- chunk{time.Now().Add(delay), append([]byte(nil), buf[:n]...)}
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(chunks)
+	<-done
 }
 
 // setDown cuts every connection and refuses new ones, or lets them in again.
@@ -635,28 +682,91 @@ func TestPostgresConcurrentConversations(t *testing.T) {
 }
 
 // TestPostgresTurnsPerSecond measures turns/s with 1, 2 and 3 processes on
-// one database: 20 conversations, every message posted to another process,
-// an instant scripted model. It runs only when AGENTIK_BENCH_TURNS is set
-// (a number of messages per conversation), as a benchmark, not a check:
+// one database: AGENTIK_BENCH_CONVS conversations (default 20), each with
+// AGENTIK_BENCH_TURNS messages posted at once, every message posted to
+// another process, an instant scripted model. The three configurations run
+// in turn, AGENTIK_BENCH_ROUNDS times (default 3), so that a machine whose
+// load changes during the run affects them alike; the median of each is
+// reported. AGENTIK_BENCH_RTT (a duration, e.g. 2ms) puts the processes
+// behind a proxy that adds that round trip to every database exchange. It
+// runs only when AGENTIK_BENCH_TURNS is set, as a benchmark, not a check:
 //
 //	AGENTIK_BENCH_TURNS=25 go test -run TurnsPerSecond -v ./cmd/agentik
+//	AGENTIK_BENCH_TURNS=10 AGENTIK_BENCH_CONVS=100 AGENTIK_BENCH_RTT=2ms go test -run TurnsPerSecond -v ./cmd/agentik
 func TestPostgresTurnsPerSecond(t *testing.T) {
 	per, _ := strconv.Atoi(os.Getenv("AGENTIK_BENCH_TURNS"))
 	if per <= 0 {
 		t.Skip("set AGENTIK_BENCH_TURNS to run the benchmark")
 	}
-	for _, n := range []int{1, 2, 3} {
-		t.Run(fmt.Sprintf("procs=%d", n), func(t *testing.T) {
-			llm := llmtest.NewServer()
-			defer llm.Close()
-			llm.Handle(echo)
-			_, cs := pgProcs(t, llm, n)
-			start := time.Now()
-			_, turns := converse(t, cs, 20, per)
-			d := time.Since(start)
-			t.Logf("%d processes: %d turns in %v = %.0f turns/s", n, turns, d.Round(time.Millisecond), float64(turns)/d.Seconds())
-		})
+	convs := benchInt(t, "AGENTIK_BENCH_CONVS", 20)
+	rounds := benchInt(t, "AGENTIK_BENCH_ROUNDS", 3)
+	var rtt time.Duration
+	if v := os.Getenv("AGENTIK_BENCH_RTT"); v != "" {
+		var err error
+		if rtt, err = time.ParseDuration(v); err != nil || rtt < 0 {
+			t.Fatalf("AGENTIK_BENCH_RTT=%q: %v", v, err)
+		}
 	}
+	procs := []int{1, 2, 3}
+	rates := map[int][]float64{}
+	for r := range rounds {
+		for _, n := range procs {
+			t.Run(fmt.Sprintf("round=%d/procs=%d", r+1, n), func(t *testing.T) {
+				llm := llmtest.NewServer()
+				defer llm.Close()
+				llm.Handle(echo)
+				var cs []*httpapi.Client
+				if rtt > 0 {
+					_, cs = pgProcsVia(t, llm, n, rtt/2)
+				} else {
+					_, cs = pgProcs(t, llm, n)
+				}
+				start := time.Now()
+				_, turns := converse(t, cs, convs, per)
+				d := time.Since(start)
+				rate := float64(turns) / d.Seconds()
+				rates[n] = append(rates[n], rate)
+				t.Logf("%d processes: %d turns in %v = %.0f turns/s", n, turns, d.Round(time.Millisecond), rate)
+			})
+		}
+	}
+	for _, n := range procs {
+		rs := slices.Clone(rates[n])
+		slices.Sort(rs)
+		if len(rs) == 0 {
+			continue
+		}
+		t.Logf("median, %d conversations, round trip +%v: %d processes %.0f turns/s (all: %.0f)", convs, rtt, n, rs[len(rs)/2], rates[n])
+	}
+}
+
+func benchInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+// pgProcsVia is pgProcs with every process reaching the database through
+// its own proxy that delays each direction by delay.
+func pgProcsVia(t *testing.T, llm *llmtest.Server, n int, delay time.Duration) ([]*proc, []*httpapi.Client) {
+	dsn := pgSchema(t)
+	var ps []*proc
+	var cs []*httpapi.Client
+	for range n {
+		u, _ := url.Parse(dsn)
+		px := newDelayProxy(t, u.Host, delay)
+		u.Host = px.ln.Addr().String()
+		p := startProc(t, "AGENTIK_DATABASE_URL="+u.String(), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test")
+		ps = append(ps, p)
+		cs = append(cs, httpapi.NewClient(p.url+"/agentik"))
+	}
+	return ps, cs
 }
 
 // TestPostgresJoinOnAnotherProcess: a subscriber joining through B a turn

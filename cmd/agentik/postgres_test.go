@@ -707,37 +707,91 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 			t.Fatalf("AGENTIK_BENCH_RTT=%q: %v", v, err)
 		}
 	}
+	// AGENTIK_BENCH_BASELINE names another agentik binary (an older build)
+	// measured in the same rounds, for a before/after under the same load.
+	builds := []string{binary}
+	if b := os.Getenv("AGENTIK_BENCH_BASELINE"); b != "" {
+		builds = append(builds, b)
+	}
+	defer func(b string) { binary = b }(binary)
 	procs := []int{1, 2, 3}
-	rates := map[int][]float64{}
+	type key struct {
+		build string
+		n     int
+	}
+	rates := map[key][]float64{}
+	cpu := map[key][]float64{}
 	for r := range rounds {
-		for _, n := range procs {
-			t.Run(fmt.Sprintf("round=%d/procs=%d", r+1, n), func(t *testing.T) {
-				llm := llmtest.NewServer()
-				defer llm.Close()
-				llm.Handle(echo)
-				var cs []*httpapi.Client
-				if rtt > 0 {
-					_, cs = pgProcsVia(t, llm, n, rtt/2)
-				} else {
-					_, cs = pgProcs(t, llm, n)
+		for _, build := range builds {
+			for _, n := range procs {
+				name := "new"
+				if build != builds[0] {
+					name = "baseline"
 				}
-				start := time.Now()
-				_, turns := converse(t, cs, convs, per)
-				d := time.Since(start)
-				rate := float64(turns) / d.Seconds()
-				rates[n] = append(rates[n], rate)
-				t.Logf("%d processes: %d turns in %v = %.0f turns/s", n, turns, d.Round(time.Millisecond), rate)
-			})
+				t.Run(fmt.Sprintf("round=%d/%s/procs=%d", r+1, name, n), func(t *testing.T) {
+					binary = build // startProc runs it; subtests run one at a time
+					llm := llmtest.NewServer()
+					defer llm.Close()
+					llm.Handle(echo)
+					var ps []*proc
+					var cs []*httpapi.Client
+					if rtt > 0 {
+						ps, cs = pgProcsVia(t, llm, n, rtt/2)
+					} else {
+						ps, cs = pgProcs(t, llm, n)
+					}
+					before := procsCPU(ps)
+					start := time.Now()
+					_, turns := converse(t, cs, convs, per)
+					d := time.Since(start)
+					used := procsCPU(ps) - before
+					rate := float64(turns) / d.Seconds()
+					k := key{name, n}
+					rates[k] = append(rates[k], rate)
+					cpu[k] = append(cpu[k], used.Seconds()*1e6/float64(turns))
+					t.Logf("%s, %d processes: %d turns in %v = %.0f turns/s; agentik CPU %.0f µs/turn",
+						name, n, turns, d.Round(time.Millisecond), rate, used.Seconds()*1e6/float64(turns))
+				})
+			}
 		}
 	}
-	for _, n := range procs {
-		rs := slices.Clone(rates[n])
-		slices.Sort(rs)
-		if len(rs) == 0 {
-			continue
-		}
-		t.Logf("median, %d conversations, round trip +%v: %d processes %.0f turns/s (all: %.0f)", convs, rtt, n, rs[len(rs)/2], rates[n])
+	median := func(xs []float64) float64 {
+		xs = slices.Clone(xs)
+		slices.Sort(xs)
+		return xs[len(xs)/2]
 	}
+	for _, name := range []string{"new", "baseline"} {
+		for _, n := range procs {
+			k := key{name, n}
+			if len(rates[k]) == 0 {
+				continue
+			}
+			t.Logf("median %s, %d conversations, round trip +%v: %d processes %.0f turns/s (all: %.0f), agentik CPU %.0f µs/turn",
+				name, convs, rtt, n, median(rates[k]), rates[k], median(cpu[k]))
+		}
+	}
+}
+
+// procsCPU is the CPU time the processes used so far (Linux; 0 elsewhere).
+func procsCPU(ps []*proc) time.Duration {
+	var total time.Duration
+	for _, p := range ps {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		if err != nil {
+			return 0
+		}
+		// Fields after the command name (which may hold spaces): utime and
+		// stime are the 12th and 13th, in clock ticks (100 per second).
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 13 {
+			return 0
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(u+st) * 10 * time.Millisecond
+	}
+	return total
 }
 
 func benchInt(t *testing.T, name string, def int) int {

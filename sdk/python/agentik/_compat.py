@@ -22,8 +22,10 @@ Parser = Tuple[Callable[[Any], Any], Callable[[JSONInput], Any]]
 
 def union_parser(tp: Any) -> Parser:
     """Returns (validate_python, validate_json) for the type ``tp``."""
+    # getattr: the names of one version are not there in the other, and
+    # mypy checks this module against whichever is installed.
     if PYDANTIC_V2:
-        adapter = pydantic.TypeAdapter(tp)
+        adapter = getattr(pydantic, "TypeAdapter")(tp)
         return adapter.validate_python, adapter.validate_json
 
     def from_python(obj: Any) -> Any:
@@ -40,13 +42,12 @@ def union_parser(tp: Any) -> Parser:
 def dump(model: BaseModel) -> Dict[str, Any]:
     """The model as JSON-ready data, without the fields that are None."""
     if PYDANTIC_V2:
-        return model.model_dump(mode="json", exclude_none=True)
-    out: Dict[str, Any] = json.loads(model.json(exclude_none=True))
+        out: Dict[str, Any] = getattr(model, "model_dump")(mode="json", exclude_none=True)
+    else:
+        out = json.loads(getattr(model, "json")(exclude_none=True))
     return out
 
 
 def validate(cls: Any, obj: Any) -> Any:
     """cls.model_validate(obj) (pydantic 2) or cls.parse_obj(obj) (1.10)."""
-    if PYDANTIC_V2:
-        return cls.model_validate(obj)
-    return cls.parse_obj(obj)
+    return getattr(cls, "model_validate" if PYDANTIC_V2 else "parse_obj")(obj)

@@ -9,6 +9,7 @@ server's messages in order; ``ask`` sends and gathers one whole answer.
 """
 
 import asyncio
+import importlib
 import json
 import logging
 import random
@@ -16,6 +17,9 @@ import urllib.parse
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Dict, Generator, Iterable, List, Mapping, Optional, Type, Union
+
+from websockets.exceptions import ConnectionClosed as _WSClosed
+from websockets.exceptions import InvalidHandshake as _WSInvalidHandshake
 
 from .errors import AgentikError, ConnectionClosed, ConnectionLost, Disconnected
 from .models import (
@@ -33,16 +37,16 @@ from .models import (
     parse_server_message,
 )
 
-try:  # websockets >= 13: the asyncio implementation
-    from websockets.asyncio.client import connect as _ws_connect
-
+# websockets >= 13 has the asyncio implementation in websockets.asyncio;
+# 10-12 have only the one now called "legacy", as websockets.client. The
+# import goes through importlib so that mypy accepts it with either.
+try:
+    _ws_client: Any = importlib.import_module("websockets.asyncio.client")
     _LEGACY_WEBSOCKETS = False
-except ImportError:  # websockets 10-12: the (now "legacy") asyncio client
-    from websockets.client import connect as _ws_connect  # type: ignore[assignment,no-redef]
-
+except ImportError:
+    _ws_client = importlib.import_module("websockets.client")
     _LEGACY_WEBSOCKETS = True
-from websockets.exceptions import ConnectionClosed as _WSClosed
-from websockets.exceptions import InvalidHandshake as _WSInvalidHandshake
+_ws_connect: Any = _ws_client.connect
 
 __all__ = ["Client", "Answer", "connect", "ws_url", "agent_prefix", "DEFAULT_PREFIX"]
 
@@ -234,15 +238,15 @@ class Client:
             first = await asyncio.wait_for(ws.recv(), self._open_timeout)
             msg = parse_server_message(first)
         except (_WSClosed, asyncio.TimeoutError, ValueError, TypeError) as e:
-            await ws.close()
+            await _close_quietly(ws)
             raise AgentikError("unavailable", f"no STATUS from the server: {e!r}") from e
         if isinstance(msg, Error):
             # A refusal after the upgrade (not_found, invalid, …): ERROR, then
             # the server closes with 1008.
-            await ws.close()
+            await _close_quietly(ws)
             raise AgentikError.from_message(msg)
         if not isinstance(msg, Status):
-            await ws.close()
+            await _close_quietly(ws)
             raise AgentikError("unavailable", f"expected STATUS, got {msg.type}")
         self._ws = ws
         self._ended = None
@@ -297,7 +301,7 @@ class Client:
         self._ws = None
         if self._ended is None:
             self._ended = ConnectionClosed()
-        await ws.close()
+        await _close_quietly(ws)
 
     async def __aenter__(self) -> "Client":
         if self._ws is None:
@@ -442,7 +446,7 @@ class Client:
             return
         self._ws = None
         self._ended = ended
-        await ws.close()
+        await _close_quietly(ws)
 
 
 class _Connecting:
@@ -507,6 +511,14 @@ def connect(
             max_message_bytes=max_message_bytes,
         )
     )
+
+
+async def _close_quietly(ws: Any) -> None:
+    """Closes ws normally; a connection that is already broken is fine."""
+    try:
+        await ws.close()
+    except (_WSClosed, OSError, asyncio.TimeoutError):
+        pass
 
 
 def _http_status(e: BaseException) -> Optional[int]:

@@ -109,8 +109,8 @@ class Rest:
         self, conversation_id: str, *, after: Optional[int] = None, limit: Optional[int] = None
     ) -> List[Dict[str, Any]]:
         """One page of the conversation's journal in ascending ``seq``, as the
-        API's JSON objects (``type`` is ``user``, ``assistant``, ``tool_call``,
-        ``tool_result``, ``error``, …)."""
+        API's JSON objects (``type`` is ``user_message``, ``assistant_message``,
+        …)."""
         query: Dict[str, str] = {}
         if after is not None:
             query["after"] = str(after)

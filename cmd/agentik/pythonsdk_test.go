@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/agentik/agentik/llmtest"
+)
+
+// TestPythonSDK runs the Python SDK's tests (sdk/python/tests, stdlib
+// unittest) against this package's binary with a scripted model, under each
+// Python here that has pydantic and websockets: Debian's /usr/bin/python3
+// (pydantic 1.10 and websockets 10.4 from apt, as .ci/run installs them)
+// and the python3 on PATH (pyenv: pydantic 2). The tests start and restart
+// agentik processes themselves (AGENTIK_BIN); the model is the llmtest
+// server below (AGENTIK_TEST_LLM_URL).
+//
+// Locally a Python without pydantic or websockets is skipped; with CI=true
+// both pydantic majors must be tested, and no Python test may be skipped.
+func TestPythonSDK(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("..", "..", "sdk", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pythons := findPythons(t)
+	majors := map[string]bool{}
+	for _, py := range pythons {
+		majors[strings.SplitN(py.Pydantic, ".", 2)[0]] = true
+	}
+	if !majors["1"] || !majors["2"] {
+		msg := fmt.Sprintf("the Python SDK is tested with pydantic 1 and 2; found Pythons with pydantic %v "+
+			"(apt-get install python3-websockets python3-pydantic gives /usr/bin/python3 pydantic 1.10 and websockets 10.4)", sortedKeys(majors))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		if len(pythons) == 0 {
+			t.Skip(msg)
+		}
+		t.Log(msg)
+	}
+
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Handle(pythonScript)
+
+	for _, py := range pythons {
+		name := fmt.Sprintf("python%s-pydantic%s-websockets%s", py.Version, py.Pydantic, py.Websockets)
+		t.Run(name, func(t *testing.T) {
+			cmd := exec.Command(py.Executable, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
+			cmd.Dir = dir
+			env := []string{"AGENTIK_BIN=" + binary, "AGENTIK_TEST_LLM_URL=" + llm.URL(), "PYTHONDONTWRITEBYTECODE=1"}
+			if py.Path != "" {
+				env = append(env, "PYTHONPATH="+py.Path)
+			}
+			cmd.Env = append(os.Environ(), env...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s -m unittest: %v\n%s", py.Executable, err, out)
+			}
+			ran := regexp.MustCompile(`(?m)^Ran (\d+) tests? in `).FindSubmatch(out)
+			if ran == nil || string(ran[1]) == "0" || !regexp.MustCompile(`(?m)^OK$`).Match(out) {
+				// "OK (skipped=N)" fails too: every test must run here.
+				t.Fatalf("unexpected unittest output (every test must run and pass):\n%s", out)
+			}
+			t.Logf("%s: %s tests passed\n%s", name, ran[1], out)
+		})
+	}
+}
+
+// pythonScript is the model of the Python SDK's tests, by the last user
+// text (sdk/python/tests/harness.py describes it to the tests).
+func pythonScript(r llmtest.Request) llmtest.Reply {
+	if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "tool" {
+		return llmtest.Text("It is tea time.")
+	}
+	switch text := r.LastUserText(); text {
+	case "hello":
+		return llmtest.Stream().Role().Content("Hel", "lo, ", "world").Finish("stop").Usage(7, 3).Done()
+	case "fail":
+		return llmtest.APIError(400, "invalid_request_error", "", "scripted failure")
+	case "time?":
+		return llmtest.ToolCalls(llmtest.Call("current_time", `{}`))
+	case "hang":
+		return llmtest.Stream().Role().Content("partial").Hang()
+	case "history":
+		var said []string
+		for _, m := range r.Messages {
+			if m.Role == "user" {
+				said = append(said, m.Text())
+			}
+		}
+		return llmtest.Stream().Role().Content("you said: "+strings.Join(said, " | ")).Finish("stop").Usage(5, 5).Done()
+	default:
+		return llmtest.Text("echo: " + text)
+	}
+}
+
+// python is an interpreter able to run the SDK. Path, when set, is the
+// PYTHONPATH that gives it websockets.
+type python struct {
+	Executable string `json:"executable"`
+	Version    string `json:"version"`
+	Pydantic   string `json:"pydantic"`
+	Websockets string `json:"websockets"`
+	WSDir      string `json:"websockets_dir"`
+	Path       string `json:"-"`
+}
+
+const probePython = `import json, os, platform, sys
+out = {"executable": sys.executable, "version": platform.python_version(), "pydantic": "", "websockets": "", "websockets_dir": ""}
+try:
+    import pydantic
+    out["pydantic"] = pydantic.VERSION
+except Exception:
+    pass
+try:
+    import websockets
+    out["websockets"] = websockets.__version__
+    out["websockets_dir"] = os.path.dirname(websockets.__file__)
+except Exception:
+    pass
+print(json.dumps(out))
+`
+
+// findPythons probes python3 on PATH and /usr/bin/python3. pyenv's Python
+// has pydantic 2 but no websockets and no PyPI to get it from; Debian's
+// websockets 10.4 is pure Python without dependencies, so an interpreter of
+// the same version that lacks it gets that package alone through PYTHONPATH
+// (a directory holding only a link to it), not Debian's whole
+// dist-packages (whose pydantic 1 would shadow its own pydantic 2).
+func findPythons(t *testing.T) []python {
+	var found []python
+	seen := map[string]bool{}
+	candidates := []string{"/usr/bin/python3"}
+	if p, err := exec.LookPath("python3"); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, c := range candidates {
+		out, err := exec.Command(c, "-c", probePython).Output()
+		if err != nil {
+			t.Logf("%s: %v", c, err)
+			continue
+		}
+		var py python
+		if err := json.Unmarshal(out, &py); err != nil {
+			t.Fatalf("%s probe: %v (%s)", c, err, out)
+		}
+		if py.Executable = pyOr(py.Executable, c); seen[py.Executable] {
+			continue
+		}
+		seen[py.Executable] = true
+		t.Logf("found %s: Python %s, pydantic %q, websockets %q", py.Executable, py.Version, py.Pydantic, py.Websockets)
+		found = append(found, py)
+	}
+	var usable []python
+	for _, py := range found {
+		if py.Pydantic == "" {
+			continue
+		}
+		if py.Websockets == "" {
+			for _, other := range found {
+				if other.Websockets != "" && pyMinor(other.Version) == pyMinor(py.Version) {
+					link := t.TempDir()
+					if err := os.Symlink(other.WSDir, filepath.Join(link, "websockets")); err != nil {
+						t.Fatal(err)
+					}
+					py.Websockets, py.Path = other.Websockets, link
+					break
+				}
+			}
+		}
+		if py.Websockets != "" {
+			usable = append(usable, py)
+		}
+	}
+	return usable
+}
+
+func pyMinor(version string) string {
+	p := strings.SplitN(version, ".", 3)
+	if len(p) < 2 {
+		return version
+	}
+	return p[0] + "." + p[1]
+}
+
+func pyOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

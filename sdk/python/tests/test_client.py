@@ -1,0 +1,396 @@
+"""The client against real agentik processes (see harness.py for the
+model's script). Run through ``go test ./cmd/agentik -run PythonSDK``."""
+
+import asyncio
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import unittest
+
+import agentik
+from agentik import AgentikError, ConnectionLost, Disconnected, End, TextChunk, ToolCall, ToolResult
+
+from . import harness
+
+TOKEN = "tok-python-1"
+OTHER = "tok-other-1"
+AUTH = {"AGENTIK_AUTH_TOKENS": f"py:{TOKEN},other:{OTHER}"}
+TIMEOUT = 30  # seconds any one step may take before the test fails
+
+
+class ServerTest(unittest.IsolatedAsyncioTestCase):
+    """Tests sharing one server with two principals and a long idle timeout."""
+
+    server: harness.Server
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        harness.require_server()
+        cls.server = harness.Server(dict(AUTH, AGENTIK_WS_IDLE_TIMEOUT="60s"))
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.server.close()
+
+    async def connect(self, **kw) -> agentik.Client:
+        kw.setdefault("token", TOKEN)
+        client = await asyncio.wait_for(agentik.connect(self.server.url, **kw), TIMEOUT)
+        self.addAsyncCleanup(client.close)
+        return client
+
+
+class Streaming(ServerTest):
+    async def test_a_streamed_answer_with_its_tokens(self):
+        client = await self.connect(title="python")
+        self.assertIsInstance(client.status, agentik.Status)
+        self.assertTrue(client.conversation_id)
+        self.assertIs(client.status.working, False)
+        await client.send("hello")
+        chunks = []
+        async for event in client:
+            if isinstance(event, TextChunk):
+                chunks.append(event.text)
+            elif isinstance(event, End):
+                self.assertEqual(event.tokens_used, 10)  # 7 prompt + 3 completion
+                self.assertEqual(event.reason, "completed")
+                break
+            else:
+                self.fail(f"unexpected {event!r}")
+        self.assertEqual(chunks, ["Hel", "lo, ", "world"])
+        self.assertEqual(client.tokens_used, 10)
+
+        answer = await asyncio.wait_for(client.ask("hello"), TIMEOUT)
+        self.assertEqual((answer.text, str(answer), answer.tokens_used, answer.reason), ("Hello, world", "Hello, world", 10, "completed"))
+        self.assertEqual(answer.events, [])
+        self.assertEqual(client.tokens_used, 20)
+
+    async def test_tool_events_when_asked_for(self):
+        client = await self.connect(events=["tools"])
+        self.assertEqual(client.status.events, ["tools"])
+        answer = await asyncio.wait_for(client.ask("time?"), TIMEOUT)
+        self.assertEqual(answer.text, "It is tea time.")
+        self.assertEqual([type(e) for e in answer.events], [ToolCall, ToolResult])
+        call, result = answer.events
+        self.assertEqual((call.name, result.name, result.call_id, result.is_error), ("current_time", "current_time", call.call_id, False))
+        self.assertRegex(result.text, r"^\d{4}-\d\d-\d\dT")
+
+    async def test_without_the_extension_tool_events_are_not_sent(self):
+        client = await self.connect()
+        answer = await asyncio.wait_for(client.ask("time?"), TIMEOUT)
+        self.assertEqual((answer.text, answer.events), ("It is tea time.", []))
+
+    async def test_interrupt(self):
+        client = await self.connect()
+        await client.send("hang")
+        first = await asyncio.wait_for(client.receive(), TIMEOUT)
+        self.assertEqual(first, TextChunk(text="partial"))
+        await client.interrupt()
+        end = await asyncio.wait_for(client.receive(), TIMEOUT)
+        self.assertIsInstance(end, End)
+        self.assertEqual(end.reason, "interrupted")
+        # The connection goes on.
+        self.assertEqual((await asyncio.wait_for(client.ask("hello"), TIMEOUT)).text, "Hello, world")
+
+    async def test_two_clients_of_one_conversation_see_the_same_answer(self):
+        first = await self.connect()
+        second = await self.connect(conversation_id=first.conversation_id)
+        self.assertEqual(second.conversation_id, first.conversation_id)
+        answer = await asyncio.wait_for(first.ask("hello"), TIMEOUT)
+        seen = []
+        async for event in second:
+            seen.append(event)
+            if isinstance(event, End):
+                break
+        self.assertEqual("".join(e.text for e in seen if isinstance(e, TextChunk)), answer.text)
+
+
+class Errors(ServerTest):
+    async def test_a_failed_turn_raises_and_the_connection_goes_on(self):
+        client = await self.connect()
+        with self.assertRaises(AgentikError) as cm:
+            await asyncio.wait_for(client.ask("fail"), TIMEOUT)
+        self.assertEqual(cm.exception.code, "llm_error")
+        self.assertTrue(cm.exception.details)
+        self.assertTrue(cm.exception.reply_to)  # the id of the failed user message
+        # ask consumed the turn's END: the next answer is the next turn's.
+        self.assertEqual((await asyncio.wait_for(client.ask("hello"), TIMEOUT)).text, "Hello, world")
+
+    async def test_iteration_raises_error_then_goes_on(self):
+        client = await self.connect()
+        await client.send("fail")
+        with self.assertRaises(AgentikError) as cm:
+            async for event in client:
+                self.fail(f"unexpected {event!r}")
+        self.assertEqual(cm.exception.code, "llm_error")
+        async for event in client:  # iterating again continues the stream
+            self.assertEqual((type(event), event.reason), (End, "error"))
+            break
+
+    async def test_a_refused_message_raises_at_once(self):
+        client = await self.connect()
+        with self.assertRaises(AgentikError) as cm:
+            await asyncio.wait_for(client.ask(""), TIMEOUT)
+        self.assertEqual(cm.exception.code, "invalid")
+        self.assertIsNone(cm.exception.reply_to)
+        self.assertEqual((await asyncio.wait_for(client.ask("hello"), TIMEOUT)).text, "Hello, world")
+
+    async def test_busy_reject(self):
+        client = await self.connect()
+        await client.send("hang")
+        self.assertEqual(await asyncio.wait_for(client.receive(), TIMEOUT), TextChunk(text="partial"))
+        with self.assertRaises(AgentikError) as cm:
+            await asyncio.wait_for(client.ask("hello", if_busy="reject"), TIMEOUT)
+        self.assertEqual(cm.exception.code, "busy")
+        await client.interrupt()
+        self.assertEqual((await asyncio.wait_for(client.receive(), TIMEOUT)).reason, "interrupted")
+
+    async def test_unknown_conversation_and_unknown_agent(self):
+        with self.assertRaises(AgentikError) as cm:
+            await self.connect(conversation_id="no-such-conversation")
+        self.assertEqual(cm.exception.code, "not_found")
+        # /agents/{id}/ws: this server has no such agent.
+        with self.assertRaises(AgentikError) as cm:
+            await self.connect(agent="support")
+        self.assertEqual(cm.exception.code, "not_found")
+
+
+class Auth(ServerTest):
+    async def test_missing_and_bad_tokens_are_refused(self):
+        for token in (None, "", "tok-wrong"):
+            with self.subTest(token=token), self.assertRaises(AgentikError) as cm:
+                await self.connect(token=token)
+            self.assertEqual(cm.exception.code, "unauthorized")
+        with self.assertRaises(AgentikError) as cm:
+            await agentik.Rest(self.server.url, token="tok-wrong").list_conversations()
+        self.assertEqual(cm.exception.code, "unauthorized")
+
+    async def test_another_principals_conversation_is_not_found(self):
+        mine = await self.connect()
+        with self.assertRaises(AgentikError) as cm:
+            await self.connect(token=OTHER, conversation_id=mine.conversation_id)
+        self.assertEqual(cm.exception.code, "not_found")
+
+    async def test_reconnect_does_not_retry_a_refusal(self):
+        client = agentik.Client(self.server.url, token="tok-wrong")
+        with self.assertNoLogs("agentik", logging.INFO), self.assertRaises(AgentikError) as cm:
+            await asyncio.wait_for(client.reconnect(), TIMEOUT)
+        self.assertEqual(cm.exception.code, "unauthorized")
+
+
+class RestHelper(ServerTest):
+    async def test_create_attach_list_read_delete(self):
+        rest = agentik.Rest(self.server.url, token=TOKEN)
+        conv = await rest.create_conversation(title="from python")
+        self.assertEqual((conv.title, conv.temporal, conv.working), ("from python", False, False))
+        client = await self.connect(conversation_id=conv.id)
+        self.assertEqual(client.conversation_id, conv.id)
+        self.assertEqual((await asyncio.wait_for(client.ask("hello"), TIMEOUT)).text, "Hello, world")
+        await client.close()
+
+        page = await rest.list_conversations(limit=100)
+        self.assertIn(conv.id, [c.id for c in page.conversations])
+        got = await rest.get_conversation(conv.id)
+        self.assertGreaterEqual(got.updated_at, conv.updated_at)
+        self.assertEqual((got.tokens.input, got.tokens.output), (7, 3))
+        journal = await rest.messages(conv.id)
+        self.assertEqual([m["type"] for m in journal], ["user_message", "assistant_message"])
+        self.assertEqual(journal[1]["content"][0]["text"], "Hello, world")
+
+        # The other principal sees none of it.
+        other = agentik.Rest(self.server.url, token=OTHER)
+        self.assertNotIn(conv.id, [c.id for c in (await other.list_conversations()).conversations])
+        with self.assertRaises(AgentikError) as cm:
+            await other.get_conversation(conv.id)
+        self.assertEqual(cm.exception.code, "not_found")
+
+        await rest.delete_conversation(conv.id)
+        with self.assertRaises(AgentikError) as cm:
+            await rest.get_conversation(conv.id)
+        self.assertEqual(cm.exception.code, "not_found")
+        with self.assertRaises(AgentikError) as cm:
+            await self.connect(conversation_id=conv.id)
+        self.assertEqual(cm.exception.code, "not_found")
+
+    async def test_paging(self):
+        rest = agentik.Rest(self.server.url, token=OTHER)
+        made = [(await rest.create_conversation(title=f"page {i}")).id for i in range(3)]
+        first = await rest.list_conversations(limit=2)
+        self.assertEqual(len(first.conversations), 2)
+        self.assertIsNotNone(first.next)
+        rest_of = await rest.list_conversations(limit=100, before=first.next)
+        ids = [c.id for c in first.conversations + rest_of.conversations]
+        self.assertEqual(len(ids), len(set(ids)))
+        self.assertTrue(set(made) <= set(ids))
+
+    async def test_unknown_agent(self):
+        with self.assertRaises(AgentikError) as cm:
+            await agentik.Rest(self.server.url, token=TOKEN, agent="support").list_conversations()
+        self.assertEqual(cm.exception.code, "not_found")
+
+
+class Idle(unittest.IsolatedAsyncioTestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        harness.require_server()
+        cls.server = harness.Server({"AGENTIK_WS_IDLE_TIMEOUT": "300ms"})
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.server.close()
+
+    async def test_idle_graceful_disconnect_is_a_clean_end(self):
+        client = await asyncio.wait_for(agentik.connect(self.server.url), TIMEOUT)
+        self.addAsyncCleanup(client.close)
+        cid = client.conversation_id
+        received = []
+        async for event in client:  # ends, without an exception, on GRACEFUL_DISCONNECT
+            received.append(event)
+        self.assertEqual(received, [])
+        self.assertEqual(client.disconnect_reason, "idle")
+        self.assertFalse(client.open)
+        async for event in client:  # and stays ended
+            self.fail(f"unexpected {event!r}")
+        with self.assertRaises(Disconnected) as cm:
+            await client.send("hello")
+        self.assertEqual((cm.exception.code, cm.exception.reason), ("disconnected", "idle"))
+        with self.assertRaises(Disconnected):
+            await client.receive()
+
+        # Reconnecting continues the same conversation.
+        status = await asyncio.wait_for(client.reconnect(), TIMEOUT)
+        self.assertEqual(status.conversation_id, cid)
+        self.assertIsNone(client.disconnect_reason)
+        self.assertEqual((await asyncio.wait_for(client.ask("hello"), TIMEOUT)).text, "Hello, world")
+
+    async def test_receive_shows_the_graceful_disconnect_message(self):
+        client = await asyncio.wait_for(agentik.connect(self.server.url), TIMEOUT)
+        self.addAsyncCleanup(client.close)
+        m = await asyncio.wait_for(client.receive(), TIMEOUT)
+        self.assertEqual(m, agentik.GracefulDisconnect(reason="idle"))
+        with self.assertRaises(Disconnected):
+            await asyncio.wait_for(client.receive(), TIMEOUT)
+
+
+class _RetryLogged(logging.Handler):
+    """Sets an asyncio.Event when reconnect logs a failed attempt."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.failed = asyncio.Event()
+        self.messages = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+        if "reconnect attempt" in record.getMessage():
+            self.failed.set()
+
+
+class Restart(unittest.IsolatedAsyncioTestCase):
+    """A server restarted on the same port and database: the client
+    reconnects with backoff and continues the same conversation."""
+
+    def setUp(self) -> None:
+        harness.require_server()
+        self.server = harness.Server(dict(AUTH))
+        self.server.start()
+        self.addCleanup(self.server.close)
+
+    async def _watch_retries(self) -> _RetryLogged:
+        handler = _RetryLogged()
+        logger = logging.getLogger("agentik")
+        logger.addHandler(handler)
+        old = logger.level
+        logger.setLevel(logging.INFO)
+        self.addCleanup(logger.setLevel, old)
+        self.addCleanup(logger.removeHandler, handler)
+        return handler
+
+    async def _reconnect_while_restarting(self, client: agentik.Client) -> agentik.Status:
+        retries = await self._watch_retries()
+        task = asyncio.ensure_future(client.reconnect(timeout=TIMEOUT))
+        # The server is down: reconnect fails and retries ...
+        await asyncio.wait_for(retries.failed.wait(), TIMEOUT)
+        self.assertFalse(task.done())
+        # ... until it is back on the same port.
+        await asyncio.to_thread(self.server.start)
+        return await asyncio.wait_for(task, TIMEOUT)
+
+    async def test_reconnect_after_a_graceful_restart(self):
+        client = await asyncio.wait_for(agentik.connect(self.server.url, token=TOKEN), TIMEOUT)
+        self.addAsyncCleanup(client.close)
+        cid = client.conversation_id
+        first = await asyncio.wait_for(client.ask("remember the apple"), TIMEOUT)
+        self.assertEqual(first.text, "echo: remember the apple")
+
+        self.server.signal(signal.SIGTERM)
+        async for event in client:  # GRACEFUL_DISCONNECT{shutdown}: a clean end
+            self.fail(f"unexpected {event!r}")
+        self.assertEqual(client.disconnect_reason, "shutdown")
+        self.assertEqual(await asyncio.to_thread(self.server.wait), 0)
+
+        status = await self._reconnect_while_restarting(client)
+        self.assertEqual(status.conversation_id, cid)
+        self.assertEqual(client.conversation_id, cid)
+        # The model is given the conversation from before the restart.
+        answer = await asyncio.wait_for(client.ask("history"), TIMEOUT)
+        self.assertEqual(answer.text, "you said: remember the apple | history")
+        self.assertEqual(client.tokens_used, first.tokens_used + answer.tokens_used)  # counted across connections
+
+    async def test_reconnect_after_the_server_was_killed(self):
+        client = await asyncio.wait_for(agentik.connect(self.server.url, token=TOKEN), TIMEOUT)
+        self.addAsyncCleanup(client.close)
+        cid = client.conversation_id
+        await asyncio.wait_for(client.ask("first"), TIMEOUT)
+
+        self.server.stop(signal.SIGKILL)
+        with self.assertRaises(ConnectionLost) as cm:
+            async for event in client:
+                self.fail(f"unexpected {event!r}")
+        self.assertEqual(cm.exception.code, "unavailable")
+        with self.assertRaises(ConnectionLost):
+            await client.send("into the void")
+
+        status = await self._reconnect_while_restarting(client)
+        self.assertEqual(status.conversation_id, cid)
+        answer = await asyncio.wait_for(client.ask("history"), TIMEOUT)
+        self.assertEqual(answer.text, "you said: first | history")
+
+    async def test_reconnect_gives_up_after_its_timeout(self):
+        client = await asyncio.wait_for(agentik.connect(self.server.url, token=TOKEN), TIMEOUT)
+        self.server.stop(signal.SIGKILL)
+        with self.assertRaises(AgentikError) as cm:
+            await asyncio.wait_for(client.reconnect(timeout=0.5, initial_delay=0.05), TIMEOUT)
+        self.assertEqual(cm.exception.code, "unavailable")
+        self.assertIn("gave up", cm.exception.details)
+
+
+class ReadmeExample(unittest.TestCase):
+    """The README's example, pasted into an interactive python, against the
+    demo backend (only its URL is changed, to this test's server)."""
+
+    def test_readme_example(self):
+        harness.require_server()
+        server = harness.Server(model="demo")
+        server.start()
+        self.addCleanup(server.close)
+        readme = os.path.join(os.path.dirname(__file__), "..", "README.md")
+        with open(readme, encoding="utf-8") as f:
+            code = re.search(r"```python\n(.*?)```", f.read(), re.S).group(1)
+        self.assertEqual(code.count("http://localhost:8080"), 1)
+        self.assertLessEqual(len(code.strip().splitlines()), 12)
+        code = code.replace("http://localhost:8080", server.url)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(os.path.dirname(__file__), "..")] + sys.path))
+        out = subprocess.run([sys.executable, "-i"], input=code, capture_output=True, text=True, timeout=TIMEOUT, env=env)
+        self.assertNotIn("Error", out.stderr, out.stderr)
+        self.assertIn("I am the agentik demo model", out.stdout)
+        self.assertRegex(out.stdout, r"The current_time tool says it is \d{4}-")
+        self.assertRegex(out.stdout, r"\(\d+ tokens\)")
+
+
+if __name__ == "__main__":
+    unittest.main()

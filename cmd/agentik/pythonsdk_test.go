@@ -72,6 +72,44 @@ func TestPythonSDK(t *testing.T) {
 			t.Logf("%s: %s tests passed\n%s", name, ran[1], out)
 		})
 	}
+
+	// The package is typed (py.typed): mypy --strict checks it against each
+	// pydantic it was tested with (--python-executable picks the packages).
+	mypy := ""
+	for _, c := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(c, "-c", "import mypy").Run() == nil {
+			mypy = c
+			break
+		}
+	}
+	if mypy == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("mypy is needed to check the Python SDK's types (apt-get install python3-mypy)")
+		}
+		t.Log("mypy not found: the Python SDK's types are not checked")
+		return
+	}
+	// Analysing pydantic 2 takes mypy a while; like Go's build cache, its
+	// cache is kept between runs (mypy checks it against the sources).
+	cache := t.TempDir()
+	if d, err := os.UserCacheDir(); err == nil {
+		cache = filepath.Join(d, "agentik-test", "mypy")
+	}
+	for _, py := range pythons {
+		t.Run(fmt.Sprintf("mypy-pydantic%s", py.Pydantic), func(t *testing.T) {
+			cmd := exec.Command(mypy, "-m", "mypy", "--strict", "--cache-dir", filepath.Join(cache, "pydantic"+py.Pydantic), "--python-executable", py.Executable, "agentik")
+			cmd.Dir = dir
+			cmd.Env = os.Environ()
+			if py.Path != "" {
+				cmd.Env = append(cmd.Env, "PYTHONPATH="+py.Path)
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "Success: no issues found") {
+				t.Fatalf("mypy --strict agentik: %v\n%s", err, out)
+			}
+			t.Logf("%s", out)
+		})
+	}
 }
 
 // pythonScript is the model of the Python SDK's tests, by the last user

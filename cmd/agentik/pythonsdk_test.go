@@ -30,6 +30,9 @@ func TestPythonSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	pythons := findPythons(t)
+	if d := os.Getenv("AGENTIK_TEST_WEBSOCKETS_DIR"); d != "" {
+		pythons = withWebsockets(t, pythons, d)
+	}
 	majors := map[string]bool{}
 	for _, py := range pythons {
 		majors[strings.SplitN(py.Pydantic, ".", 2)[0]] = true
@@ -219,6 +222,31 @@ func findPythons(t *testing.T) []python {
 		}
 	}
 	return usable
+}
+
+// withWebsockets gives every Python the websockets package at dir (a
+// websockets source tree's src/websockets, say) instead of its own: to try
+// the SDK with another websockets release than the installed one, run
+//
+//	AGENTIK_TEST_WEBSOCKETS_DIR=/path/to/websockets/src/websockets go test ./cmd/agentik -run PythonSDK
+func withWebsockets(t *testing.T, pythons []python, dir string) []python {
+	link := t.TempDir()
+	if err := os.Symlink(dir, filepath.Join(link, "websockets")); err != nil {
+		t.Fatal(err)
+	}
+	var out []python
+	for _, py := range pythons {
+		cmd := exec.Command(py.Executable, "-c", "import websockets; print(websockets.__version__)")
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+link)
+		v, err := cmd.Output()
+		if err != nil {
+			t.Logf("%s cannot import websockets from %s: %v", py.Executable, dir, err)
+			continue
+		}
+		py.Websockets, py.Path = strings.TrimSpace(string(v)), link
+		out = append(out, py)
+	}
+	return out
 }
 
 func pyMinor(version string) string {

@@ -20,6 +20,15 @@ JSONInput = Union[str, bytes, bytearray]
 Parser = Tuple[Callable[[Any], Any], Callable[[JSONInput], Any]]
 
 
+def loads(data: JSONInput) -> Any:
+    """json.loads, with every failure a ValueError (nesting too deep for
+    the parser is a RecursionError otherwise)."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def union_parser(tp: Any) -> Parser:
     """Returns (validate_python, validate_json) for the type ``tp``."""
     # getattr: the names of one version are not there in the other, and
@@ -34,7 +43,7 @@ def union_parser(tp: Any) -> Parser:
     def from_json(data: JSONInput) -> Any:
         # parse_raw_as would raise a bare JSONDecodeError for bad JSON, and
         # pydantic 2 raises ValidationError: both are ValueError.
-        return pydantic.parse_obj_as(tp, json.loads(data))
+        return pydantic.parse_obj_as(tp, loads(data))
 
     return from_python, from_json
 

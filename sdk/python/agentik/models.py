@@ -296,7 +296,7 @@ def parse_server_message(
     its fields are wrong); an unknown one becomes :class:`UnknownMessage`.
     A frame that is not a JSON object with a string ``type`` is a ValueError.
     """
-    obj = json.loads(data)
+    obj = _compat.loads(data)
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str) or not obj["type"]:
         raise ValueError('a server message must be a JSON object with a string "type"')
     typ: str = obj["type"]

@@ -3,6 +3,7 @@ additions) parses into its own class and goes back out exactly."""
 
 import json
 import os
+import random
 import unittest
 
 import agentik
@@ -115,6 +116,40 @@ class LenientParsing(unittest.TestCase):
         for frame in ["nope", "3", "[]", '{"type":7}', '{"type":""}', "{}"]:
             with self.subTest(frame=frame), self.assertRaises(ValueError):
                 models.parse_server_message(frame)
+
+
+class HostileFrames(unittest.TestCase):
+    """Whatever a peer sends, the parsers return a message or raise
+    ValueError, never anything else (the client relies on it)."""
+
+    def test_mutated_frames(self):
+        rng = random.Random(22)
+        frames = [json.dumps(e["json"], ensure_ascii=False).encode() for _, e in _all_shapes()]
+        alphabet = b'{}[]":,0123456789.-+eEtruefalsnl\\ \x00\xff\xc3AGENT_TYPESTATUS'
+        for i in range(3000):
+            b = bytearray(rng.choice(frames))
+            for _ in range(rng.randint(1, 4)):
+                op, pos = rng.randrange(3), rng.randrange(len(b) + 1)
+                if op == 0 and pos < len(b):
+                    del b[pos]
+                elif op == 1:
+                    b.insert(pos, rng.choice(alphabet))
+                else:
+                    b = b[:pos]
+            data = bytes(b)
+            for parse in (models.parse_server_message, OutgoingMessage.model_validate_json, IncomingMessage.model_validate_json):
+                try:
+                    m = parse(data)
+                except ValueError:
+                    continue
+                self.assertIsInstance(m, agentik.Message, data)
+                m.to_json()  # and whatever parsed can be sent out again
+
+    def test_deep_nesting(self):
+        for deep in ("[" * 100000 + "]" * 100000, '{"type":"STATUS","events":' + "[" * 100000 + "]" * 100000 + "}"):
+            for parse in (models.parse_server_message, OutgoingMessage.model_validate_json, IncomingMessage.model_validate_json):
+                with self.subTest(parse=parse), self.assertRaises(ValueError):
+                    parse(deep)
 
 
 class Endpoints(unittest.TestCase):

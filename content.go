@@ -62,10 +62,24 @@ func (c Content) Validate() error {
 	return nil
 }
 
-// ValidateContent checks a message body: at least one part, each valid.
+// Limits of one message, whatever the facade.
+const (
+	// MaxContentParts bounds the parts of one message.
+	MaxContentParts = 256
+	// DefaultMaxTextBytes is the default limit of the text of one user
+	// message, all parts together: far more than any model's context takes
+	// in one message.
+	DefaultMaxTextBytes = 1 << 20
+)
+
+// ValidateContent checks a message body: at least one part and at most
+// MaxContentParts (ETooLarge), each valid.
 func ValidateContent(parts []Content) error {
 	if len(parts) == 0 {
 		return Errorf(EInvalid, "content is empty")
+	}
+	if len(parts) > MaxContentParts {
+		return Errorf(ETooLarge, "content has %d parts; at most %d are taken", len(parts), MaxContentParts)
 	}
 	for _, p := range parts {
 		if err := p.Validate(); err != nil {

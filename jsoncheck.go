@@ -11,11 +11,18 @@ import (
 // below it; deeper ones only cost the decoders time and stack.
 const MaxJSONDepth = 128
 
+// MaxJSONArray is how many elements one array of outside JSON may hold.
+// Decoding a huge array of tiny values costs far more memory than its bytes
+// (a 16 MiB body of 600,000 content parts took hundreds of MiB); no request
+// needs that many.
+const MaxJSONArray = 65536
+
 // CheckJSON refuses outside JSON that encoding/json would silently accept
 // but turn into something else than what its sender wrote (RFC 8259 §8.1,
 // RFC 7493): bytes that are not UTF-8 (they would become U+FFFD), duplicate
 // object keys (parsers disagree on which one wins), lone UTF-16 surrogate
-// escapes (U+FFFD again), and nesting deeper than MaxJSONDepth. Keys are
+// escapes (U+FFFD again), nesting deeper than MaxJSONDepth, and arrays of
+// more than MaxJSONArray elements (ETooLarge). Keys are
 // duplicates when they differ only by case, because encoding/json matches
 // them to struct fields that way (`"content"` and `"Content"` fill the same
 // field, and the last one wins). Errors have
@@ -35,6 +42,7 @@ func CheckJSON(b []byte) error {
 	type frame struct {
 		keys      map[string]struct{}
 		expectKey bool
+		elements  int // arrays: direct elements so far
 	}
 	var stack []frame
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -45,6 +53,13 @@ func CheckJSON(b []byte) error {
 			return nil // end of input, or a syntax error the decoder will name
 		}
 		top := len(stack) - 1
+		if top >= 0 && stack[top].keys == nil {
+			if d, ok := tok.(json.Delim); !ok || d == '{' || d == '[' {
+				if stack[top].elements++; stack[top].elements > MaxJSONArray {
+					return Errorf(ETooLarge, "the body has an array of more than %d elements", MaxJSONArray)
+				}
+			}
+		}
 		if top >= 0 && stack[top].keys != nil {
 			if stack[top].expectKey {
 				if d, ok := tok.(json.Delim); ok && d == '}' {

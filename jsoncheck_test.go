@@ -34,6 +34,17 @@ func TestCheckJSON(t *testing.T) {
 			t.Errorf("%.60q: %v, want malformed", s, err)
 		}
 	}
+	elems := func(n int, v string) string { return "[" + strings.TrimSuffix(strings.Repeat(v+",", n), ",") + "]" }
+	for _, s := range []string{elems(MaxJSONArray, "1"), `{"a":` + elems(MaxJSONArray, `{"b":[1,2]}`) + `}`, "[" + elems(MaxJSONArray, "[]") + "]"} {
+		if err := CheckJSON([]byte(s)); err != nil {
+			t.Errorf("%d elements: %v", MaxJSONArray, err)
+		}
+	}
+	for _, s := range []string{elems(MaxJSONArray+1, "1"), `{"a":[` + elems(MaxJSONArray+1, `{}`) + `]}`, elems(MaxJSONArray+1, `"x"`)} {
+		if err := CheckJSON([]byte(s)); ErrorCode(err) != ETooLarge {
+			t.Errorf("%d elements: %v, want too_large", MaxJSONArray+1, err)
+		}
+	}
 }
 
 // FuzzCheckJSON: never panics; whatever it accepts that encoding/json also

@@ -26,6 +26,9 @@ type WSConfig struct {
 	// Origins are host patterns ("app.example.com", "*.example.com") allowed
 	// to connect cross-origin from a browser; same-origin always is.
 	Origins []string // AGENTIK_WS_ORIGINS
+	// MaxConnections bounds the open connections of one principal; 0 =
+	// unlimited.
+	MaxConnections int // AGENTIK_WS_MAX_CONNECTIONS
 }
 
 // Defaults of WSConfig.
@@ -35,6 +38,7 @@ const (
 	DefaultWSPingInterval    = 30 * time.Second
 	DefaultWSPingTimeout     = 15 * time.Second
 	DefaultWSWriteTimeout    = 10 * time.Second
+	DefaultWSMaxConnections  = 16
 )
 
 func (c *WSConfig) read(r *reader) {
@@ -45,7 +49,9 @@ func (c *WSConfig) read(r *reader) {
 		PingTimeout:     DefaultWSPingTimeout,
 		WriteTimeout:    DefaultWSWriteTimeout,
 		IfBusy:          "enqueue",
+		MaxConnections:  DefaultWSMaxConnections,
 	}
+	r.integer("AGENTIK_WS_MAX_CONNECTIONS", &c.MaxConnections, 0, 1_000_000)
 	r.duration("AGENTIK_WS_IDLE_TIMEOUT", &c.IdleTimeout)
 	r.duration("AGENTIK_WS_PING_INTERVAL", &c.PingInterval)
 	r.duration("AGENTIK_WS_PING_TIMEOUT", &c.PingTimeout)

@@ -33,6 +33,7 @@ type conv struct {
 	// subscribers get a conversation's durable events in cursor order.
 	writeMu       sync.Mutex
 	lastPublished int64
+	tempBytes     int64 // temporal: what the memory store holds for it (see limits.go)
 
 	// memory caches working memory; only the turn loop touches it.
 	memory       []agentik.MemoryEntry
@@ -172,7 +173,15 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	if err := agentik.ValidateInput(req.Content, c.e.opts.MaxImageBytes); err != nil { // image headers and size
 		return agentik.SendResult{}, err
 	}
+	if err := checkText(req.Content, c.e.opts.MaxTextBytes); err != nil {
+		return agentik.SendResult{}, err
+	}
 	req.Content = agentik.CanonicalImages(req.Content) // equal images, equal text: stored once
+	if c.temporal {
+		if err := c.e.limits.AdmitTemporal(c.owner, messageBytes(&agentik.Message{Content: req.Content})); err != nil {
+			return agentik.SendResult{}, err
+		}
+	}
 	if err := c.e.accepting(); err != nil {
 		return agentik.SendResult{}, err
 	}
@@ -236,6 +245,9 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 			return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "the model does not take image input")
 		}
 		if err := agentik.ValidateInput(req.Content, c.e.opts.MaxImageBytes); err != nil { // image headers and size
+			return agentik.SendResult{}, err
+		}
+		if err := checkText(req.Content, c.e.opts.MaxTextBytes); err != nil {
 			return agentik.SendResult{}, err
 		}
 	}
@@ -379,6 +391,16 @@ func (c *conv) commit(ctx context.Context, w agentik.Write) ([]agentik.Event, er
 		}
 		return nil, fmt.Errorf("commit: %w", err)
 	}
+	if c.temporal {
+		var n int64
+		for _, ev := range evs {
+			if ev.Message != nil {
+				n += messageBytes(ev.Message)
+			}
+		}
+		c.tempBytes += n
+		c.e.limits.AddTemporal(c.owner, n)
+	}
 	for _, ev := range evs {
 		if ev.Cursor > c.lastPublished {
 			c.lastPublished = ev.Cursor
@@ -403,6 +425,29 @@ func (c *conv) publishLocked(ev agentik.Event) {
 		ev.Date = agentik.Now()
 	}
 	c.e.opts.Bus.Publish(ev)
+}
+
+// releaseTemporal frees what a deleted or closed temporal conversation held.
+func (c *conv) releaseTemporal() {
+	c.writeMu.Lock()
+	n := c.tempBytes
+	c.tempBytes = 0
+	c.writeMu.Unlock()
+	if n != 0 {
+		c.e.limits.AddTemporal(c.owner, -n)
+	}
+}
+
+// checkText refuses a message whose text is longer than limit bytes.
+func checkText(parts []agentik.Content, limit int) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p.Text)
+	}
+	if n > limit {
+		return agentik.Errorf(agentik.ETooLarge, "the message's text is longer than %d bytes", limit)
+	}
+	return nil
 }
 
 // closeInterrupted closes the turn of user message id without running it.

@@ -52,10 +52,19 @@ type Options struct {
 	SendReasoning bool   // feed stored reasoning back to the model; default off
 	MaxImageBytes int    // limit of one image in a user message; default agentik.DefaultMaxImageBytes
 
-	// Per-principal limits; zero means unlimited. A message over a limit is
-	// refused with ERateLimited and stores nothing.
-	MaxConcurrentTurns int // conversations with a running or queued turn
-	MessagesPerMinute  int
+	// Per-principal limits (see limits.go); zero means unlimited. A request
+	// over a limit is refused (ERateLimited with RetryAfter, or ETooLarge /
+	// EUnavailable for memory) and stores nothing. Limiter, when set,
+	// replaces them all (e.g. with limits shared by a cluster).
+	MaxConcurrentTurns     int // conversations with a running or queued turn
+	MessagesPerMinute      int
+	ConversationsPerMinute int
+	TemporalBytes          int64 // held by one principal's temporal conversations
+	TemporalBytesTotal     int64 // held by all temporal conversations
+	Limiter                Limiter
+	// MaxTextBytes bounds the text of one user message (all its parts);
+	// default agentik.DefaultMaxTextBytes.
+	MaxTextBytes int
 
 	Logger *slog.Logger
 
@@ -91,6 +100,13 @@ func (o *Options) setDefaults() error {
 	}
 	if o.SummaryPrompt == "" {
 		o.SummaryPrompt = DefaultSummaryPrompt
+	}
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = agentik.DefaultMaxTextBytes
+	}
+	if o.Limiter == nil {
+		o.Limiter = NewLocalLimiter(Limits{ConversationsPerMinute: o.ConversationsPerMinute, MessagesPerMinute: o.MessagesPerMinute,
+			MaxConcurrentTurns: o.MaxConcurrentTurns, TemporalBytes: o.TemporalBytes, TemporalBytesTotal: o.TemporalBytesTotal})
 	}
 	if o.MaxImageBytes <= 0 {
 		o.MaxImageBytes = agentik.DefaultMaxImageBytes
@@ -138,7 +154,7 @@ type Engine struct {
 	draining      bool
 	started       bool
 
-	limits limiter
+	limits limits
 
 	// agentMu orders every commit that produces an agent event with its
 	// publication, so agent events reach subscribers in cursor order.
@@ -161,7 +177,7 @@ func New(opts Options) (*Engine, error) {
 		baseCtx:    ctx,
 		cancelBase: cancel,
 		live:       make(map[string]*conv),
-		limits:     newLimiter(opts.MaxConcurrentTurns, opts.MessagesPerMinute),
+		limits:     limits{opts.Limiter},
 	}, nil
 }
 
@@ -284,6 +300,9 @@ func (e *Engine) CreateConversation(ctx context.Context, req agentik.CreateReque
 	} else if _, err := e.load(ctx, id); err == nil {
 		return agentik.ConversationInfo{}, agentik.Errorf(agentik.EConflict, "conversation %s exists", id)
 	}
+	if err := e.limits.AdmitConversation(agentik.PrincipalFrom(ctx)); err != nil {
+		return agentik.ConversationInfo{}, err
+	}
 	now := agentik.Now()
 	rec := agentik.ConversationRecord{
 		ID:        id,
@@ -380,6 +399,7 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}
+	c.releaseTemporal()
 	c.closeStreams()
 	return nil
 }
@@ -524,6 +544,7 @@ func (e *Engine) sweepTemporal() {
 				if _, err := e.temp.DeleteConversation(e.baseCtx, c.id, agentik.Now()); err != nil && !agentik.IsNotFound(err) {
 					e.log.Warn("close idle temporal conversation", "conversation", c.id, "err", err)
 				}
+				c.releaseTemporal()
 				c.closeStreams()
 			}
 		}

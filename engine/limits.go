@@ -8,15 +8,60 @@ import (
 	"github.com/agentik/agentik"
 )
 
-// limiter enforces per-principal limits: conversations with a turn running
-// or queued, and messages per minute (a token bucket refilled continuously).
-type limiter struct {
-	maxTurns  int
-	perMinute int
+// Limiter decides what one principal may start now. The engine asks it
+// before it creates a conversation and before it stores a user message;
+// a refusal is an *agentik.Error, ERateLimited with RetryAfter for rates and
+// concurrency, ETooLarge or EUnavailable for memory, and stores nothing.
+// It also counts the turns and the temporal memory the engine holds, so
+// that an implementation shared by several processes can make every limit
+// cluster-wide. Implementations are safe for concurrent use.
+type Limiter interface {
+	// AdmitConversation is asked before principal creates a conversation.
+	AdmitConversation(principal string) error
+	// AdmitMessage is asked before principal's message is stored; looping
+	// says its conversation already runs turns (it adds no concurrent one).
+	AdmitMessage(principal string, looping bool) error
+	// TurnsStarted and TurnsStopped bracket a conversation's turn loop.
+	TurnsStarted(principal string)
+	TurnsStopped(principal string)
+	// AdmitTemporal is asked before n more bytes are stored in principal's
+	// temporal (memory-only) conversations by a user message.
+	AdmitTemporal(principal string, n int64) error
+	// AddTemporal counts n bytes stored in (or, negative, freed from)
+	// principal's temporal conversations.
+	AddTemporal(principal string, n int64)
+}
 
-	mu      sync.Mutex
-	running map[string]int
-	buckets map[string]*bucket
+// Limits are the per-principal limits of LocalLimiter; zero means
+// unlimited.
+type Limits struct {
+	ConversationsPerMinute int   // conversations created
+	MessagesPerMinute      int   // user messages stored
+	MaxConcurrentTurns     int   // conversations with a running or queued turn
+	TemporalBytes          int64 // held by one principal's temporal conversations
+	TemporalBytesTotal     int64 // held by all temporal conversations
+}
+
+// LocalLimiter enforces Limits inside one process: token buckets refilled
+// continuously (a principal may use a minute's worth at once, then the
+// rate), counters for turns and temporal memory.
+type LocalLimiter struct {
+	l Limits
+
+	mu       sync.Mutex
+	running  map[string]int
+	convs    map[string]*bucket
+	messages map[string]*bucket
+	temporal map[string]int64
+	tempAll  int64
+}
+
+var _ Limiter = (*LocalLimiter)(nil)
+
+// NewLocalLimiter returns a limiter of l.
+func NewLocalLimiter(l Limits) *LocalLimiter {
+	return &LocalLimiter{l: l, running: map[string]int{}, convs: map[string]*bucket{},
+		messages: map[string]*bucket{}, temporal: map[string]int64{}}
 }
 
 type bucket struct {
@@ -24,50 +69,112 @@ type bucket struct {
 	at     time.Time
 }
 
-func newLimiter(maxTurns, perMinute int) limiter {
-	return limiter{maxTurns: maxTurns, perMinute: perMinute, running: map[string]int{}, buckets: map[string]*bucket{}}
-}
-
-// admit decides whether principal may send a message now; looping says the
-// conversation already has a turn loop (it adds no concurrent turn).
-func (l *limiter) admit(principal string, looping bool) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.maxTurns > 0 && !looping && l.running[principal] >= l.maxTurns {
-		return &agentik.Error{Code: agentik.ERateLimited, RetryAfter: time.Second,
-			Message: "too many conversations with a running turn; wait for one to finish"}
-	}
-	if l.perMinute <= 0 {
-		return nil
-	}
-	now := time.Now()
-	b := l.buckets[principal]
+// take takes one token of principal's bucket in m (perMinute tokens a
+// minute, as many at most), or says how long until one is there.
+func take(m map[string]*bucket, principal string, perMinute int, now time.Time) (time.Duration, bool) {
+	b := m[principal]
 	if b == nil {
-		b = &bucket{tokens: float64(l.perMinute), at: now}
-		l.buckets[principal] = b
+		b = &bucket{tokens: float64(perMinute), at: now}
+		m[principal] = b
 	}
-	rate := float64(l.perMinute) / 60 // tokens per second
-	b.tokens = min(float64(l.perMinute), b.tokens+now.Sub(b.at).Seconds()*rate)
+	rate := float64(perMinute) / 60 // tokens per second
+	b.tokens = min(float64(perMinute), b.tokens+now.Sub(b.at).Seconds()*rate)
 	b.at = now
 	if b.tokens < 1 {
-		wait := time.Duration(math.Ceil((1-b.tokens)/rate)) * time.Second
-		return &agentik.Error{Code: agentik.ERateLimited, RetryAfter: wait,
-			Message: "too many messages; slow down"}
+		return time.Duration(math.Ceil((1-b.tokens)/rate)) * time.Second, false
 	}
 	b.tokens--
+	if b.tokens >= float64(perMinute)-1e-9 {
+		delete(m, principal) // full again: nothing to remember
+	}
+	return 0, true
+}
+
+// AdmitConversation implements Limiter.
+func (l *LocalLimiter) AdmitConversation(principal string) error {
+	if l.l.ConversationsPerMinute <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if wait, ok := take(l.convs, principal, l.l.ConversationsPerMinute, time.Now()); !ok {
+		return &agentik.Error{Code: agentik.ERateLimited, RetryAfter: wait,
+			Message: "too many conversations created; slow down"}
+	}
 	return nil
 }
 
-func (l *limiter) started(principal string) {
+// AdmitMessage implements Limiter.
+func (l *LocalLimiter) AdmitMessage(principal string, looping bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.l.MaxConcurrentTurns > 0 && !looping && l.running[principal] >= l.l.MaxConcurrentTurns {
+		return &agentik.Error{Code: agentik.ERateLimited, RetryAfter: time.Second,
+			Message: "too many conversations with a running turn; wait for one to finish"}
+	}
+	if l.l.MessagesPerMinute <= 0 {
+		return nil
+	}
+	if wait, ok := take(l.messages, principal, l.l.MessagesPerMinute, time.Now()); !ok {
+		return &agentik.Error{Code: agentik.ERateLimited, RetryAfter: wait,
+			Message: "too many messages; slow down"}
+	}
+	return nil
+}
+
+// TurnsStarted implements Limiter.
+func (l *LocalLimiter) TurnsStarted(principal string) {
 	l.mu.Lock()
 	l.running[principal]++
 	l.mu.Unlock()
 }
 
-func (l *limiter) stopped(principal string) {
+// TurnsStopped implements Limiter.
+func (l *LocalLimiter) TurnsStopped(principal string) {
 	l.mu.Lock()
 	if l.running[principal]--; l.running[principal] <= 0 {
 		delete(l.running, principal)
 	}
 	l.mu.Unlock()
+}
+
+// AdmitTemporal implements Limiter.
+func (l *LocalLimiter) AdmitTemporal(principal string, n int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.l.TemporalBytes > 0 && l.temporal[principal]+n > l.l.TemporalBytes {
+		return agentik.Errorf(agentik.ETooLarge, "temporal conversations hold more than %d bytes for this caller; delete one, or use a persistent conversation", l.l.TemporalBytes)
+	}
+	if l.l.TemporalBytesTotal > 0 && l.tempAll+n > l.l.TemporalBytesTotal {
+		return &agentik.Error{Code: agentik.EUnavailable, RetryAfter: time.Minute,
+			Message: "the server's memory for temporal conversations is full; use a persistent conversation"}
+	}
+	return nil
+}
+
+// AddTemporal implements Limiter.
+func (l *LocalLimiter) AddTemporal(principal string, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tempAll += n
+	if l.temporal[principal] += n; l.temporal[principal] <= 0 {
+		delete(l.temporal, principal)
+	}
+}
+
+// limits adapts a Limiter to the engine's call sites.
+type limits struct{ Limiter }
+
+func (l limits) admit(principal string, looping bool) error { return l.AdmitMessage(principal, looping) }
+func (l limits) started(principal string)                 { l.TurnsStarted(principal) }
+func (l limits) stopped(principal string)                 { l.TurnsStopped(principal) }
+
+// messageBytes is what a journal message costs a memory store: its text,
+// images, reasoning, arguments and details.
+func messageBytes(m *agentik.Message) int64 {
+	n := int64(len(m.Reasoning) + len(m.Arguments) + len(m.Details))
+	for _, c := range m.Content {
+		n += int64(len(c.Text) + len(c.Data))
+	}
+	return n
 }

@@ -54,7 +54,10 @@ func startProc(t *testing.T, env ...string) *proc {
 	t.Helper()
 	p := &proc{done: make(chan struct{}), logs: &syncBuffer{}}
 	p.cmd = exec.Command(binary, "serve")
-	p.cmd.Env = append(os.Environ(), append([]string{"AGENTIK_PORT=0", "AGENTIK_HOST=127.0.0.1", "AGENTIK_A2A=off", "AGENTIK_AGUI=off"}, env...)...)
+	// The clients here are one principal sending far past the default
+	// per-principal limits: the faults are the subject, not the limits.
+	p.cmd.Env = append(os.Environ(), append([]string{"AGENTIK_PORT=0", "AGENTIK_HOST=127.0.0.1", "AGENTIK_A2A=off", "AGENTIK_AGUI=off",
+		"AGENTIK_MESSAGES_PER_MINUTE=0", "AGENTIK_CONVERSATIONS_PER_MINUTE=0", "AGENTIK_MAX_CONCURRENT_TURNS=0"}, env...)...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package ws
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"errors"
 	"io"
 	"log/slog"
@@ -53,6 +54,10 @@ type Options struct {
 	// OriginPatterns allow cross-origin browser connections from these hosts
 	// (path.Match patterns); same-origin and non-browser clients always can.
 	OriginPatterns []string
+	// MaxConnections bounds the open connections of one principal; one
+	// more is answered with ERROR rate_limited and closed (1013). Zero is
+	// unlimited.
+	MaxConnections int
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -91,6 +96,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
+	conns    map[string]int // open connections per principal
 	closing  bool
 	stopping chan struct{} // closed by BeginShutdown
 	wg       sync.WaitGroup
@@ -100,7 +106,7 @@ type Server struct {
 func NewServer(agent agentik.Agent, opts Options) *Server {
 	opts.setDefaults()
 	return &Server{agent: agent, opts: opts, log: opts.Logger,
-		sessions: make(map[*session]struct{}), stopping: make(chan struct{})}
+		sessions: make(map[*session]struct{}), conns: map[string]int{}, stopping: make(chan struct{})}
 }
 
 // BeginShutdown refuses new connections and messages. Idle connections get
@@ -175,6 +181,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.SetReadLimit(max(16*s.opts.MaxMessageBytes, 16<<20))
 
 	sess := &session{srv: s, c: c, log: s.log, activity: make(chan struct{}, 1)}
+	principal := agentik.PrincipalFrom(ctx)
+	s.mu.Lock()
+	full := s.opts.MaxConnections > 0 && s.conns[principal] >= s.opts.MaxConnections
+	if !full {
+		s.conns[principal]++
+	}
+	s.mu.Unlock()
+	if full {
+		sess.reject(ctx, &agentik.Error{Code: agentik.ERateLimited, RetryAfter: time.Second,
+			Message: fmt.Sprintf("too many open connections (at most %d); close one first", s.opts.MaxConnections)})
+		return
+	}
+	defer func() {
+		s.mu.Lock()
+		if s.conns[principal]--; s.conns[principal] <= 0 {
+			delete(s.conns, principal)
+		}
+		s.mu.Unlock()
+	}()
 	q := r.URL.Query()
 	conv, ext, err := s.open(ctx, q)
 	if err != nil {
@@ -322,7 +347,7 @@ func (ss *session) reject(ctx context.Context, err error) {
 	ss.closed = true
 	ss.wmu.Unlock()
 	status := websocket.StatusPolicyViolation
-	if code == agentik.EUnavailable || code == agentik.EInternal {
+	if code == agentik.EUnavailable || code == agentik.EInternal || code == agentik.ERateLimited {
 		status = websocket.StatusTryAgainLater
 	}
 	ss.c.Close(status, code)

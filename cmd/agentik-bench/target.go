@@ -103,6 +103,10 @@ func serverEnv(sc serverConfig) []string {
 		"OPENAI_MODEL=llmtest",
 		"AGENTIK_LLM_MAX_RETRIES=0",
 		"AGENTIK_DRAIN_TIMEOUT=5s",
+		// The bench is one principal driving the server far past the
+		// per-principal defaults: it measures the server, not its limits.
+		"AGENTIK_MESSAGES_PER_MINUTE=0", "AGENTIK_CONVERSATIONS_PER_MINUTE=0", "AGENTIK_MAX_CONCURRENT_TURNS=0",
+		"AGENTIK_WS_MAX_CONNECTIONS=0", "AGENTIK_TEMPORAL_MAX_BYTES=0", "AGENTIK_TEMPORAL_MAX_BYTES_TOTAL=0",
 	)
 	if sc.pgDSN != "" {
 		env = append(env, "AGENTIK_DATABASE_URL="+sc.pgDSN)

@@ -116,8 +116,12 @@ func (a *app) buildEngine(ctx context.Context) error {
 		SendReasoning: cfg.ReasoningToModel,
 		MaxImageBytes: cfg.MaxImageBytes,
 
-		MaxConcurrentTurns: cfg.Auth.MaxConcurrentTurns,
-		MessagesPerMinute:  cfg.Auth.MessagesPerMinute,
+		MaxConcurrentTurns:     cfg.Auth.MaxConcurrentTurns,
+		MessagesPerMinute:      cfg.Auth.MessagesPerMinute,
+		ConversationsPerMinute: cfg.Auth.ConversationsPerMinute,
+		TemporalBytes:          cfg.Auth.TemporalBytes,
+		TemporalBytesTotal:     cfg.Auth.TemporalBytesTotal,
+		MaxTextBytes:           cfg.Auth.MaxTextBytes,
 	})
 	return err
 }

@@ -22,6 +22,7 @@ func (a *app) mountWS(ctx context.Context) error {
 		WriteTimeout:    cfg.WriteTimeout,
 		IfBusy:          cfg.IfBusy,
 		OriginPatterns:  cfg.Origins,
+		MaxConnections:  cfg.MaxConnections,
 		Logger:          a.log,
 	})
 	a.mux.Handle("GET /agentik/ws", srv)

@@ -165,9 +165,11 @@ func (l *LocalLimiter) AddTemporal(principal string, n int64) {
 // limits adapts a Limiter to the engine's call sites.
 type limits struct{ Limiter }
 
-func (l limits) admit(principal string, looping bool) error { return l.AdmitMessage(principal, looping) }
-func (l limits) started(principal string)                 { l.TurnsStarted(principal) }
-func (l limits) stopped(principal string)                 { l.TurnsStopped(principal) }
+func (l limits) admit(principal string, looping bool) error {
+	return l.AdmitMessage(principal, looping)
+}
+func (l limits) started(principal string) { l.TurnsStarted(principal) }
+func (l limits) stopped(principal string) { l.TurnsStopped(principal) }
 
 // messageBytes is what a journal message costs a memory store: its text,
 // images, reasoning, arguments and details.

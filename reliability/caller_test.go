@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/agui"
+	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/coder/websocket"
 )
@@ -211,5 +212,73 @@ func TestOneRunOneTurn(t *testing.T) {
 		if len(msgs) != 2 || msgs[0].Type != agentik.MsgUser || len(msgs[0].Content) != agui.DefaultMaxRunMessages || msgs[1].Type != agentik.MsgAssistant {
 			t.Fatalf("the run's journal: %d messages, first %+v", len(msgs), msgs[0])
 		}
+	}
+}
+
+// TestMemoryOneCallerCanTake: a body of 500,000 tiny parts is refused before
+// it is decoded (an array of at most agentik.MaxJSONArray elements), a
+// message of more than agentik.MaxContentParts parts or more text than the
+// limit is refused, and temporal conversations — memory only — hold at most
+// the per-principal budget, which is given back when one is deleted.
+func TestMemoryOneCallerCanTake(t *testing.T) {
+	const budget = 3 << 20
+	s := newServer(t, serverOptions{maxBody: 16 << 20, engine: func(o *engine.Options) { o.TemporalBytes = budget }})
+	conv := s.createConversation(t)
+	parts := func(n int) string {
+		return `{"content":[` + strings.TrimSuffix(strings.Repeat(`{"type":"text","text":"x"},`, n), ",") + `]}`
+	}
+	send := func(conv, body string) reply {
+		return do(t, "POST", s.url+"/agentik/conversations/"+conv+"/messages", []byte(body))
+	}
+	before := s.stored(t, conv)
+	for _, tc := range []struct {
+		name, body string
+	}{
+		{"500,000 parts (13.5 MB)", parts(500_000)},
+		{"257 parts", parts(agentik.MaxContentParts + 1)},
+		{"text over 1 MiB", `{"content":[{"type":"text","text":"` + strings.Repeat("a", agentik.DefaultMaxTextBytes/2) + `"},{"type":"text","text":"` + strings.Repeat("b", agentik.DefaultMaxTextBytes/2+1) + `"}]}`},
+	} {
+		if got, err := restRefusal(send(conv, tc.body)); err != nil || got != "413 too_large" {
+			t.Errorf("%s: %s %v, want 413 too_large", tc.name, got, err)
+		}
+	}
+	if after := s.stored(t, conv); after != before {
+		t.Fatalf("refused but stored: %+v → %+v", before, after)
+	}
+	s.llm.Enqueue(llmtest.Text("ok"))
+	if r := send(conv, parts(agentik.MaxContentParts)); r.status != http.StatusAccepted {
+		t.Fatalf("%d parts: %d %s", agentik.MaxContentParts, r.status, r.body)
+	}
+
+	// Temporal conversations: 900 KB messages until the budget is spent.
+	temporal := func() string {
+		var info agentik.ConversationInfo
+		do(t, "POST", s.url+"/agentik/conversations", []byte(`{"temporal":true}`)).decode(t, &info)
+		return info.ID
+	}
+	big := `{"content":[{"type":"text","text":"` + strings.Repeat("t", 900_000) + `"}]}`
+	first := temporal()
+	accepted := 0
+	for i := 0; ; i++ {
+		s.llm.Enqueue(llmtest.Text("ok"))
+		r := send(first, big)
+		if r.status == http.StatusAccepted {
+			accepted++
+			continue
+		}
+		if got, err := restRefusal(r); err != nil || got != "413 too_large" || accepted != budget/900_000 {
+			t.Fatalf("temporal message %d: %s %v after %d accepted", i+1, got, err, accepted)
+		}
+		break
+	}
+	second := temporal()
+	if got, err := restRefusal(send(second, big)); err != nil || got != "413 too_large" {
+		t.Fatalf("a second temporal conversation over the budget: %s %v", got, err)
+	}
+	if r := do(t, "DELETE", s.url+"/agentik/conversations/"+first, nil); r.status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	if r := send(second, big); r.status != http.StatusAccepted {
+		t.Fatalf("after the delete gave the memory back: %d %s", r.status, r.body)
 	}
 }

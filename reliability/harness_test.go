@@ -56,6 +56,8 @@ type serverOptions struct {
 	// cleanup. (llmtest keeps every request, so a test that measures the
 	// heap must be able to let go of it.)
 	llm *llmtest.Server
+	// engine adjusts the engine's options (limits).
+	engine func(*engine.Options)
 }
 
 func newServer(t *testing.T, o serverOptions) *server {
@@ -102,13 +104,17 @@ func (s *server) start() {
 	}
 	logger := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s.bus = bus.New()
-	eng, err := engine.New(engine.Options{
+	eo := engine.Options{
 		Store: st, Bus: s.bus, LLM: llm,
 		Tools:        tools.NewRegistry(tools.CurrentTime{}),
 		SystemPrompt: "You are a test agent.",
 		ToolTimeout:  5 * time.Second,
 		Logger:       logger,
-	})
+	}
+	if s.opts.engine != nil {
+		s.opts.engine(&eo)
+	}
+	eng, err := engine.New(eo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,12 @@ var ErrUnauthorized = agentik.Errorf(agentik.EUnauthorized, "a valid bearer toke
 // Blank entries and lines starting with # are ignored. The error names the
 // entry's position, never its text.
 func ParsePairs(s string) (map[string]string, error) {
+	return parseEntries(strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }))
+}
+
+// parseEntries reads one principal:token pair per entry.
+func parseEntries(fields []string) (map[string]string, error) {
 	pairs := map[string]string{} // token → principal
-	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' })
 	for i, f := range fields {
 		f = strings.TrimSpace(f)
 		if f == "" || strings.HasPrefix(f, "#") {
@@ -61,23 +65,39 @@ func ParsePairs(s string) (map[string]string, error) {
 	return pairs, nil
 }
 
-// ReadFile reads pairs from a file, one principal:token per line.
+// ReadFile reads pairs from a file, one principal:token per line (split on
+// newlines only: a comma is part of the token). The error names the line,
+// never its text.
 func ReadFile(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var b strings.Builder
+	var lines []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		b.WriteString(sc.Text())
-		b.WriteByte('\n')
+		lines = append(lines, sc.Text())
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	return ParsePairs(b.String())
+	return parseEntries(lines)
+}
+
+// Merge adds the pairs of more to pairs; a token in both is refused (one
+// source silently overriding the other's principal would hand a caller
+// another identity). The error names no token.
+func Merge(pairs, more map[string]string) error {
+	for token, principal := range more {
+		if other, dup := pairs[token]; dup {
+			return fmt.Errorf("one token is configured twice (for principal %s and for principal %s)", other, principal)
+		}
+	}
+	for token, principal := range more {
+		pairs[token] = principal
+	}
+	return nil
 }
 
 // NewTokens returns a set holding pairs (token → principal).

@@ -28,8 +28,8 @@ func (a *app) setupAuth(ctx context.Context) error {
 			if err != nil {
 				return nil, fmt.Errorf("AGENTIK_AUTH_TOKENS_FILE: %w", err)
 			}
-			for t, p := range filePairs {
-				pairs[t] = p
+			if err := auth.Merge(pairs, filePairs); err != nil {
+				return nil, fmt.Errorf("AGENTIK_AUTH_TOKENS and AGENTIK_AUTH_TOKENS_FILE: %w", err)
 			}
 		}
 		if len(pairs) == 0 {

@@ -188,3 +188,11 @@ type Conversation interface {
 type TurnInterrupter interface {
 	InterruptTurn(ctx context.Context, replyTo string) (bool, error)
 }
+
+// MessageReader is implemented by conversations that can read one journal
+// message by its id (ENotFound when the conversation has none with that
+// id). Facades whose clients refer to messages by id (IRC msgid selectors
+// in CHATHISTORY) use it.
+type MessageReader interface {
+	Message(ctx context.Context, id string) (Message, error)
+}

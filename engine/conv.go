@@ -546,6 +546,18 @@ func (h *handle) Messages(ctx context.Context, req agentik.MessagesRequest) (age
 	return agentik.MessagePage{Messages: msgs, HasMore: more, Cursor: cursor}, nil
 }
 
+// Message reads one journal message by id (agentik.MessageReader).
+func (h *handle) Message(ctx context.Context, id string) (agentik.Message, error) {
+	m, err := h.c.store.Message(ctx, h.c.id, id)
+	if agentik.IsNotFound(err) {
+		return agentik.Message{}, agentik.Errorf(agentik.ENotFound, "message not found")
+	}
+	if err != nil {
+		return agentik.Message{}, h.c.readErr(err)
+	}
+	return m, nil
+}
+
 func (h *handle) Events(ctx context.Context, after int64) (agentik.Stream[agentik.Event], error) {
 	return h.c.subscribe(ctx, after)
 }

@@ -27,6 +27,7 @@ func (s *server) routes(mux *http.ServeMux, p string) {
 		{"GET", p + "/conversations/{id}/messages", s.messages},
 		{"POST", p + "/conversations/{id}/interrupt", s.interrupt},
 		{"GET", p + "/conversations/{id}/events", s.conversationEvents},
+		{"GET", p + "/conversations/{id}/messages/{seq}/images/{n}", s.image},
 	}
 	allowed := map[string][]string{}
 	var paths []string

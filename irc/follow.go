@@ -1,0 +1,297 @@
+package irc
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ergochat/irc-go/ircmsg"
+
+	"github.com/agentik/agentik"
+)
+
+// typingEvery is how often +typing=active is repeated while a turn runs:
+// the typing spec's throttle (3 s) under its 6 s expiry.
+const typingEvery = 3 * time.Second
+
+// follower turns one conversation's events into one client's lines. The
+// answer streams line by line: each complete line is sent as soon as it is
+// complete; the last one (whose msgid is the stored message's id) when the
+// assistant_message event arrives. It never waits for the client: lines
+// are queued without waiting (a client that falls behind is cut off).
+type follower struct {
+	c        *conn
+	j        *joined
+	v        view
+	phase    string
+	split    streamSplitter
+	sawDelta bool            // the current response came as deltas
+	text     strings.Builder // text of the current response so far
+	emitted  int             // lines of it sent
+	resumed  string          // text sent before a resubscription
+	replyTo  string
+	cursor   int64
+	typing   *time.Ticker
+}
+
+// follow runs until j is stopped, the connection ends, or the conversation
+// goes away. A stream that is cut off (the client's follower fell behind)
+// is resumed from the last durable cursor.
+func (c *conn) follow(j *joined, stream agentik.Stream[agentik.Event], after int64) {
+	f := &follower{c: c, j: j, v: j.view(), cursor: after}
+	defer f.stopTyping(false)
+	for {
+		err := f.run(stream)
+		stream.Close()
+		if j.ctx.Err() != nil {
+			return
+		}
+		if err == nil { // the agent ended the stream: it is shutting down, or the conversation is gone
+			if _, ierr := j.conv.Info(j.ctx); agentik.IsNotFound(ierr) {
+				c.lost(j, "The conversation was deleted")
+			}
+			return
+		}
+		if !errors.Is(err, agentik.ErrSlowSubscriber) {
+			c.srv.log.Warn("irc: conversation stream failed; resuming", "client", c.id, "conversation", j.conv.ID(), "err", err)
+		}
+		if f.phase == agentik.EvStartResponse {
+			f.resumed = f.text.String()
+		}
+		var serr error
+		stream, serr = j.conv.Events(j.ctx, f.cursor)
+		if serr != nil {
+			if j.ctx.Err() == nil {
+				c.lost(j, "The conversation's events could not be followed: "+c.failure(serr))
+			}
+			return
+		}
+	}
+}
+
+func (f *follower) run(stream agentik.Stream[agentik.Event]) error {
+	for {
+		var tick <-chan time.Time
+		if f.typing != nil {
+			tick = f.typing.C
+		}
+		select {
+		case <-f.j.ctx.Done():
+			return nil
+		case ev, ok := <-stream.C():
+			if !ok {
+				return stream.Err()
+			}
+			f.handle(ev)
+		case <-tick:
+			f.sendTyping("active")
+		}
+	}
+}
+
+func (f *follower) handle(ev agentik.Event) {
+	if ev.Cursor > f.cursor {
+		f.cursor = ev.Cursor
+	}
+	c, v := f.c, f.v
+	switch ev.Type {
+	case agentik.EvWorking:
+		f.replyTo = ev.ReplyTo
+		f.startTyping()
+	case agentik.EvStartReasoning:
+		f.phase = ev.Type
+	case agentik.EvStartResponse:
+		if f.resumed != "" && f.phase == agentik.EvStartResponse {
+			return // the same response, resumed: its text so far comes next
+		}
+		f.phase = ev.Type
+		f.newResponse()
+	case agentik.EvAppendText:
+		if f.phase != agentik.EvStartResponse {
+			return // reasoning is not shown
+		}
+		t := ev.Text
+		if f.resumed != "" {
+			if strings.HasPrefix(t, f.resumed) {
+				t = t[len(f.resumed):]
+			} else {
+				f.newResponse()
+			}
+			f.resumed = ""
+		}
+		f.sawDelta = true
+		f.text.WriteString(t)
+		f.split.write(t, f.live)
+	case agentik.EvAssistantMessage:
+		if ev.Message == nil {
+			return
+		}
+		if f.sawDelta {
+			f.finishResponse(ev.Message)
+		} else {
+			f.sendAll(v.message(ev.Message, false))
+		}
+		f.phase = ""
+		f.newResponse()
+	case agentik.EvUserMessage:
+		if ev.Message != nil {
+			f.userMessage(ev.Message)
+		}
+	case agentik.EvToolCall, agentik.EvToolResult, agentik.EvToolFailed, agentik.EvError:
+		if ev.Message != nil {
+			f.sendAll(v.message(ev.Message, false))
+		}
+	case agentik.EvInterrupted:
+		c.send(v.ctcp("", "INTERRUPTED", ev.Reason, "", time.Now(), map[string]string{
+			"event": agentik.EvInterrupted, "reason": ev.Reason, "reply-to": ev.ReplyTo}))
+	case agentik.EvCompactionTriggered:
+		c.send(v.ctcp("", "COMPACTION", "dropped="+strconv.Itoa(ev.Dropped)+" summary_tokens="+strconv.Itoa(ev.SummaryTokens), "", time.Now(),
+			map[string]string{"event": agentik.EvCompactionTriggered, "dropped": strconv.Itoa(ev.Dropped), "summary-tokens": strconv.Itoa(ev.SummaryTokens)}))
+	case agentik.EvEnd:
+		f.stopTyping(true)
+		f.phase = ""
+	}
+	// TODO(approvals): when the core has durable tool approval (SPEC §10),
+	// an approval_requested event becomes a NOTICE from the agent stating
+	// the call and how to answer: "!approve <call_id>" / "!deny <call_id>
+	// [reason]" (handled in conn.privmsg).
+}
+
+func (f *follower) newResponse() {
+	f.split.reset()
+	f.split.max = budget(f.v.agentSource(), "PRIVMSG", f.v.agentTarget(), 0)
+	f.text.Reset()
+	f.sawDelta = false
+	f.emitted = 0
+}
+
+// live sends one complete line of the answer being written. Its msgid
+// cannot be the stored message's (that id does not exist yet): it is the
+// id of the user message it answers with a random suffix, which
+// CHATHISTORY resolves to that user message.
+func (f *follower) live(piece string) {
+	id := agentik.NewID()
+	if f.replyTo != "" {
+		id = f.replyTo + "~" + id[len(id)-12:]
+	}
+	f.emitted++
+	f.c.send(privmsg(f.v.agentSource(), f.v.agentTarget(), piece, id, time.Now(), true))
+}
+
+// finishResponse sends the rest of a streamed answer and its images; the
+// last line carries the message id, the ones before it "<id>~<n>" as in
+// history.
+func (f *follower) finishResponse(m *agentik.Message) {
+	var rest []string
+	f.split.flush(func(p string) { rest = append(rest, p) })
+	n := 0
+	for _, p := range m.Content {
+		if p.Type == agentik.ContentImage {
+			rest = append(rest, f.v.imageNote(p, m.Seq, n))
+			n++
+		}
+	}
+	src, target := f.v.agentSource(), f.v.agentTarget()
+	total := f.emitted + len(rest)
+	for i, p := range rest {
+		f.c.send(privmsg(src, target, p, lineID(m.ID, f.emitted+i, total), m.Date.Time, true))
+	}
+}
+
+// userMessage shows a user message: the client's own is echoed (with
+// echo-message) or not shown again; another client's or another facade's
+// is shown from the nick of its origin. In a direct conversation every
+// user message is the principal's own, shown (as sent by this client) only
+// to clients that take echoes.
+func (f *follower) userMessage(m *agentik.Message) {
+	c, j := f.c, f.j
+	echo := c.capSet().has(capEcho)
+	var own *pendingEcho
+	if o := originOf(m); o != nil && o.Channel == "irc" {
+		c.mu.Lock()
+		if len(j.echoes) > 0 && j.echoes[0].nick == o.DisplayName && j.echoes[0].text == agentik.JoinText(m.Content) {
+			own, j.echoes = j.echoes[0], j.echoes[1:]
+		}
+		c.mu.Unlock()
+	}
+	switch {
+	case own != nil && echo:
+		target := j.name
+		if j.direct {
+			target = j.agent.nick
+		}
+		lines := textLines(c.source(), target, "", agentik.JoinText(m.Content), m.ID, m.Date.Time, false)
+		f.sendAll(labeled(c, own.label, lines))
+	case own != nil, j.direct && !echo:
+	default:
+		f.sendAll(f.v.message(m, false))
+	}
+}
+
+func (f *follower) sendAll(msgs []ircmsg.Message) {
+	for _, m := range msgs {
+		f.c.send(m)
+	}
+}
+
+func (f *follower) startTyping() {
+	if !f.c.capSet().has(capTags) {
+		return
+	}
+	f.sendTyping("active")
+	if f.typing == nil {
+		f.typing = time.NewTicker(typingEvery)
+	}
+}
+
+// stopTyping ends the typing notifications (with done: tells the client).
+func (f *follower) stopTyping(done bool) {
+	if f.typing == nil {
+		return
+	}
+	f.typing.Stop()
+	f.typing = nil
+	if done {
+		f.sendTyping("done")
+	}
+}
+
+func (f *follower) sendTyping(state string) {
+	m := ircmsg.MakeMessage(nil, f.v.agentSource(), "TAGMSG", f.v.agentTarget())
+	m.SetTag("+typing", state)
+	m.SetTag("time", tagTime(time.Now()))
+	m.SetTag("bot", "")
+	f.c.send(m)
+}
+
+// labeled returns msgs as the one labeled response to a command:
+// unlabeled as they are; one line with the label; or a labeled-response
+// batch around them.
+func labeled(c *conn, label string, msgs []ircmsg.Message) []ircmsg.Message {
+	if label == "" || !c.capSet().has(capLabeled|capBatch) {
+		return msgs
+	}
+	srv := c.srv.opts.ServerName
+	switch {
+	case len(msgs) == 0:
+		ack := ircmsg.MakeMessage(nil, srv, "ACK")
+		ack.SetTag("label", label)
+		return []ircmsg.Message{ack}
+	case len(msgs) == 1 || isOneBatch(msgs):
+		msgs[0].SetTag("label", label)
+		return msgs
+	}
+	ref := c.newBatchRef()
+	start := ircmsg.MakeMessage(nil, srv, "BATCH", "+"+ref, "labeled-response")
+	start.SetTag("label", label)
+	out := make([]ircmsg.Message, 0, len(msgs)+2)
+	out = append(out, start)
+	for _, m := range msgs {
+		if !m.HasTag("batch") {
+			m.SetTag("batch", ref)
+		}
+		out = append(out, m)
+	}
+	return append(out, ircmsg.MakeMessage(nil, srv, "BATCH", "-"+ref))
+}

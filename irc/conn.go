@@ -79,7 +79,7 @@ type conn struct {
 	principal  string
 	authed     bool
 	away       string
-	ended      bool // cleanup began: no new followers
+	ended      bool               // cleanup began: no new followers
 	channels   map[string]*joined // folded channel name
 	direct     map[string]*joined // agent id
 

@@ -47,8 +47,8 @@ func (c *conn) follow(j *joined, stream agentik.Stream[agentik.Event], after int
 		if j.ctx.Err() != nil {
 			return
 		}
-		if err == nil { // the agent ended the stream: it is shutting down, or the conversation is gone
-			if _, ierr := j.conv.Info(j.ctx); agentik.IsNotFound(ierr) {
+		if err == nil || agentik.IsNotFound(err) { // the agent is shutting down, or the conversation is gone
+			if _, ierr := j.conv.Info(j.ctx); agentik.IsNotFound(err) || agentik.IsNotFound(ierr) {
 				c.lost(j, "The conversation was deleted")
 			}
 			return

@@ -67,6 +67,9 @@ func newStack(t *testing.T, opts Options, tokens map[string]string) *stack {
 		tk := auth.NewTokens(pairs)
 		opts.Authenticate = func(user, token string) (string, bool) { return tk.Lookup(token) }
 	}
+	if opts.FloodRate == 0 {
+		opts.FloodRate = -1 // flood control has its own test
+	}
 	if opts.Agents == nil {
 		opts.Agents = []Agent{{ID: "agentik", Agent: eng}}
 	}
@@ -172,7 +175,7 @@ func (c *client) nextOK() (ircmsg.Message, bool) {
 		}
 		return m, true
 	case <-time.After(15 * time.Second):
-		c.t.Fatal("no line within 15s")
+		c.t.Fatalf("no line within 15s; got %d lines, last %q", len(c.rawLines()), c.rawLines()[max(0, len(c.rawLines())-3):])
 	}
 	return ircmsg.Message{}, false
 }
@@ -264,14 +267,14 @@ func (c *client) join(channel string) []ircmsg.Message {
 }
 
 // answer reads the agent's PRIVMSGs to target until one whose text is
-// wantLast, and returns their texts; other lines are returned apart.
+// ends with wantLast, and returns their texts; other lines are returned apart.
 func (c *client) answer(target, wantLast string) (texts []string, others []ircmsg.Message) {
 	c.t.Helper()
 	for {
 		m := c.next()
-		if m.Command == "PRIVMSG" && len(m.Params) == 2 && m.Params[0] == target && !strings.HasPrefix(m.Params[1], "\x01") {
+		if m.Command == "PRIVMSG" && len(m.Params) == 2 && m.Params[0] == target && m.Nick() == "agentik" && !strings.HasPrefix(m.Params[1], "\x01") {
 			texts = append(texts, m.Params[1])
-			if m.Params[1] == wantLast {
+			if strings.HasSuffix(m.Params[1], wantLast) {
 				return texts, others
 			}
 			continue

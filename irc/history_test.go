@@ -244,7 +244,7 @@ func TestHistoryLinesOnJoin(t *testing.T) {
 	plain := s.dial()
 	plain.register("alice2", "tok-alice-1")
 	lines := plain.join("#h")
-	lines = append(lines, plain.until(is("PRIVMSG", "#h", "[" + j[9].Date.UTC().Format("2006-01-02 15:04") + "] a5"))...)
+	lines = append(lines, plain.until(is("PRIVMSG", "#h", "["+j[9].Date.UTC().Format("2006-01-02 15:04")+"] a5"))...)
 	var got []string
 	for _, m := range lines {
 		if m.Command == "PRIVMSG" {

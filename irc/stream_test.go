@@ -250,4 +250,3 @@ func TestImagesAreLinks(t *testing.T) {
 		t.Fatalf("image message shown as %v", lines)
 	}
 }
-

@@ -38,6 +38,12 @@ type stack struct {
 // tokens: principal → token; nil means an open server.
 func newStack(t *testing.T, opts Options, tokens map[string]string) *stack {
 	t.Helper()
+	return newStackOn(t, opts, tokens, nil)
+}
+
+// newStackOn is newStack serving on wrap(listener) when wrap is not nil.
+func newStackOn(t *testing.T, opts Options, tokens map[string]string, wrap func(net.Listener) net.Listener) *stack {
+	t.Helper()
 	ctx := testCtx(t)
 	llm := llmtest.NewServer()
 	t.Cleanup(llm.Close)
@@ -86,6 +92,10 @@ func newStack(t *testing.T, opts Options, tokens map[string]string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := ln.Addr().String()
+	if wrap != nil {
+		ln = wrap(ln)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -97,7 +107,7 @@ func newStack(t *testing.T, opts Options, tokens map[string]string) *stack {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return &stack{t: t, llm: llm, eng: eng, srv: srv, addr: ln.Addr().String()}
+	return &stack{t: t, llm: llm, eng: eng, srv: srv, addr: addr}
 }
 
 func testCtx(t *testing.T) context.Context {

@@ -63,6 +63,7 @@ type Config struct {
 	A2A  A2AConfig
 	AGUI AGUIConfig
 	WS   WSConfig
+	IRC  IRCConfig
 	Auth AuthConfig
 
 	MCPServer MCPServerConfig // the MCP server facade (MCP is the tool source)
@@ -236,6 +237,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.A2A.read(r)
 	c.AGUI.read(r)
 	c.WS.read(r)
+	c.IRC.read(r)
 	c.Auth.read(r)
 	c.MCPServer.read(r)
 

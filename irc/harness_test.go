@@ -28,7 +28,7 @@ import (
 // in-process bus, the OpenAI adapter talking to a scripted llmtest server,
 // the IRC server on a real TCP listener.
 type stack struct {
-	t    *testing.T
+	t    testing.TB
 	llm  *llmtest.Server
 	eng  *engine.Engine
 	srv  *Server
@@ -36,13 +36,13 @@ type stack struct {
 }
 
 // tokens: principal → token; nil means an open server.
-func newStack(t *testing.T, opts Options, tokens map[string]string) *stack {
+func newStack(t testing.TB, opts Options, tokens map[string]string) *stack {
 	t.Helper()
 	return newStackOn(t, opts, tokens, nil)
 }
 
 // newStackOn is newStack serving on wrap(listener) when wrap is not nil.
-func newStackOn(t *testing.T, opts Options, tokens map[string]string, wrap func(net.Listener) net.Listener) *stack {
+func newStackOn(t testing.TB, opts Options, tokens map[string]string, wrap func(net.Listener) net.Listener) *stack {
 	t.Helper()
 	ctx := testCtx(t)
 	llm := llmtest.NewServer()
@@ -110,7 +110,7 @@ func newStackOn(t *testing.T, opts Options, tokens map[string]string, wrap func(
 	return &stack{t: t, llm: llm, eng: eng, srv: srv, addr: addr}
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -119,7 +119,7 @@ func testCtx(t *testing.T) context.Context {
 // client is a raw IRC client over TCP: lines written as they are, lines
 // read with ircreader and parsed with ircmsg.
 type client struct {
-	t     *testing.T
+	t     testing.TB
 	nc    net.Conn
 	lines chan string
 	mu    sync.Mutex

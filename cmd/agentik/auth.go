@@ -43,6 +43,7 @@ func (a *app) setupAuth(ctx context.Context) error {
 	}
 	tokens := auth.NewTokens(pairs)
 	a.auth = tokens.Authenticate
+	a.tokens = tokens
 	a.log.Info("authentication on", "tokens", tokens.Len())
 
 	if cfg.TokensFile != "" {

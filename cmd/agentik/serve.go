@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/auth"
 	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/demollm"
 	"github.com/agentik/agentik/engine"
@@ -37,8 +38,14 @@ type app struct {
 	mux   *http.ServeMux
 	auth  func(*http.Request) (string, error) // nil: open server
 
-	// onShutdown runs before the engine drains (facades say goodbye to
-	// their clients); onClose runs last, in reverse order (tool sources).
+	tokens   *auth.Tokens // nil: open server
+	httpAddr string       // the HTTP listener's address, once listening
+
+	// onStart runs once the engine has started (facades with listeners
+	// of their own begin serving); onShutdown runs before the engine
+	// drains (facades say goodbye to their clients); onClose runs last, in
+	// reverse order (tool sources).
+	onStart    []func()
 	onShutdown []func(context.Context)
 	onClose    []func()
 }
@@ -151,7 +158,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Authenticate: a.auth,
 		Logger:       log,
 	})
-	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer} {
+	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer, a.mountIRC} {
 		if err := mount(ctx); err != nil {
 			return err
 		}
@@ -166,6 +173,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	a.httpAddr = ln.Addr().String()
 	// Recovery runs before serving so resumed turns keep their order ahead of
 	// new messages, but after listening so a port clash fails fast.
 	if err := a.eng.Start(ctx); err != nil {
@@ -175,6 +183,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	db := cfg.DBPath
 	if cfg.DatabaseURL != "" {
 		db = "postgres"
+	}
+	for _, f := range a.onStart {
+		f()
 	}
 	log.Info("agentik listening", "addr", ln.Addr().String(), "db", db, "backend", cfg.Backend, "model", a.llm.Info().Name, "version", versionString())
 

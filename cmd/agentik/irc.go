@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentik/agentik/irc"
+)
+
+// mountIRC starts the IRC facade when AGENTIK_IRC_ADDR is set: it listens
+// now (a clash fails start-up) and serves once the engine has started. On
+// shutdown it stops accepting and refuses new messages while running turns
+// drain (their answers still reach the clients); at close every client gets
+// "ERROR :Closing link".
+func (a *app) mountIRC(ctx context.Context) error {
+	cfg := a.cfg.IRC
+	if cfg.Addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("AGENTIK_IRC_ADDR: %w", err)
+	}
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("AGENTIK_IRC_TLS_CERT/AGENTIK_IRC_TLS_KEY: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
+	opts := irc.Options{
+		// Every agent of the process is a nick; today there is one.
+		Agents:         []irc.Agent{{ID: a.eng.Info().ID, Agent: a.eng}},
+		ServerName:     cfg.ServerName,
+		Version:        versionString(),
+		HistoryLines:   cfg.HistoryLines,
+		ChathistoryMax: cfg.ChathistoryMax,
+		FloodBurst:     cfg.FloodBurst,
+		FloodRate:      float64(cfg.FloodRate),
+		SendQBytes:     cfg.SendQBytes,
+		PingInterval:   cfg.PingInterval,
+		PingTimeout:    cfg.PingTimeout,
+		IdleTimeout:    cfg.IdleTimeout,
+		WriteTimeout:   cfg.WriteTimeout,
+		MaxClients:     cfg.MaxClients,
+		IfBusy:         cfg.IfBusy,
+		ImageURL:       a.imageURL,
+		Logger:         a.log,
+	}
+	if cfg.FloodRate == 0 {
+		opts.FloodRate = -1
+	}
+	if a.tokens != nil {
+		tokens := a.tokens
+		opts.Authenticate = func(user, token string) (string, bool) { return tokens.Lookup(token) }
+	}
+	srv, err := irc.NewServer(opts)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	tlsOn := cfg.TLSCert != ""
+	a.onStart = append(a.onStart, func() {
+		a.log.Info("irc listening", "addr", ln.Addr().String(), "tls", tlsOn)
+		go func() {
+			if err := srv.Serve(ln); err != nil {
+				a.log.Error("irc server stopped", "err", err)
+			}
+		}()
+	})
+	a.onShutdown = append(a.onShutdown, func(context.Context) { srv.BeginShutdown() })
+	a.onClose = append(a.onClose, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.BeginShutdown()
+		ln.Close()
+		srv.Close(ctx)
+	})
+	return nil
+}
+
+// imageURL is the authenticated HTTP URL of an image in a journal message
+// (GET /agentik/conversations/{id}/messages/{seq}/images/{n}), on
+// AGENTIK_IRC_HTTP_URL or else this server's own address.
+func (a *app) imageURL(agentID, conversationID string, seq int64, n int) string {
+	base := strings.TrimRight(a.cfg.IRC.HTTPURL, "/")
+	if base == "" {
+		host := a.cfg.Host
+		if host == "" {
+			host = "localhost"
+		}
+		port := strconv.Itoa(a.cfg.Port)
+		if _, p, err := net.SplitHostPort(a.httpAddr); err == nil {
+			port = p
+		}
+		base = "http://" + net.JoinHostPort(host, port)
+	}
+	return fmt.Sprintf("%s/agentik/conversations/%s/messages/%d/images/%d", base, conversationID, seq, n)
+}

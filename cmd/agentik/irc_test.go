@@ -131,7 +131,9 @@ func TestIRCServedByTheBinary(t *testing.T) {
 	if resp.StatusCode != 202 {
 		t.Fatalf("send: %d", resp.StatusCode)
 	}
-	link := c.until(func(m ircmsg.Message) bool { return m.Command == "PRIVMSG" && strings.HasPrefix(m.Params[1], "[image image/png] ") })
+	link := c.until(func(m ircmsg.Message) bool {
+		return m.Command == "PRIVMSG" && strings.HasPrefix(m.Params[1], "[image image/png] ")
+	})
 	url := strings.TrimPrefix(link.Params[1], "[image image/png] ")
 	if !strings.HasPrefix(url, p.url+"/agentik/conversations/"+id+"/messages/") {
 		t.Fatalf("link %q (server %s)", url, p.url)

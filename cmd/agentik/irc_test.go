@@ -21,6 +21,7 @@ import (
 	"github.com/ergochat/irc-go/ircmsg"
 	"github.com/ergochat/irc-go/ircreader"
 
+	"github.com/agentik/agentik/internal/testenv"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -212,16 +213,13 @@ func TestIRCBadConfigIsNamed(t *testing.T) {
 	}
 }
 
-// needTool returns the path of a Debian client, skipping the test when it
-// is not installed — except in CI, which installs it (.ci/run).
+// needTool returns the path of a Debian client; without it the test is
+// skipped locally and fails in CI, which installs it (.ci/run).
 func needTool(t *testing.T, name string) string {
 	t.Helper()
 	path, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed; .ci/run installs it", name)
-		}
-		t.Skipf("%s is not installed (apt-get install %s)", name, name)
+		testenv.Missing(t, "%s is not installed (apt-get install %s)", name, name)
 	}
 	return path
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -539,7 +540,7 @@ func (b *Bus) catchUpEvents(upto []convCursor) {
 			uptos = append(uptos, sp.upto)
 		}
 		var evs []agentik.Event
-		var withImages []pending
+		var withImages []storeutil.Pending
 		err := queryEach(ctx, b.s.pool, scanEvents(&evs, &withImages), qEventsAfter, ids, afters, uptos, catchUpPage)
 		var missing []int
 		if err == nil {
@@ -566,7 +567,7 @@ func (b *Bus) catchUpEvents(upto []convCursor) {
 		// An event whose images are gone belongs to a conversation deleted
 		// since the query; its subscribers are about to see it deleted.
 		b.subMu.Lock()
-		for _, ev := range dropIndexes(evs, missing) {
+		for _, ev := range storeutil.DropIndexes(evs, missing) {
 			if st := b.convs[ev.ConversationID]; st != nil && ev.Cursor > st.delivered {
 				b.local.Publish(ev)
 				st.delivered = ev.Cursor

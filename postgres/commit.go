@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -31,7 +32,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	seqs := make([]int64, len(w.Events))
 	orders := make([]int64, len(w.Memory))
 	var touched *agentik.AgentEvent
-	images := extractImages(&w)
+	images := storeutil.ExtractImages(&w)
 	var prev int64 // the conversation's last cursor before this write
 
 	err := s.pipelined(ctx, op, func(lock *pgx.Batch) func() (*pgx.Batch, error) {
@@ -69,7 +70,9 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 					seqs[i] = nextSeq
 					nextSeq++
 					// The message and its event are stored without image data.
-					m.Content, evImages[i] = images.message(i, &m)
+					var refs string
+					m.Content, refs = images.Message(i, &m)
+					evImages[i] = column(refs)
 					mp, err := json.Marshal(&m)
 					if err != nil {
 						return nil, agentik.WrapError(agentik.EInternal, "encode message", err)
@@ -77,7 +80,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 					batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, string(mp), evImages[i])
 					ev.Message = &m
 				}
-				if replyTo := closes(&ev); replyTo != "" {
+				if replyTo := storeutil.Closes(&ev); replyTo != "" {
 					batch.Queue(qCloseTurn, replyTo, w.ConversationID)
 				}
 				p, err := json.Marshal(ev)
@@ -93,8 +96,9 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 				e.Order = nextOrd
 				orders[i] = nextOrd
 				nextOrd++
-				var refs *string
-				e.Message.Content, refs = images.memory(i, &e)
+				var r string
+				e.Message.Content, r = images.Memory(i, &e)
+				refs := column(r)
 				p, err := json.Marshal(e)
 				if err != nil {
 					return nil, agentik.WrapError(agentik.EInternal, "encode memory entry", err)
@@ -102,7 +106,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 				batch.Queue(qInsertMemory, w.ConversationID, e.Order, string(p), refs)
 			}
 			// Image rows are locked in hash order.
-			images.queue(batch, w.ConversationID)
+			queueImages(batch, images, w.ConversationID)
 			for i, ev := range w.Events {
 				batch.Queue(qInsertEvent, w.ConversationID, ev.Type, ev.Date.Time, payloads[i], evImages[i]).QueryRow(func(row pgx.Row) error {
 					return row.Scan(&out[i].Cursor)
@@ -207,35 +211,10 @@ func (s *Store) pipelined(ctx context.Context, op string, lock func(b *pgx.Batch
 // queueAgentEvent queues the insert of ev, unnumbered: the sequencer gives
 // it its cursor after commit (qSequence), so ev.Cursor stays 0.
 func queueAgentEvent(b *pgx.Batch, ev *agentik.AgentEvent) error {
-	payload, err := agentPayload(ev)
+	payload, err := storeutil.AgentPayload(ev)
 	if err != nil {
 		return err
 	}
 	b.Queue(qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ev.Date.Time, payload)
 	return nil
-}
-
-// agentPayload is an agent event's stored JSON: without the cursor and the
-// owner (both columns).
-func agentPayload(ev *agentik.AgentEvent) (string, error) {
-	e := *ev
-	e.Cursor = 0
-	payload, err := json.Marshal(e)
-	if err != nil {
-		return "", agentik.WrapError(agentik.EInternal, "encode agent event", err)
-	}
-	return string(payload), nil
-}
-
-// closes returns the user message whose turn ev closes (SPEC §2), or "". An
-// interrupted assistant message alone does not close it: the turn stays open
-// until its interrupted event.
-func closes(ev *agentik.Event) string {
-	switch {
-	case ev.Message != nil && ev.Message.ClosesTurn():
-		return ev.Message.ReplyTo
-	case ev.Type == agentik.EvInterrupted:
-		return ev.ReplyTo
-	}
-	return ""
 }

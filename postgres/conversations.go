@@ -6,14 +6,8 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
-)
-
-// Conversation list page sizes: the interface leaves limit to the caller, the
-// store keeps one page bounded.
-const (
-	defaultListLimit = 50
-	maxListLimit     = 500
 )
 
 // CreateConversation stores c and its created agent event in one transaction.
@@ -27,7 +21,7 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 	ev := agentik.AgentEvent{
 		Date:           c.CreatedAt,
 		Type:           agentik.AgentEvCreated,
-		Conversation:   conversationInfo(c),
+		Conversation:   storeutil.ConversationInfo(c),
 		ConversationID: c.ID,
 		Owner:          c.Owner,
 	}
@@ -42,24 +36,6 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 		return agentik.AgentEvent{}, err
 	}
 	return ev, nil
-}
-
-// conversationInfo is the snapshot a created event carries. Working and the
-// image capabilities belong to the engine, not the store.
-func conversationInfo(c agentik.ConversationRecord) *agentik.ConversationInfo {
-	info := &agentik.ConversationInfo{
-		ID:        c.ID,
-		Title:     c.Title,
-		Temporal:  c.Temporal,
-		CreatedAt: c.CreatedAt,
-		UpdatedAt: c.UpdatedAt,
-		Owner:     c.Owner,
-	}
-	if c.Tokens != (agentik.TurnTokens{}) {
-		t := c.Tokens
-		info.Tokens = &t
-	}
-	return info
 }
 
 // GetConversation returns the conversation, ENotFound when there is none.
@@ -89,10 +65,7 @@ func scanConversation(row pgx.Row) (agentik.ConversationRecord, error) {
 // (ties by id, descending), using the (owner, updated_at, id) index. limit <= 0
 // means 50; it is capped at 500.
 func (s *Store) ListConversations(ctx context.Context, owner string, limit int, before string) ([]agentik.ConversationRecord, string, error) {
-	if limit <= 0 {
-		limit = defaultListLimit
-	}
-	limit = min(limit, maxListLimit)
+	limit = storeutil.ListLimit(limit)
 	// One more than the limit tells whether a next page exists.
 	query, args := qList, []any{owner, limit + 1}
 	if before != "" {
@@ -121,12 +94,7 @@ func (s *Store) ListConversations(ctx context.Context, owner string, limit int, 
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(list) > limit {
-		list = list[:limit]
-		last := list[limit-1]
-		next = agentik.ListToken(last.UpdatedAt, last.ID)
-	}
+	list, next := storeutil.ListPage(list, limit)
 	return list, next, nil
 }
 
@@ -205,7 +173,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 // once committed (qSequence), so ev.Cursor stays 0. The payload is the
 // event's JSON without the cursor and the owner (both columns).
 func insertAgentEvent(ctx context.Context, tx pgx.Tx, ev *agentik.AgentEvent) error {
-	payload, err := agentPayload(ev)
+	payload, err := storeutil.AgentPayload(ev)
 	if err != nil {
 		return err
 	}

@@ -221,7 +221,7 @@ func TestImagesBeforeMigration(t *testing.T) {
 	}
 	var before int // the migrations before images
 	for i, m := range migs {
-		if strings.HasSuffix(m.name, "_images.sql") {
+		if strings.HasSuffix(m.Name, "_images.sql") {
 			before = i
 		}
 	}
@@ -244,7 +244,7 @@ func TestImagesBeforeMigration(t *testing.T) {
 	}
 	stmts := []string{`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
 	for _, m := range migs[:before] {
-		stmts = append(stmts, m.sql, fmt.Sprintf("INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')", m.version, m.name))
+		stmts = append(stmts, m.SQL, fmt.Sprintf("INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')", m.Version, m.Name))
 	}
 	for _, q := range stmts {
 		if _, err := conn.Exec(ctx, q); err != nil {

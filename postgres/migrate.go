@@ -3,13 +3,9 @@ package postgres
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -21,42 +17,10 @@ var migrationFS embed.FS
 
 // ErrSchemaTooNew is returned by Open for a database written by a newer
 // version of the program: running old code on it could corrupt it.
-var ErrSchemaTooNew = errors.New("database schema is newer than this program knows; upgrade agentik")
+var ErrSchemaTooNew = storeutil.ErrSchemaTooNew
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. File names
-// are NNNN_description.sql; versions must be 1, 2, 3… without gaps.
-func migrations() ([]migration, error) {
-	paths, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, p := range paths {
-		name := strings.TrimPrefix(p, "migrations/")
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must start with a number and '_'", name)
-		}
-		b, err := migrationFS.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
+func migrations() ([]storeutil.Migration, error) {
+	return storeutil.Migrations(migrationFS, "migrations")
 }
 
 // SchemaVersion is the schema version this program creates and understands.
@@ -102,23 +66,23 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		return fmt.Errorf("migrate: %w", classify(err))
 	}
 	if current > len(ms) {
-		return fmt.Errorf("schema version %d, this program knows up to %d: %w", current, len(ms), ErrSchemaTooNew)
+		return storeutil.TooNew(current, len(ms))
 	}
 	for _, m := range ms[current:] {
 		tx, err := conn.Begin(ctx)
 		if err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, classify(err))
+			return fmt.Errorf("migration %s: %w", m.Name, classify(err))
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			tx.Rollback(ctx) //nolint:errcheck // reporting the first error
-			return fmt.Errorf("migration %s: %w", m.name, err)
+			return fmt.Errorf("migration %s: %w", m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+		if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
 			tx.Rollback(ctx) //nolint:errcheck // reporting the first error
-			return fmt.Errorf("migration %s: %w", m.name, classify(err))
+			return fmt.Errorf("migration %s: %w", m.Name, classify(err))
 		}
 		if err := tx.Commit(ctx); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, classify(err))
+			return fmt.Errorf("migration %s: %w", m.Name, classify(err))
 		}
 	}
 	return nil

@@ -2,12 +2,11 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -20,25 +19,21 @@ import (
 // skips entries in the paging direction. The bool reports whether more
 // entries lie beyond the page in that direction. Results are ascending.
 func (s *Store) Messages(ctx context.Context, conversationID string, req agentik.MessagesRequest) ([]agentik.Message, bool, error) {
-	if req.After < 0 || req.Before < 0 || req.Offset < 0 {
-		return nil, false, agentik.Errorf(agentik.EInvalid, "messages: negative after, before or offset")
+	limit, err := storeutil.MessagesLimit(req)
+	if err != nil {
+		return nil, false, err
 	}
-	limit := req.Limit
-	if limit <= 0 {
-		limit = agentik.DefaultMessagesLimit
-	}
-	limit = min(limit, agentik.MaxMessagesLimit)
 	query, args := qMessagesAfter, []any{conversationID, req.After, limit + 1, req.Offset}
 	if req.Before > 0 {
 		query, args = qMessagesBefore, []any{conversationID, req.After, req.Before, limit + 1, req.Offset}
 	}
 	msgs := []agentik.Message{}
-	err := s.read(ctx, "messages "+conversationID, func(q querier) error {
-		var withImages []pending
+	err = s.read(ctx, "messages "+conversationID, func(q querier) error {
+		var withImages []storeutil.Pending
 		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
 			m, refs, err := scanMessage(rows)
 			if refs != "" {
-				withImages = append(withImages, pending{len(msgs), refs})
+				withImages = append(withImages, storeutil.Pending{I: len(msgs), Refs: refs})
 			}
 			msgs = append(msgs, m)
 			return err
@@ -53,13 +48,7 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 	if err != nil {
 		return nil, false, err
 	}
-	more := len(msgs) > limit
-	if more {
-		msgs = msgs[:limit]
-	}
-	if req.Before > 0 {
-		slices.Reverse(msgs)
-	}
+	msgs, more := storeutil.MessagesPage(msgs, limit, req)
 	return msgs, more, nil
 }
 
@@ -77,7 +66,7 @@ func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik
 		if err != nil || refs == "" {
 			return err
 		}
-		return restoreConversation(ctx, q, conversationID, []pending{{0, refs}}, func(int) []agentik.Content { return m.Content })
+		return restoreConversation(ctx, q, conversationID, []storeutil.Pending{{I: 0, Refs: refs}}, func(int) []agentik.Content { return m.Content })
 	})
 	return m, err
 }
@@ -87,52 +76,43 @@ func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik
 func scanMessage(row pgx.Row) (agentik.Message, string, error) {
 	var payload []byte
 	var refs *string
-	var m agentik.Message
 	if err := row.Scan(&payload, &refs); err != nil {
+		return agentik.Message{}, "", err
+	}
+	m, err := storeutil.DecodeMessage(payload)
+	if refs == nil {
 		return m, "", err
 	}
-	if err := json.Unmarshal(payload, &m); err != nil {
-		return m, "", agentik.WrapError(agentik.EInternal, "decode message", err)
-	}
-	if refs == nil {
-		return m, "", nil
-	}
-	return m, *refs, nil
+	return m, *refs, err
 }
 
 // scanEvent reads an event row (cursor, payload, images) and returns the
 // event as stored and its images column.
 func scanEvent(rows pgx.Rows) (agentik.Event, string, error) {
-	var ev agentik.Event
 	var cursor int64
 	var payload []byte
 	var refs *string
 	if err := rows.Scan(&cursor, &payload, &refs); err != nil {
-		return ev, "", err
+		return agentik.Event{}, "", err
 	}
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return ev, "", agentik.WrapError(agentik.EInternal, "decode event", err)
+	r := ""
+	if refs != nil {
+		r = *refs
 	}
-	ev.Cursor = cursor
-	if refs == nil {
-		return ev, "", nil
-	}
-	if ev.Message == nil {
-		return ev, "", agentik.Errorf(agentik.EInternal, "decode event %d: images without a message", cursor)
-	}
-	return ev, *refs, nil
+	ev, err := storeutil.DecodeEvent(cursor, payload, r)
+	return ev, r, err
 }
 
 // scanEvents returns fn for queryEach that appends event rows to evs,
 // noting those with images in withImages.
-func scanEvents(evs *[]agentik.Event, withImages *[]pending) func(pgx.Rows) error {
+func scanEvents(evs *[]agentik.Event, withImages *[]storeutil.Pending) func(pgx.Rows) error {
 	return func(rows pgx.Rows) error {
 		ev, refs, err := scanEvent(rows)
 		if err != nil {
 			return err
 		}
 		if refs != "" {
-			*withImages = append(*withImages, pending{len(*evs), refs})
+			*withImages = append(*withImages, storeutil.Pending{I: len(*evs), Refs: refs})
 		}
 		*evs = append(*evs, ev)
 		return nil
@@ -140,22 +120,13 @@ func scanEvents(evs *[]agentik.Event, withImages *[]pending) func(pgx.Rows) erro
 }
 
 func scanAgentEvent(rows pgx.Rows) (agentik.AgentEvent, error) {
-	var ev agentik.AgentEvent
 	var cursor int64
 	var owner string
 	var payload []byte
 	if err := rows.Scan(&cursor, &owner, &payload); err != nil {
-		return ev, err
+		return agentik.AgentEvent{}, err
 	}
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return ev, agentik.WrapError(agentik.EInternal, "decode agent event", err)
-	}
-	ev.Cursor = cursor
-	ev.Owner = owner
-	if ev.Conversation != nil {
-		ev.Conversation.Owner = owner
-	}
-	return ev, nil
+	return storeutil.DecodeAgentEvent(cursor, owner, payload)
 }
 
 // limitArg stands for "all rows" in LIMIT parameters (LIMIT NULL).
@@ -171,7 +142,7 @@ func limitArg(limit int) any {
 func (s *Store) Events(ctx context.Context, conversationID string, after int64, limit int) ([]agentik.Event, error) {
 	evs := []agentik.Event{}
 	err := s.read(ctx, "events "+conversationID, func(q querier) error {
-		var withImages []pending
+		var withImages []storeutil.Pending
 		if err := queryEach(ctx, q, scanEvents(&evs, &withImages), qEvents, conversationID, after, limitArg(limit)); err != nil {
 			return err
 		}
@@ -254,7 +225,7 @@ func (s *Store) sequenced(ctx context.Context, op string, read func(b *pgx.Batch
 func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
 	entries := []agentik.MemoryEntry{}
 	err := s.read(ctx, "memory "+conversationID, func(q querier) error {
-		var withImages []pending
+		var withImages []storeutil.Pending
 		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
 			var ord int64
 			var payload []byte
@@ -262,13 +233,12 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 			if err := rows.Scan(&ord, &payload, &refs); err != nil {
 				return err
 			}
-			var e agentik.MemoryEntry
-			if err := json.Unmarshal(payload, &e); err != nil {
-				return agentik.WrapError(agentik.EInternal, "decode memory entry", err)
+			e, err := storeutil.DecodeMemory(ord, payload)
+			if err != nil {
+				return err
 			}
-			e.Order = ord
 			if refs != nil && *refs != "" {
-				withImages = append(withImages, pending{len(entries), *refs})
+				withImages = append(withImages, storeutil.Pending{I: len(entries), Refs: *refs})
 			}
 			entries = append(entries, e)
 			return nil
@@ -302,11 +272,11 @@ func (s *Store) OpenTurnsOf(ctx context.Context, conversationID string) ([]agent
 func (s *Store) openTurns(ctx context.Context, query string, args ...any) ([]agentik.Message, error) {
 	msgs := []agentik.Message{}
 	err := s.read(ctx, "open turns", func(q querier) error {
-		var withImages []pending
+		var withImages []storeutil.Pending
 		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
 			m, refs, err := scanMessage(rows)
 			if refs != "" {
-				withImages = append(withImages, pending{len(msgs), refs})
+				withImages = append(withImages, storeutil.Pending{I: len(msgs), Refs: refs})
 			}
 			msgs = append(msgs, m)
 			return err
@@ -316,7 +286,7 @@ func (s *Store) openTurns(ctx context.Context, query string, args ...any) ([]age
 		// A turn whose images are gone belongs to a conversation deleted
 		// since the query: it is no longer open.
 		missing, err := restoreImages(ctx, q, withImages, func(i int) []agentik.Content { return msgs[i].Content })
-		msgs = dropIndexes(msgs, missing)
+		msgs = storeutil.DropIndexes(msgs, missing)
 		return err
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -102,7 +103,7 @@ func (s *Store) queue(ctx context.Context, conversationID string) (engine.Queue,
 	var msgs []agentik.Message
 	var turn []bool // msgs[i] answers the first open turn
 	err := s.read(ctx, "open turns of "+conversationID, func(q querier) error {
-		var withImages []pending
+		var withImages []storeutil.Pending
 		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
 			var ofTurn bool
 			var payload []byte
@@ -115,7 +116,7 @@ func (s *Store) queue(ctx context.Context, conversationID string) (engine.Queue,
 				return agentik.WrapError(agentik.EInternal, "decode message", err)
 			}
 			if refs != nil && *refs != "" {
-				withImages = append(withImages, pending{len(msgs), *refs})
+				withImages = append(withImages, storeutil.Pending{I: len(msgs), Refs: *refs})
 			}
 			msgs = append(msgs, m)
 			turn = append(turn, ofTurn)

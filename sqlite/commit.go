@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storeutil"
 )
 
 // Commit applies w in one write transaction: journal messages (seqs from the
@@ -23,7 +24,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	seqs := make([]int64, len(w.Events))
 	orders := make([]int64, len(w.Memory))
 	var touched *agentik.AgentEvent
-	images := extractImages(&w)
+	images := storeutil.ExtractImages(&w)
 
 	err := s.write(ctx, op, func(tx *wtx) error {
 		var owner string
@@ -49,9 +50,9 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 				seqs[i] = nextSeq
 				nextSeq++
 				// The message and its event are stored without image data.
-				var refs any
-				m.Content, refs = images.message(i, &m)
-				if err := insertMessage(ctx, tx, &m, refs); err != nil {
+				var refs string
+				m.Content, refs = images.Message(i, &m)
+				if err := insertMessage(ctx, tx, &m, column(refs)); err != nil {
 					return err
 				}
 				ev.Message = &m
@@ -82,17 +83,17 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			e.Order = nextOrd
 			orders[i] = nextOrd
 			nextOrd++
-			var refs any
-			e.Message.Content, refs = images.memory(i, &e)
+			var refs string
+			e.Message.Content, refs = images.Memory(i, &e)
 			payload, err := json.Marshal(e)
 			if err != nil {
 				return agentik.WrapError(agentik.EInternal, "encode memory entry", err)
 			}
-			if _, err := tx.ExecContext(ctx, qInsertMemory, w.ConversationID, e.Order, string(payload), refs); err != nil {
+			if _, err := tx.ExecContext(ctx, qInsertMemory, w.ConversationID, e.Order, string(payload), column(refs)); err != nil {
 				return err
 			}
 		}
-		if err := images.store(ctx, tx, w.ConversationID); err != nil {
+		if err := storeImages(ctx, tx, images, w.ConversationID); err != nil {
 			return err
 		}
 
@@ -151,13 +152,7 @@ func insertMessage(ctx context.Context, tx *wtx, m *agentik.Message, images any)
 // ev closes its turn (SPEC §2). An interrupted assistant message alone does
 // not: the turn stays open until its interrupted event.
 func closeTurn(ctx context.Context, tx *wtx, conversationID string, ev *agentik.Event) error {
-	var replyTo string
-	switch {
-	case ev.Message != nil && ev.Message.ClosesTurn():
-		replyTo = ev.Message.ReplyTo
-	case ev.Type == agentik.EvInterrupted:
-		replyTo = ev.ReplyTo
-	}
+	replyTo := storeutil.Closes(ev)
 	if replyTo == "" {
 		return nil
 	}

@@ -3,18 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/agentik/agentik"
-)
-
-// Conversation list page sizes: the interface leaves limit to the caller, the
-// store keeps one page bounded.
-const (
-	defaultListLimit = 50
-	maxListLimit     = 500
+	"github.com/agentik/agentik/storeutil"
 )
 
 // CreateConversation stores c and its created agent event in one transaction.
@@ -28,7 +21,7 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 	ev := agentik.AgentEvent{
 		Date:           c.CreatedAt,
 		Type:           agentik.AgentEvCreated,
-		Conversation:   conversationInfo(c),
+		Conversation:   storeutil.ConversationInfo(c),
 		ConversationID: c.ID,
 		Owner:          c.Owner,
 	}
@@ -43,24 +36,6 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 		return agentik.AgentEvent{}, err
 	}
 	return ev, nil
-}
-
-// conversationInfo is the snapshot a created event carries. Working and the
-// image capabilities belong to the engine, not the store.
-func conversationInfo(c agentik.ConversationRecord) *agentik.ConversationInfo {
-	info := &agentik.ConversationInfo{
-		ID:        c.ID,
-		Title:     c.Title,
-		Temporal:  c.Temporal,
-		CreatedAt: c.CreatedAt,
-		UpdatedAt: c.UpdatedAt,
-		Owner:     c.Owner,
-	}
-	if c.Tokens != (agentik.TurnTokens{}) {
-		t := c.Tokens
-		info.Tokens = &t
-	}
-	return info
 }
 
 // GetConversation returns the conversation, ENotFound when there is none.
@@ -97,10 +72,7 @@ func scanConversation(row scanner) (agentik.ConversationRecord, error) {
 // (ties by id, descending), using the (owner, updated_at, id) index. limit <= 0
 // means 50; it is capped at 500.
 func (s *Store) ListConversations(ctx context.Context, owner string, limit int, before string) ([]agentik.ConversationRecord, string, error) {
-	if limit <= 0 {
-		limit = defaultListLimit
-	}
-	limit = min(limit, maxListLimit)
+	limit = storeutil.ListLimit(limit)
 	// One more than the limit tells whether a next page exists.
 	query, args := qList, []any{owner, limit + 1}
 	if before != "" {
@@ -130,12 +102,7 @@ func (s *Store) ListConversations(ctx context.Context, owner string, limit int, 
 	if err != nil {
 		return nil, "", err
 	}
-	next := ""
-	if len(list) > limit {
-		list = list[:limit]
-		last := list[limit-1]
-		next = agentik.ListToken(last.UpdatedAt, last.ID)
-	}
+	list, next := storeutil.ListPage(list, limit)
 	return list, next, nil
 }
 
@@ -205,11 +172,11 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 // a column too).
 func insertAgentEvent(ctx context.Context, tx *wtx, ev *agentik.AgentEvent) error {
 	ev.Cursor = 0
-	payload, err := json.Marshal(ev)
+	payload, err := storeutil.AgentPayload(ev)
 	if err != nil {
-		return agentik.WrapError(agentik.EInternal, "encode agent event", err)
+		return err
 	}
-	res, err := tx.ExecContext(ctx, qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ms(ev.Date), string(payload))
+	res, err := tx.ExecContext(ctx, qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ms(ev.Date), payload)
 	if err != nil {
 		return err
 	}

@@ -162,8 +162,8 @@ func TestImagesBeforeMigration(t *testing.T) {
 		args []any
 	}{
 		{`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`, nil},
-		{migs[0].sql, nil},
-		{`INSERT INTO schema_migrations VALUES (1, ?, 'then')`, []any{migs[0].name}},
+		{migs[0].SQL, nil},
+		{`INSERT INTO schema_migrations VALUES (1, ?, 'then')`, []any{migs[0].Name}},
 		{`INSERT INTO conversations (id, owner, created_at, updated_at, next_seq, next_ord) VALUES (?, 'alice', 0, 0, 2, 2)`, []any{conv}},
 		{`INSERT INTO messages (conversation_id, seq, id, type, date, payload) VALUES (?, 1, ?, 'user_message', 0, ?)`, []any{conv, old.ID, string(mp)}},
 		{`INSERT INTO events (conversation_id, type, date, payload) VALUES (?, 'user_message', 0, ?)`, []any{conv, string(ep)}},

@@ -4,13 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/agentik/agentik/storeutil"
 )
 
 // Migrations are append-only: a released file is never edited, a schema
@@ -21,42 +18,10 @@ var migrationFS embed.FS
 
 // ErrSchemaTooNew is returned by Open for a database written by a newer
 // version of the program: running old code on it could corrupt it.
-var ErrSchemaTooNew = errors.New("database schema is newer than this program knows; upgrade agentik")
+var ErrSchemaTooNew = storeutil.ErrSchemaTooNew
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// migrations returns the embedded migrations in version order. File names
-// are NNNN_description.sql; versions must be 1, 2, 3… without gaps.
-func migrations() ([]migration, error) {
-	entries, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, path := range entries {
-		name := strings.TrimPrefix(path, "migrations/")
-		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must start with a number and '_'", name)
-		}
-		b, err := migrationFS.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
+func migrations() ([]storeutil.Migration, error) {
+	return storeutil.Migrations(migrationFS, "migrations")
 }
 
 // SchemaVersion is the schema version this program creates and understands.
@@ -96,12 +61,12 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("migrate: %w", unavailable(err))
 	}
 	if current > len(ms) {
-		return fmt.Errorf("schema version %d, this program knows up to %d: %w", current, len(ms), ErrSchemaTooNew)
+		return storeutil.TooNew(current, len(ms))
 	}
 	return nil
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, m migration, known int) error {
+func applyMigration(ctx context.Context, db *sql.DB, m storeutil.Migration, known int) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", unavailable(err))
@@ -112,21 +77,21 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration, known int) err
 		return fmt.Errorf("migrate: %w", unavailable(err))
 	}
 	if current > known {
-		return fmt.Errorf("schema version %d, this program knows up to %d: %w", current, known, ErrSchemaTooNew)
+		return storeutil.TooNew(current, known)
 	}
-	if current >= m.version {
+	if current >= m.Version {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, err)
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, err)
 	}
 	if _, err := tx.ExecContext(ctx,
 		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-		m.version, m.name, time.Now().UTC().Format(time.RFC3339)); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, unavailable(err))
+		m.Version, m.Name, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return fmt.Errorf("migration %s: %w", m.Name, unavailable(err))
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migration %s: %w", m.name, unavailable(err))
+		return fmt.Errorf("migration %s: %w", m.Name, unavailable(err))
 	}
 	return nil
 }

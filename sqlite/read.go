@@ -3,11 +3,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"slices"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storeutil"
 )
 
 // Reads run one statement each. A conversation's existence is only checked
@@ -20,26 +19,22 @@ import (
 // paging direction. The bool reports whether more entries lie beyond the page
 // in that direction. Results are ascending.
 func (s *Store) Messages(ctx context.Context, conversationID string, req agentik.MessagesRequest) ([]agentik.Message, bool, error) {
-	if req.After < 0 || req.Before < 0 || req.Offset < 0 {
-		return nil, false, agentik.Errorf(agentik.EInvalid, "messages: negative after, before or offset")
+	limit, err := storeutil.MessagesLimit(req)
+	if err != nil {
+		return nil, false, err
 	}
-	limit := req.Limit
-	if limit <= 0 {
-		limit = agentik.DefaultMessagesLimit
-	}
-	limit = min(limit, agentik.MaxMessagesLimit)
 	// One more than the limit tells whether the page has more beyond it.
 	query, args := qMessagesAfter, []any{conversationID, req.After, limit + 1, req.Offset}
 	if req.Before > 0 {
 		query, args = qMessagesBefore, []any{conversationID, req.After, req.Before, limit + 1, req.Offset}
 	}
 	msgs := []agentik.Message{}
-	err := s.read(ctx, "messages "+conversationID, func(r *reader) error {
-		var withImages []pending
+	err = s.read(ctx, "messages "+conversationID, func(r *reader) error {
+		var withImages []storeutil.Pending
 		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
 			m, refs, err := scanMessage(rows)
 			if refs != "" {
-				withImages = append(withImages, pending{len(msgs), refs})
+				withImages = append(withImages, storeutil.Pending{I: len(msgs), Refs: refs})
 			}
 			msgs = append(msgs, m)
 			return err
@@ -54,13 +49,7 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 	if err != nil {
 		return nil, false, err
 	}
-	more := len(msgs) > limit
-	if more {
-		msgs = msgs[:limit]
-	}
-	if req.Before > 0 {
-		slices.Reverse(msgs)
-	}
+	msgs, more := storeutil.MessagesPage(msgs, limit, req)
 	return msgs, more, nil
 }
 
@@ -78,7 +67,7 @@ func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik
 		if err != nil || refs == "" {
 			return err
 		}
-		return restoreConversation(ctx, r, conversationID, []pending{{0, refs}}, func(int) []agentik.Content { return m.Content })
+		return restoreConversation(ctx, r, conversationID, []storeutil.Pending{{I: 0, Refs: refs}}, func(int) []agentik.Content { return m.Content })
 	})
 	return m, err
 }
@@ -88,14 +77,11 @@ func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik
 func scanMessage(row scanner) (agentik.Message, string, error) {
 	var payload []byte
 	var refs sql.NullString
-	var m agentik.Message
 	if err := row.Scan(&payload, &refs); err != nil {
-		return m, "", err
+		return agentik.Message{}, "", err
 	}
-	if err := json.Unmarshal(payload, &m); err != nil {
-		return m, "", agentik.WrapError(agentik.EInternal, "decode message", err)
-	}
-	return m, refs.String, nil
+	m, err := storeutil.DecodeMessage(payload)
+	return m, refs.String, err
 }
 
 // Events returns up to limit events of the conversation after the cursor,
@@ -106,24 +92,20 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 	}
 	evs := []agentik.Event{}
 	err := s.read(ctx, "events "+conversationID, func(r *reader) error {
-		var withImages []pending
+		var withImages []storeutil.Pending
 		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
-			var ev agentik.Event
+			var cursor int64
 			var payload []byte
 			var refs sql.NullString
-			if err := rows.Scan(&ev.Cursor, &payload, &refs); err != nil {
+			if err := rows.Scan(&cursor, &payload, &refs); err != nil {
 				return err
 			}
-			cursor := ev.Cursor
-			if err := json.Unmarshal(payload, &ev); err != nil {
-				return agentik.WrapError(agentik.EInternal, "decode event", err)
+			ev, err := storeutil.DecodeEvent(cursor, payload, refs.String)
+			if err != nil {
+				return err
 			}
-			ev.Cursor = cursor
 			if refs.String != "" {
-				if ev.Message == nil {
-					return agentik.Errorf(agentik.EInternal, "decode event %d: images without a message", cursor)
-				}
-				withImages = append(withImages, pending{len(evs), refs.String})
+				withImages = append(withImages, storeutil.Pending{I: len(evs), Refs: refs.String})
 			}
 			evs = append(evs, ev)
 			return nil
@@ -172,17 +154,9 @@ func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agen
 			if err := rows.Scan(&cursor, &owner, &payload); err != nil {
 				return err
 			}
-			var ev agentik.AgentEvent
-			if err := json.Unmarshal(payload, &ev); err != nil {
-				return agentik.WrapError(agentik.EInternal, "decode agent event", err)
-			}
-			ev.Cursor = cursor
-			ev.Owner = owner
-			if ev.Conversation != nil {
-				ev.Conversation.Owner = owner
-			}
+			ev, err := storeutil.DecodeAgentEvent(cursor, owner, payload)
 			evs = append(evs, ev)
-			return nil
+			return err
 		}, qAgentEvents, after, limit)
 	})
 	if err != nil {
@@ -204,7 +178,7 @@ func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
 func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
 	entries := []agentik.MemoryEntry{}
 	err := s.read(ctx, "memory "+conversationID, func(r *reader) error {
-		var withImages []pending
+		var withImages []storeutil.Pending
 		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
 			var ord int64
 			var payload []byte
@@ -212,13 +186,12 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 			if err := rows.Scan(&ord, &payload, &refs); err != nil {
 				return err
 			}
-			var e agentik.MemoryEntry
-			if err := json.Unmarshal(payload, &e); err != nil {
-				return agentik.WrapError(agentik.EInternal, "decode memory entry", err)
+			e, err := storeutil.DecodeMemory(ord, payload)
+			if err != nil {
+				return err
 			}
-			e.Order = ord
 			if refs.String != "" {
-				withImages = append(withImages, pending{len(entries), refs.String})
+				withImages = append(withImages, storeutil.Pending{I: len(entries), Refs: refs.String})
 			}
 			entries = append(entries, e)
 			return nil
@@ -242,11 +215,11 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 	msgs := []agentik.Message{}
 	err := s.read(ctx, "open turns", func(r *reader) error {
-		var withImages []pending
+		var withImages []storeutil.Pending
 		if err := queryEach(ctx, r, func(rows *sql.Rows) error {
 			m, refs, err := scanMessage(rows)
 			if refs != "" {
-				withImages = append(withImages, pending{len(msgs), refs})
+				withImages = append(withImages, storeutil.Pending{I: len(msgs), Refs: refs})
 			}
 			msgs = append(msgs, m)
 			return err
@@ -256,29 +229,13 @@ func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 		// A turn whose images are gone belongs to a conversation deleted
 		// since the query: it is no longer open.
 		missing, err := restoreImages(ctx, r, withImages, func(i int) []agentik.Content { return msgs[i].Content })
-		msgs = dropIndexes(msgs, missing)
+		msgs = storeutil.DropIndexes(msgs, missing)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return msgs, nil
-}
-
-// dropIndexes removes the elements at the ascending indexes drop.
-func dropIndexes[T any](s []T, drop []int) []T {
-	if len(drop) == 0 {
-		return s
-	}
-	out := s[:0]
-	for i, v := range s {
-		if len(drop) > 0 && drop[0] == i {
-			drop = drop[1:]
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 // queryEach runs a query and calls fn for each row.

@@ -1,0 +1,214 @@
+// Package storeutil holds the driver-free parts that the SQLite and
+// PostgreSQL stores share: the migration loader, conversation-list and
+// journal paging, the stored form of images, and decoding of stored rows.
+// SQL and drivers stay in their adapters; nothing here opens a database.
+package storeutil
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/agentik/agentik"
+)
+
+// ErrSchemaTooNew is returned when opening a database written by a newer
+// version of the program: running old code on it could corrupt it.
+var ErrSchemaTooNew = errors.New("database schema is newer than this program knows; upgrade agentik")
+
+// Migration is one schema change, NNNN_description.sql.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Migrations reads the *.sql files of dir in fsys in version order. File
+// names are NNNN_description.sql; versions must be 1, 2, 3… without gaps.
+// Migrations are append-only: a released file is never edited, a schema
+// change is a new file with the next number.
+func Migrations(fsys fs.FS, dir string) ([]Migration, error) {
+	paths, err := fs.Glob(fsys, path.Join(dir, "*.sql"))
+	if err != nil {
+		return nil, err
+	}
+	var ms []Migration
+	for _, p := range paths {
+		name := path.Base(p)
+		num, _, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with a number and '_'", name)
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, Migration{Version: v, Name: name, SQL: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i, m := range ms {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migration %s: expected version %d", m.Name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// TooNew is the error for a database at schema version current when the
+// program knows up to known.
+func TooNew(current, known int) error {
+	return fmt.Errorf("schema version %d, this program knows up to %d: %w", current, known, ErrSchemaTooNew)
+}
+
+// Conversation list page sizes: the Store interface leaves limit to the
+// caller, the stores keep one page bounded.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 500
+)
+
+// ListLimit is the page size of a ListConversations call: limit <= 0
+// means DefaultListLimit, and it is capped at MaxListLimit. A store reads
+// one row more to know whether a next page exists.
+func ListLimit(limit int) int {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	return min(limit, MaxListLimit)
+}
+
+// ListPage cuts a list read with one row more than limit to the page, and
+// returns the token of the next page ("" when there is none).
+func ListPage(list []agentik.ConversationRecord, limit int) ([]agentik.ConversationRecord, string) {
+	if len(list) <= limit {
+		return list, ""
+	}
+	list = list[:limit]
+	last := list[limit-1]
+	return list, agentik.ListToken(last.UpdatedAt, last.ID)
+}
+
+// MessagesLimit checks a journal page request and returns its page size
+// (the store reads one row more to know whether the page has more).
+func MessagesLimit(req agentik.MessagesRequest) (int, error) {
+	if req.After < 0 || req.Before < 0 || req.Offset < 0 {
+		return 0, agentik.Errorf(agentik.EInvalid, "messages: negative after, before or offset")
+	}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = agentik.DefaultMessagesLimit
+	}
+	return min(limit, agentik.MaxMessagesLimit), nil
+}
+
+// MessagesPage cuts a journal page read with one row more than limit (in
+// the paging direction: descending when req.Before is set) and returns it
+// ascending, with whether more entries lie beyond it.
+func MessagesPage(msgs []agentik.Message, limit int, req agentik.MessagesRequest) ([]agentik.Message, bool) {
+	more := len(msgs) > limit
+	if more {
+		msgs = msgs[:limit]
+	}
+	if req.Before > 0 {
+		slices.Reverse(msgs)
+	}
+	return msgs, more
+}
+
+// ConversationInfo is the snapshot a created agent event carries. Working
+// and the image capabilities belong to the engine, not the store.
+func ConversationInfo(c agentik.ConversationRecord) *agentik.ConversationInfo {
+	info := &agentik.ConversationInfo{
+		ID:        c.ID,
+		Title:     c.Title,
+		Temporal:  c.Temporal,
+		CreatedAt: c.CreatedAt,
+		UpdatedAt: c.UpdatedAt,
+		Owner:     c.Owner,
+	}
+	if c.Tokens != (agentik.TurnTokens{}) {
+		t := c.Tokens
+		info.Tokens = &t
+	}
+	return info
+}
+
+// Closes returns the user message whose turn ev closes (SPEC §2), or "". An
+// interrupted assistant message alone does not close it: the turn stays
+// open until its interrupted event.
+func Closes(ev *agentik.Event) string {
+	switch {
+	case ev.Message != nil && ev.Message.ClosesTurn():
+		return ev.Message.ReplyTo
+	case ev.Type == agentik.EvInterrupted:
+		return ev.ReplyTo
+	}
+	return ""
+}
+
+// AgentPayload is an agent event's stored JSON: without the cursor and the
+// owner, which the stores keep in columns.
+func AgentPayload(ev *agentik.AgentEvent) (string, error) {
+	e := *ev
+	e.Cursor = 0
+	payload, err := json.Marshal(e)
+	if err != nil {
+		return "", agentik.WrapError(agentik.EInternal, "encode agent event", err)
+	}
+	return string(payload), nil
+}
+
+// DecodeMessage decodes a stored journal message.
+func DecodeMessage(payload []byte) (agentik.Message, error) {
+	var m agentik.Message
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return m, agentik.WrapError(agentik.EInternal, "decode message", err)
+	}
+	return m, nil
+}
+
+// DecodeEvent decodes a stored durable event with its cursor; refs is its
+// images column ("" when its content is all inline), which only an event
+// carrying a message can have.
+func DecodeEvent(cursor int64, payload []byte, refs string) (agentik.Event, error) {
+	var ev agentik.Event
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return ev, agentik.WrapError(agentik.EInternal, "decode event", err)
+	}
+	ev.Cursor = cursor
+	if refs != "" && ev.Message == nil {
+		return ev, agentik.Errorf(agentik.EInternal, "decode event %d: images without a message", cursor)
+	}
+	return ev, nil
+}
+
+// DecodeAgentEvent decodes a stored agent event with its cursor and owner.
+func DecodeAgentEvent(cursor int64, owner string, payload []byte) (agentik.AgentEvent, error) {
+	var ev agentik.AgentEvent
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return ev, agentik.WrapError(agentik.EInternal, "decode agent event", err)
+	}
+	ev.Cursor = cursor
+	ev.Owner = owner
+	if ev.Conversation != nil {
+		ev.Conversation.Owner = owner
+	}
+	return ev, nil
+}
+
+// DecodeMemory decodes a stored working-memory entry with its order.
+func DecodeMemory(order int64, payload []byte) (agentik.MemoryEntry, error) {
+	var e agentik.MemoryEntry
+	if err := json.Unmarshal(payload, &e); err != nil {
+		return e, agentik.WrapError(agentik.EInternal, "decode memory entry", err)
+	}
+	e.Order = order
+	return e, nil
+}

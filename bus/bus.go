@@ -15,7 +15,8 @@ import (
 	"github.com/agentik/agentik"
 )
 
-// DefaultBuffer is the per-subscriber buffer, in events.
+// DefaultBuffer is how many events a subscriber may fall behind by (see
+// chanBuffer for what an idle one holds).
 const DefaultBuffer = 1024
 
 // Bus is an in-process event fan-out. The zero value is not usable; call New.
@@ -77,7 +78,7 @@ func (b *Bus) PublishAgent(ev agentik.AgentEvent) {
 
 // Subscribe registers a subscriber of one conversation.
 func (b *Bus) Subscribe(conversationID string) agentik.Subscriber[agentik.Event] {
-	s := &sub[agentik.Event]{ch: make(chan agentik.Event, b.buffer)}
+	s := newSub[agentik.Event](b.buffer)
 	s.remove = func() {
 		b.mu.Lock()
 		set := b.convs[conversationID]
@@ -100,7 +101,7 @@ func (b *Bus) Subscribe(conversationID string) agentik.Subscriber[agentik.Event]
 
 // SubscribeAgent registers a subscriber of agent events.
 func (b *Bus) SubscribeAgent() agentik.Subscriber[agentik.AgentEvent] {
-	s := &sub[agentik.AgentEvent]{ch: make(chan agentik.AgentEvent, b.buffer)}
+	s := newSub[agentik.AgentEvent](b.buffer)
 	s.remove = func() {
 		b.mu.Lock()
 		delete(b.agents, s)
@@ -120,38 +121,109 @@ func (b *Bus) Subscribers(conversationID string) int {
 	return len(b.convs[conversationID])
 }
 
+// chanBuffer is the channel capacity of a subscriber: what an idle one
+// holds ready. Events beyond it wait in a queue that grows as needed, up to
+// the Bus's buffer, and is let go once its reader has caught up — so an
+// idle subscriber costs a few events, not the whole buffer (1,000 idle
+// subscribers of 1,024 events each held ~300 MiB once a long answer had
+// passed through them).
+const chanBuffer = 16
+
+// sub is one subscriber. Events go straight into ch while it has room and
+// nothing is queued; otherwise into queue, which one pump goroutine (alive
+// only while the queue is not empty) moves into ch in order.
 type sub[T any] struct {
 	ch     chan T
+	max    int // events held at most: ch and queue together
 	remove func()
 
-	mu     sync.Mutex // guards closed and sends against close
-	closed bool
-	once   sync.Once
+	mu      sync.Mutex // guards what follows, and sends against close
+	queue   []T
+	pumping bool
+	closed  bool
+	done    chan struct{} // closed by Close: the pump stops
+	pump    sync.WaitGroup
+	once    sync.Once
 }
 
-// offer sends v without blocking; false when the buffer is full.
+func newSub[T any](max int) *sub[T] {
+	return &sub[T]{ch: make(chan T, min(max, chanBuffer)), max: max, done: make(chan struct{})}
+}
+
+// offer queues v without blocking; false when the buffer is full.
 func (s *sub[T]) offer(v T) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return true
 	}
-	select {
-	case s.ch <- v:
-		return true
-	default:
+	if len(s.queue) == 0 {
+		select {
+		case s.ch <- v:
+			return true
+		default:
+		}
+	}
+	if len(s.queue)+cap(s.ch) >= s.max {
 		return false
 	}
+	s.queue = append(s.queue, v)
+	if !s.pumping {
+		s.pumping = true
+		s.pump.Add(1)
+		go s.run()
+	}
+	return true
+}
+
+// run moves the queue into ch, in order, until it is empty or Close.
+func (s *sub[T]) run() {
+	defer s.pump.Done()
+	var zero T
+	for {
+		s.mu.Lock()
+		if s.closed || len(s.queue) == 0 {
+			s.queue, s.pumping = nil, false // an empty queue holds no memory
+			s.mu.Unlock()
+			return
+		}
+		v := s.queue[0]
+		s.mu.Unlock()
+		select {
+		case s.ch <- v:
+			s.mu.Lock()
+			if len(s.queue) > 0 {
+				s.queue[0] = zero
+				s.queue = s.queue[1:]
+			}
+			s.mu.Unlock()
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// Pending reports whether events wait in the queue, not yet in C: a reader
+// draining without blocking should wait for them.
+func (s *sub[T]) Pending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue) > 0
 }
 
 func (s *sub[T]) C() <-chan T { return s.ch }
 
+// Close removes the subscriber and closes C once the pump has stopped;
+// queued events are dropped (the reader resumes from its cursor).
 func (s *sub[T]) Close() {
 	s.once.Do(func() {
 		s.remove()
 		s.mu.Lock()
 		s.closed = true
-		close(s.ch)
+		s.queue = nil
+		close(s.done)
 		s.mu.Unlock()
+		s.pump.Wait()
+		close(s.ch)
 	})
 }

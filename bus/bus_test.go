@@ -72,3 +72,39 @@ func TestAgentEventsAndClose(t *testing.T) {
 	}
 	b.PublishAgent(agentik.AgentEvent{Cursor: 4}) // no subscriber: must not panic
 }
+
+// TestSubscriberQueueKeepsOrderAndShrinks: a subscriber behind by more than
+// its channel holds gets every event in order up to the buffer, and holds
+// nothing extra once it has caught up.
+func TestSubscriberQueueKeepsOrderAndShrinks(t *testing.T) {
+	b := NewBuffered(100)
+	s := b.Subscribe("c")
+	defer s.Close()
+	for i := 1; i <= 100; i++ {
+		b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: int64(i)})
+	}
+	for i := 1; i <= 100; i++ {
+		if ev := <-s.C(); ev.Cursor != int64(i) {
+			t.Fatalf("event %d has cursor %d", i, ev.Cursor)
+		}
+	}
+	sub := s.(*sub[agentik.Event])
+	sub.pump.Wait() // the pump ends once the queue is empty
+	sub.mu.Lock()
+	q := sub.queue
+	sub.mu.Unlock()
+	if q != nil || sub.Pending() {
+		t.Fatalf("a caught-up subscriber still holds a queue of cap %d", cap(q))
+	}
+	// One more than the buffer while nobody reads: cut off.
+	for i := 101; i <= 201; i++ {
+		b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: int64(i)})
+	}
+	n := 0
+	for range s.C() {
+		n++
+	}
+	if n == 0 || n > 100 || b.Subscribers("c") != 0 {
+		t.Fatalf("a subscriber over its buffer got %d events and is still subscribed: %d", n, b.Subscribers("c"))
+	}
+}

@@ -117,11 +117,12 @@ func (h *harness) send(c agentik.Conversation, text string, policy ...string) ag
 	return res
 }
 
-// until collects events until one satisfies stop (included) or 10 s pass.
+// until collects events until one satisfies stop (included) or 60 s pass
+// (a bound for a loaded machine, not a measurement).
 func until(t *testing.T, s agentik.Stream[agentik.Event], stop func(agentik.Event) bool) []agentik.Event {
 	t.Helper()
 	var got []agentik.Event
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(60 * time.Second)
 	for {
 		select {
 		case ev, ok := <-s.C():

@@ -33,7 +33,7 @@ type stream[T any] struct {
 
 func newStream[T any](parent, base context.Context) *stream[T] {
 	ctx, cancel := context.WithCancel(parent)
-	s := &stream[T]{out: make(chan T, 64), ctx: ctx, stop: make(chan struct{})}
+	s := &stream[T]{out: make(chan T, 16), ctx: ctx, stop: make(chan struct{})}
 	unhook := context.AfterFunc(base, func() { s.end(nil) })
 	s.cancel = func() { unhook(); cancel() }
 	return s
@@ -82,22 +82,38 @@ func (s *stream[T]) send(v T) bool {
 	}
 }
 
+// pender is a Subscriber that can tell it holds events not yet in its
+// channel (bus subscribers queue what their channel cannot hold).
+type pender interface{ Pending() bool }
+
 // drain delivers what sub already holds, each event waiting at most
 // drainWait for the reader, then ends the stream.
 func drain[T any](s *stream[T], sub agentik.Subscriber[T], keep func(T) bool) {
 	for {
+		var v T
+		var ok bool
 		select {
-		case v, ok := <-sub.C():
-			if !ok {
-				return
-			}
-			if !keep(v) {
-				continue
-			}
-			if !s.sendLast(v) {
-				return
-			}
+		case v, ok = <-sub.C():
 		default:
+			p, can := sub.(pender)
+			if !can || !p.Pending() {
+				return
+			}
+			t := time.NewTimer(drainWait)
+			select {
+			case v, ok = <-sub.C():
+				t.Stop()
+			case <-t.C:
+				return
+			}
+		}
+		if !ok {
+			return
+		}
+		if !keep(v) {
+			continue
+		}
+		if !s.sendLast(v) {
 			return
 		}
 	}

@@ -818,3 +818,16 @@ func (b *Bus) handle(payload string) {
 		}
 	}
 }
+
+// Pending says whether the local subscriber holds events not yet in its
+// channel, so that a reader draining at shutdown waits for them.
+func (s *convSub) Pending() bool {
+	p, ok := s.Subscriber.(interface{ Pending() bool })
+	return ok && p.Pending()
+}
+
+// Pending: see convSub.Pending.
+func (s *agentSub) Pending() bool {
+	p, ok := s.Subscriber.(interface{ Pending() bool })
+	return ok && p.Pending()
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -90,11 +91,13 @@ func TestPythonSDK(t *testing.T) {
 		t.Log("mypy not found: the Python SDK's types are not checked")
 		return
 	}
-	// Analysing pydantic 2 takes mypy a while; like Go's build cache, its
-	// cache is kept between runs (mypy checks it against the sources).
+	// Analysing pydantic 2 takes mypy a while, so its cache is kept between
+	// runs, one per checkout: mypy's file cache is not safe for two
+	// processes writing different versions of the same module at once, as
+	// tests in several worktrees of one machine would.
 	cache := t.TempDir()
 	if d, err := os.UserCacheDir(); err == nil {
-		cache = filepath.Join(d, "agentik-test", "mypy")
+		cache = filepath.Join(d, "agentik-test", "mypy", fmt.Sprintf("%x", sha256.Sum256([]byte(dir)))[:16])
 	}
 	for _, py := range pythons {
 		t.Run(fmt.Sprintf("mypy-pydantic%s", py.Pydantic), func(t *testing.T) {

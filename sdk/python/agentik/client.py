@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, Dict, Generator, Iterable, List, Mapping, Optional, Type, Union
 
 from websockets.exceptions import ConnectionClosed as _WSClosed
-from websockets.exceptions import InvalidHandshake as _WSInvalidHandshake
+from websockets.exceptions import WebSocketException as _WSException
 
 from .errors import AgentikError, ConnectionClosed, ConnectionLost, Disconnected
 from .models import (
@@ -232,7 +232,7 @@ class Client:
                 ws = await _ws_connect(uri, extra_headers=headers, max_size=self._max_size, open_timeout=self._open_timeout)
             else:
                 ws = await _ws_connect(uri, additional_headers=headers, max_size=self._max_size, open_timeout=self._open_timeout)
-        except (_WSInvalidHandshake, OSError, asyncio.TimeoutError) as e:
+        except (_WSException, OSError, asyncio.TimeoutError) as e:
             raise _handshake_error(e) from e
         try:
             first = await asyncio.wait_for(ws.recv(), self._open_timeout)
@@ -281,7 +281,11 @@ class Client:
         while True:
             attempt += 1
             try:
-                return await self._open()
+                if deadline is None:
+                    return await self._open()
+                return await asyncio.wait_for(self._open(), max(deadline - loop.time(), 0.001))
+            except asyncio.TimeoutError:
+                raise AgentikError("unavailable", f"reconnect gave up after {timeout}s ({attempt} attempts)") from None
             except AgentikError as e:
                 if e.code not in _RETRYABLE:
                     raise

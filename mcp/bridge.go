@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -236,11 +237,12 @@ func continueConversation(args json.RawMessage, conv string) json.RawMessage {
 	if err := json.Unmarshal(args, &fields); err != nil || fields == nil {
 		return args
 	}
-	if _, ok := fields["conversation_id"]; ok {
-		return args
-	}
-	if v, ok := fields["new_conversation"]; ok && !bytes.Equal(bytes.TrimSpace(v), []byte("false")) {
-		return args
+	// Keys are compared as a JSON decoder may match them: without case.
+	for k, v := range fields {
+		if strings.EqualFold(k, "conversation_id") ||
+			strings.EqualFold(k, "new_conversation") && !bytes.Equal(bytes.TrimSpace(v), []byte("false")) {
+			return args
+		}
 	}
 	id, _ := json.Marshal(conv)
 	fields["conversation_id"] = id

@@ -407,3 +407,24 @@ func TestAgentikUsesAgentik(t *testing.T) {
 		t.Fatalf("A's journal %+v", page.Messages)
 	}
 }
+
+func TestMCPEndpoint(t *testing.T) {
+	for _, tc := range []struct{ url, agent, want string }{
+		{"http://localhost:8080", "", "http://localhost:8080/mcp"},
+		{"http://localhost:8080/", "", "http://localhost:8080/mcp"},
+		{"https://h.example/base", "support", "https://h.example/base/agents/support/mcp"},
+		{"http://h:1/agents/x/mcp", "", "http://h:1/agents/x/mcp"},
+		{"http://h:1/mcp/", "", "http://h:1/mcp"},
+		{"http://h:1/mcp", "x", ""},
+		{"http://h:1", "a/b", ""},
+		{"http://h:1", "..", ""},
+		{"localhost:8080", "", ""},
+		{"http://h:1?x=1", "", ""},
+		{"", "", ""},
+	} {
+		got, err := mcpEndpoint(tc.url, tc.agent)
+		if got != tc.want || (err == nil) != (tc.want != "") {
+			t.Errorf("mcpEndpoint(%q, %q) = %q, %v; want %q", tc.url, tc.agent, got, err, tc.want)
+		}
+	}
+}

@@ -37,7 +37,7 @@ type serveEnv struct {
 	url string
 }
 
-func newServeEnv(t *testing.T) *serveEnv {
+func newServeEnv(t *testing.T, opts ...func(*ServeOptions)) *serveEnv {
 	t.Helper()
 	e := &serveEnv{t: t, llm: llmtest.NewServer()}
 	t.Cleanup(e.llm.Close)
@@ -60,7 +60,11 @@ func newServeEnv(t *testing.T) *serveEnv {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.h = NewHandler(e.eng, ServeOptions{Version: "test", Logger: log})
+	so := ServeOptions{Version: "test", Logger: log}
+	for _, o := range opts {
+		o(&so)
+	}
+	e.h = NewHandler(e.eng, so)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", testEdge(e.h))
 	srv := httptest.NewServer(mux)
@@ -725,5 +729,115 @@ func TestServeAuthAndIsolation(t *testing.T) {
 		if resp.StatusCode != want || (tok == "tok-bob" && strings.Contains(string(b), "secret")) {
 			t.Fatalf("%s with alice's session: %d %s", tok, resp.StatusCode, b)
 		}
+	}
+}
+
+// TestServeBusyReject: with the reject policy an ask into a conversation
+// whose turn runs is a tool error, and nothing is stored.
+func TestServeBusyReject(t *testing.T) {
+	e := newServeEnv(t, func(o *ServeOptions) { o.IfBusy = agentik.BusyReject })
+	gate := llmtest.NewGate()
+	t.Cleanup(gate.Release)
+	e.llm.Enqueue(llmtest.Stream().Role().Content("slow ").Pause(gate).Content("answer").Finish("stop").Done())
+	prog := newProgressLog()
+	cs := e.connect("tok-alice", ProtocolCurrent, withProgress(prog))
+	ctx := serveCtx(t)
+	first := make(chan *sdk.CallToolResult, 1)
+	go func() {
+		res, _ := cs.CallTool(ctx, withToken(&sdk.CallToolParams{Name: ToolAsk, Arguments: map[string]any{"message": "first"}}, "p"))
+		first <- res
+	}()
+	prog.waitFor(t, "slow ")
+	conv := e.onlyWorking(t, "alice")
+	res, _ := ask(t, ctx, cs, map[string]any{"message": "second", "conversation_id": conv}, nil)
+	if !res.IsError || !strings.Contains(resultText(res), "busy") && !strings.Contains(resultText(res), "running") {
+		t.Fatalf("ask into a busy conversation: %v %q", res.IsError, resultText(res))
+	}
+	gate.Release()
+	if res := <-first; res == nil || res.IsError || resultText(res) != "slow answer" {
+		t.Fatalf("first %+v", res)
+	}
+	if got := types(e.journal("alice", conv)); got != "user_message,assistant_message" {
+		t.Fatalf("journal %s", got)
+	}
+}
+
+// TestServeDroppedStreamLetsTheTurnFinish: at the previous revisions a
+// client whose stream breaks without a cancel does not interrupt the turn;
+// the answer stays in the conversation.
+func TestServeDroppedStreamLetsTheTurnFinish(t *testing.T) {
+	e := newServeEnv(t)
+	gate := llmtest.NewGate()
+	t.Cleanup(gate.Release)
+	e.llm.Enqueue(llmtest.Stream().Role().Content("part one, ").Pause(gate).Content("part two").Finish("stop").Done())
+	cs := e.connect("tok-alice", ProtocolPrevious)
+	ctx := serveCtx(t)
+	body := `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"ask","arguments":{"message":"go"},"_meta":{"progressToken":"raw"}}}`
+	rctx, drop := context.WithCancel(ctx)
+	req, _ := http.NewRequestWithContext(rctx, http.MethodPost, e.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", ProtocolPrevious)
+	req.Header.Set("Authorization", "Bearer tok-alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read up to the first progress notification, then drop the connection.
+	buf := make([]byte, 4096)
+	var got strings.Builder
+	for !strings.Contains(got.String(), "part one") {
+		n, err := resp.Body.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("stream ended before progress: %v %q", err, got.String())
+		}
+	}
+	conv := e.onlyWorking(t, "alice")
+	st := e.events(t, "alice", conv)
+	drop()
+	resp.Body.Close()
+	gate.Release()
+	e.waitEnd(t, st, agentik.EndCompleted)
+	msgs := e.journal("alice", conv)
+	if types(msgs) != "user_message,assistant_message" || agentik.JoinText(msgs[1].Content) != "part one, part two" {
+		t.Fatalf("journal %s %+v", types(msgs), msgs)
+	}
+}
+
+// TestServeShutdown: after BeginShutdown a new ask is refused (nothing
+// stored) and, once no call runs, every session is closed; after Close the
+// endpoint answers 503.
+func TestServeShutdown(t *testing.T) {
+	e := newServeEnv(t)
+	cs := e.connect("tok-alice", ProtocolPrevious)
+	ctx := serveCtx(t)
+	e.h.BeginShutdown()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: ToolAsk, Arguments: map[string]any{"message": "late"}})
+	if err == nil && (!res.IsError || !strings.Contains(resultText(res), "shutting down")) {
+		t.Fatalf("ask during shutdown: %+v", res)
+	}
+	e.h.Close(ctx)
+	waited := make(chan error, 1)
+	go func() { waited <- cs.Wait() }()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session was not closed")
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url, strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer tok-alice")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("after Close: %d", resp.StatusCode)
+	}
+	list, _ := e.eng.ListConversations(agentik.WithPrincipal(ctx, "alice"), agentik.ListRequest{})
+	if len(list.Conversations) != 0 {
+		t.Fatal("a refused ask stored a conversation")
 	}
 }

@@ -7,23 +7,25 @@ import (
 	"fmt"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
-// JSON-RPC and A2A error codes (the same numbers in 0.3 and 1.0).
+// JSON-RPC and A2A error codes (the same numbers in 0.3 and 1.0). Those the
+// core's errors map to are edge's (edge.RPCCode is the mapping).
 const (
-	CodeParseError               = -32700
-	CodeInvalidRequest           = -32600
-	CodeMethodNotFound           = -32601
-	CodeInvalidParams            = -32602
-	CodeInternalError            = -32603
-	CodeTaskNotFound             = -32001
+	CodeParseError               = edge.RPCParseError
+	CodeInvalidRequest           = edge.RPCInvalidRequest
+	CodeMethodNotFound           = edge.RPCMethodNotFound
+	CodeInvalidParams            = edge.RPCInvalidParams
+	CodeInternalError            = edge.RPCInternalError
+	CodeTaskNotFound             = edge.RPCNotFound
 	CodeTaskNotCancelable        = -32002
 	CodePushNotSupported         = -32003
-	CodeUnsupportedOperation     = -32004
-	CodeContentTypeNotSupported  = -32005
+	CodeUnsupportedOperation     = edge.RPCUnsupportedOperation
+	CodeContentTypeNotSupported  = edge.RPCContentTypeNotSupported
 	CodeInvalidAgentResponse     = -32006
 	CodeExtendedCardNotAvailable = -32007
-	CodeUnauthenticated          = -31401 // 1.0; 0.3 clients only see the HTTP 401
+	CodeUnauthenticated          = edge.RPCUnauthenticated // 1.0; 0.3 clients only see the HTTP 401
 )
 
 // Error is a JSON-RPC error object, sent by the server and returned by the

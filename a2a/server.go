@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"mime"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
 // CardPath is where the agent card is served (A2A 0.3 and 1.0).
@@ -232,14 +232,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := edge.ReadBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.writeError(w, http.StatusRequestEntityTooLarge, nullID, rpcErr(CodeInvalidRequest, "request body is larger than %d bytes", s.opts.MaxBodyBytes))
-			return
-		}
-		return // the client went away
+		// Refused before the request was read: a transport-level answer.
+		s.Refuse(w, r, err)
+		return
 	}
 	req, id, rerr := decodeRequest(body)
 	if rerr != nil {
@@ -275,6 +272,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, response{JSONRPC: "2.0", ID: req.ID, Result: result})
 }
 
+// Refuse answers a request refused before it was read (by the HTTP edge:
+// 401, 404 for an agent the caller may not use; or a body too large or too
+// slow) with the HTTP status of err's code and a JSON-RPC error body: the
+// request is not one the endpoint takes (-32600), or the caller is not
+// authenticated (-31401).
+func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, err error) {
+	edge.PrepareError(w, r, err)
+	e := coreErr(err)
+	if e.Code != CodeUnauthenticated && e.Code != CodeInternalError {
+		e.Code = CodeInvalidRequest
+	}
+	s.writeError(w, edge.Status(agentik.ErrorCode(err)), nullID, e)
+}
+
 func (s *Server) writeError(w http.ResponseWriter, status int, id json.RawMessage, e *Error) {
 	if e.Code == CodeInternalError {
 		s.log.Warn("a2a request failed", "code", e.Code, "message", e.Message)
@@ -293,27 +304,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(buf.Bytes())
 }
 
-// coreErr maps the core's error vocabulary to JSON-RPC errors: the one place
-// that does so. Messages are the core's user-safe ones.
+// coreErr turns a core error into a JSON-RPC error: the code is
+// edge.RPCCode's, the message the core's user-safe one.
 func coreErr(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
-	msg := agentik.ErrorMessage(err)
-	switch agentik.ErrorCode(err) {
-	case agentik.ENotFound:
-		return rpcErr(CodeTaskNotFound, "%s", msg)
-	case agentik.EInvalid, agentik.EMalformed, agentik.ETooLarge:
-		return rpcErr(CodeInvalidParams, "%s", msg)
-	case agentik.EUnsupportedMed:
-		return rpcErr(CodeContentTypeNotSupported, "%s", msg)
-	case agentik.EBusy, agentik.EConflict:
-		return rpcErr(CodeUnsupportedOperation, "%s", msg)
-	case agentik.EUnauthorized:
-		return rpcErr(CodeUnauthenticated, "%s", msg)
+	code, msg := edge.Public(err)
+	switch code {
+	case agentik.EInternal:
+		return rpcErr(CodeInternalError, "internal error")
 	case agentik.EUnavailable, agentik.ERateLimited:
 		return rpcErr(CodeInternalError, "unavailable: %s", msg)
 	}
-	return rpcErr(CodeInternalError, "internal error")
+	return rpcErr(edge.RPCCode(code), "%s", msg)
 }

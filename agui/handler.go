@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/edge"
 )
 
 // DefaultPath is where the facade is usually mounted.
@@ -57,10 +55,6 @@ type Options struct {
 	MaxRunMessages int
 	// OnDisconnect is DisconnectInterrupt (the default) or DisconnectContinue.
 	OnDisconnect string
-	// Authenticate returns the principal a request acts for; an error
-	// refuses it (401 unless the error carries another agentik code). Nil
-	// means open access: every request is the anonymous principal "".
-	Authenticate func(r *http.Request) (principal string, err error)
 	// Logger receives failed requests; nil means slog.Default().
 	Logger *slog.Logger
 	// newID makes the ids of streamed messages (tests make them stable).
@@ -85,7 +79,9 @@ type threadLock struct {
 	refs int
 }
 
-// NewHandler returns the facade for agent. Mount it on POST only.
+// NewHandler returns the facade for agent. Mount it on POST only, behind the
+// HTTP edge (package edge): the run acts for the principal in the request's
+// context, the anonymous "" when there is none.
 func NewHandler(agent agentik.Agent, opts Options) *Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -124,21 +120,10 @@ func Mount(mux *http.ServeMux, path string, agent agentik.Agent, opts Options) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		h.writeError(w, r, agentik.Errorf("method_not_allowed", "use POST"))
+		h.writeError(w, r, agentik.Errorf(edge.CodeMethodNotAllowed, "use POST"))
 		return
 	}
-	if h.opts.Authenticate != nil {
-		p, err := h.opts.Authenticate(r)
-		if err != nil {
-			if agentik.ErrorCode(err) == agentik.EInternal {
-				err = agentik.WrapError(agentik.EUnauthorized, "missing or invalid credentials", err)
-			}
-			h.writeError(w, r, err)
-			return
-		}
-		r = r.WithContext(agentik.WithPrincipal(r.Context(), p))
-	}
-	body, err := readBody(w, r, h.opts.MaxBodyBytes)
+	body, err := edge.ReadJSON(w, r, h.opts.MaxBodyBytes)
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -601,29 +586,9 @@ func (s *sseWriter) write(b []byte) {
 	}
 }
 
-// readBody reads the bounded JSON body.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || !(mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
-		return nil, agentik.Errorf(agentik.EUnsupportedMed, "request body must be application/json (an AG-UI RunAgentInput)")
-	}
-	if r.ContentLength > limit {
-		return nil, agentik.Errorf(agentik.ETooLarge, "request body is larger than %d bytes", limit)
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, agentik.Errorf(agentik.ETooLarge, "request body is larger than %d bytes", limit)
-		}
-		return nil, agentik.WrapError(agentik.EMalformed, "cannot read request body", err)
-	}
-	return b, nil
-}
-
 // writeError answers a refused run before streaming exactly as the native
 // API answers a refused request (status, error body, WWW-Authenticate,
 // Retry-After).
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	httpapi.WriteError(w, r, h.log, err)
+	edge.WriteError(w, r, h.log, err)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
@@ -46,6 +47,13 @@ type envOption func(*engine.Options, *Options)
 
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
+	return newEnvAuth(t, nil, opts...)
+}
+
+// newEnvAuth is newEnv with the facades behind an edge that authenticates
+// with tokens (nil: open).
+func newEnvAuth(t *testing.T, tokens edge.Tokens, opts ...envOption) *env {
+	t.Helper()
 	e := &env{t: t, llm: llmtest.NewServer()}
 	t.Cleanup(e.llm.Close)
 	ctx := context.Background()
@@ -72,8 +80,11 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	Mount(mux, "/agui", e.eng, ao)
-	httpapi.Mount(mux, "/agentik", e.eng, httpapi.Options{Authenticate: ao.Authenticate})
+	gate := edge.New(edge.Options{Tokens: tokens})
+	mux.Handle("POST /agui", gate.Guard(NewHandler(e.eng, ao), edge.Route{}))
+	httpapi.Mount(mux, "/agentik", e.eng, httpapi.Options{Guard: func(h http.Handler, access edge.Access) http.Handler {
+		return gate.Guard(h, edge.Route{Access: access})
+	}})
 	e.srv = httptest.NewServer(mux)
 	e.url = e.srv.URL + "/agui"
 	t.Cleanup(func() {

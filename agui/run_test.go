@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -76,14 +75,7 @@ func TestSnapshotOnEmptyMessages(t *testing.T) {
 // id; any other thread lives at an id derived from the caller and the name,
 // so equal names of two callers never meet.
 func TestThreadIDs(t *testing.T) {
-	auth := func(r *http.Request) (string, error) {
-		p := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if p == "" {
-			return "", errors.New("no token")
-		}
-		return p, nil
-	}
-	e := newEnv(t, func(_ *engine.Options, o *Options) { o.Authenticate = auth })
+	e := newEnvAuth(t, anyToken{})
 	if r := e.post(`{"threadId":"t","runId":"r","messages":[]}`); r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), `"unauthorized"`) {
 		t.Fatalf("no credentials: %d %s", r.status, r.body)
 	}
@@ -146,10 +138,7 @@ func TestThreadIDs(t *testing.T) {
 // before the per-caller derivation existed — a caller's run gets a thread
 // of its own (200, never 500) and its snapshot shows its own messages only.
 func TestThreadIDsCannotBeTaken(t *testing.T) {
-	auth := func(r *http.Request) (string, error) {
-		return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), nil
-	}
-	e := newEnv(t, func(_ *engine.Options, o *Options) { o.Authenticate = auth })
+	e := newEnvAuth(t, tokenIsPrincipal{})
 	body := func(thread, run string, msgs ...map[string]any) string {
 		b, _ := json.Marshal(input(thread, run, msgs...))
 		return string(b)
@@ -360,3 +349,17 @@ func TestStaleToolResultsWithNewMessage(t *testing.T) {
 		t.Fatalf("journal %s", got)
 	}
 }
+
+// anyToken is an edge.Tokens that takes every token for the principal of
+// its name.
+type anyToken struct{}
+
+func (anyToken) Lookup(token string) (string, bool) { return token, token != "" }
+func (anyToken) Allows(string, string) bool         { return true }
+
+// tokenIsPrincipal is an edge.Tokens that takes every token, none
+// included, for the principal of its name.
+type tokenIsPrincipal struct{}
+
+func (tokenIsPrincipal) Lookup(token string) (string, bool) { return token, true }
+func (tokenIsPrincipal) Allows(string, string) bool         { return true }

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
 // translator turns the core's conversation events into the AG-UI events of
@@ -186,7 +187,8 @@ func (t *translator) event(ev agentik.Event) []Event {
 			return out
 		}
 		if t.finalErr != nil {
-			return t.fail(out, agentik.ErrorMessage(t.finalErr), agentik.ErrorCode(t.finalErr))
+			code, msg := edge.Public(t.finalErr)
+			return t.fail(out, msg, code)
 		}
 		fin := Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID}
 		switch {

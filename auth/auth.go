@@ -12,7 +12,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 type Tokens struct {
 	mu      sync.RWMutex
 	entries []entry
+	limits  map[string]map[string]bool // principal → the only agents it may use
 }
 
 type entry struct {
@@ -107,15 +107,38 @@ func NewTokens(pairs map[string]string) *Tokens {
 	return t
 }
 
-// Replace swaps the whole set atomically (SIGHUP reload).
-func (t *Tokens) Replace(pairs map[string]string) {
+// Replace swaps the whole set atomically (SIGHUP reload); no principal is
+// limited afterwards.
+func (t *Tokens) Replace(pairs map[string]string) { t.ReplaceLimited(pairs, nil) }
+
+// ReplaceLimited swaps the whole set and the principals' agent limits
+// atomically: a principal in limits may use only the agents listed for it,
+// any other principal every agent.
+func (t *Tokens) ReplaceLimited(pairs map[string]string, limits map[string][]string) {
 	entries := make([]entry, 0, len(pairs))
 	for token, principal := range pairs {
 		entries = append(entries, entry{sha256.Sum256([]byte(token)), principal})
 	}
+	lim := make(map[string]map[string]bool, len(limits))
+	for p, agents := range limits {
+		set := make(map[string]bool, len(agents))
+		for _, a := range agents {
+			set[a] = true
+		}
+		lim[p] = set
+	}
 	t.mu.Lock()
 	t.entries = entries
+	t.limits = lim
 	t.mu.Unlock()
+}
+
+// Allows reports whether principal may use agent.
+func (t *Tokens) Allows(principal, agent string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	set, limited := t.limits[principal]
+	return !limited || set[agent]
 }
 
 // Len returns the number of tokens.
@@ -145,41 +168,3 @@ func (t *Tokens) Lookup(token string) (string, bool) {
 	}
 	return t.entries[found].principal, true
 }
-
-// Authenticate returns the principal of the request's bearer token: the
-// Authorization header, or — only for event streams and WebSocket upgrades,
-// which browsers cannot give headers — the access_token query parameter.
-func (t *Tokens) Authenticate(r *http.Request) (string, error) {
-	token := BearerToken(r)
-	if token == "" && allowsQueryToken(r) {
-		token = r.URL.Query().Get("access_token")
-	}
-	p, ok := t.Lookup(token)
-	if !ok {
-		return "", ErrUnauthorized
-	}
-	return p, nil
-}
-
-// BearerToken returns the token of an "Authorization: Bearer …" header.
-func BearerToken(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(token)
-}
-
-func allowsQueryToken(r *http.Request) bool {
-	if r.Method != http.MethodGet {
-		return false
-	}
-	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		return true
-	}
-	return strings.Contains(r.Header.Get("Accept"), "text/event-stream") || strings.HasSuffix(r.URL.Path, "/events")
-}
-
-// Challenge is the WWW-Authenticate value of a 401.
-const Challenge = `Bearer realm="agentik"`

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,37 +29,22 @@ func TestParsePairs(t *testing.T) {
 	}
 }
 
-func TestAuthenticate(t *testing.T) {
-	tokens := NewTokens(map[string]string{"alice-secret-1": "alice"})
-	cases := []struct {
-		method, url, header, accept, upgrade string
-		want                                 string
+func TestAllows(t *testing.T) {
+	tokens := NewTokens(nil)
+	tokens.ReplaceLimited(map[string]string{"alice-secret-1": "alice", "bob-secret-22": "bob"}, map[string][]string{"alice": {"support"}})
+	for _, tc := range []struct {
+		principal, agent string
+		want             bool
 	}{
-		{"GET", "/agentik/conversations", "Bearer alice-secret-1", "", "", "alice"},
-		{"GET", "/agentik/conversations", "bearer alice-secret-1", "", "", "alice"},
-		{"GET", "/agentik/conversations", "Basic alice-secret-1", "", "", ""},
-		{"GET", "/agentik/conversations", "Bearer wrong-secret", "", "", ""},
-		{"GET", "/agentik/conversations", "", "", "", ""},
-		{"GET", "/agentik/conversations?access_token=alice-secret-1", "", "", "", ""}, // not a stream
-		{"GET", "/agentik/conversations/x/events?access_token=alice-secret-1", "", "text/event-stream", "", "alice"},
-		{"GET", "/agentik/ws?access_token=alice-secret-1", "", "", "websocket", "alice"},
-		{"POST", "/agentik/conversations?access_token=alice-secret-1", "", "text/event-stream", "", ""},
+		{"alice", "support", true}, {"alice", "coder", false}, {"bob", "coder", true}, {"bob", "support", true}, {"", "coder", true},
+	} {
+		if got := tokens.Allows(tc.principal, tc.agent); got != tc.want {
+			t.Errorf("Allows(%q, %q) = %v", tc.principal, tc.agent, got)
+		}
 	}
-	for _, tc := range cases {
-		r := httptest.NewRequest(tc.method, tc.url, nil)
-		if tc.header != "" {
-			r.Header.Set("Authorization", tc.header)
-		}
-		if tc.accept != "" {
-			r.Header.Set("Accept", tc.accept)
-		}
-		if tc.upgrade != "" {
-			r.Header.Set("Upgrade", tc.upgrade)
-		}
-		got, err := tokens.Authenticate(r)
-		if got != tc.want || (tc.want == "") != (err != nil) {
-			t.Errorf("%s %s %q: got %q, %v", tc.method, tc.url, tc.header, got, err)
-		}
+	tokens.Replace(map[string]string{"alice-secret-1": "alice"})
+	if !tokens.Allows("alice", "coder") {
+		t.Error("a reload without limits keeps the old ones")
 	}
 }
 

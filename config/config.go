@@ -67,6 +67,7 @@ type Config struct {
 	Auth AuthConfig
 
 	MCPServer MCPServerConfig // the MCP server facade (MCP is the tool source)
+	HTTP      HTTPConfig
 }
 
 // Default returns the configuration used when no variable is set.
@@ -240,6 +241,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.IRC.read(r)
 	c.Auth.read(r)
 	c.MCPServer.read(r)
+	c.HTTP.read(r)
 
 	if c.Backend == "" {
 		c.Backend = BackendDemo

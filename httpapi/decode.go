@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
 // The request decoders below are pure functions of the request's bytes so that
@@ -20,39 +20,10 @@ import (
 // wrong (malformed, invalid, too_large, unsupported_media_type); none of them
 // lets a request through that the core would have to refuse for its shape.
 
-// readBody reads a request body bounded by limit bytes. A request without a
-// body yields nil; a body must be declared as JSON.
+// readBody reads the bounded JSON body (edge.ReadJSON): an empty body is
+// nil, a non-empty one must be JSON.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return nil, nil
-	}
-	if err := checkJSONType(r.Header.Get("Content-Type")); err != nil {
-		return nil, err
-	}
-	if r.ContentLength > limit {
-		return nil, agentik.Errorf(agentik.ETooLarge, "request body is larger than %d bytes", limit)
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, agentik.Errorf(agentik.ETooLarge, "request body is larger than %d bytes", limit)
-		}
-		return nil, agentik.WrapError(agentik.EMalformed, "cannot read request body", err)
-	}
-	return b, nil
-}
-
-// checkJSONType accepts application/json and the application/*+json family.
-func checkJSONType(ct string) error {
-	mt, _, err := mime.ParseMediaType(ct)
-	if err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
-		return nil
-	}
-	if ct == "" {
-		ct = "none"
-	}
-	return agentik.Errorf(agentik.EUnsupportedMed, "request body must be application/json, not %s", ct)
+	return edge.ReadJSON(w, r, limit)
 }
 
 // decodeJSON decodes exactly one JSON value into v. Unknown fields are ignored

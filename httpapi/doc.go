@@ -8,8 +8,11 @@
 //   - A request that is refused (4xx) has stored nothing: bodies, path ids
 //     and query parameters are validated before the core is called.
 //   - Errors are always {"error":{"code","message"}} with the status that
-//     statusOf gives the code; internal details go to the log, never to the
-//     caller.
+//     edge.Status gives the code; internal details go to the log, never to
+//     the caller.
+//   - Authentication is not done here: the endpoints sit behind the HTTP
+//     edge (Options.Guard, package edge), which puts the caller's principal
+//     in the request's context.
 //   - An SSE subscription is registered before the 200 is written, so a
 //     client that resumes from the cursor it last saw receives every durable
 //     event exactly once.

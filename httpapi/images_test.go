@@ -3,16 +3,15 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
@@ -47,14 +46,10 @@ func TestImageEndpoint(t *testing.T) {
 		defer cancel()
 		eng.Shutdown(ctx)
 	})
-	auth := func(r *http.Request) (string, error) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || (tok != "alice" && tok != "bob") {
-			return "", errors.New("unknown token")
-		}
-		return tok, nil
-	}
-	e := newEnv(t, eng, Options{Authenticate: auth})
+	gate := edge.New(edge.Options{Tokens: tokenNames{"alice", "bob"}})
+	e := newEnv(t, eng, Options{Guard: func(h http.Handler, access edge.Access) http.Handler {
+		return gate.Guard(h, edge.Route{Access: access})
+	}})
 	alice := NewClient(e.base, WithToken("alice"))
 	info, err := alice.CreateConversation(ctx, agentik.CreateRequest{})
 	if err != nil {

@@ -1,25 +1,28 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
-	"strings"
+	"slices"
 	"testing"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
-// TestRealAuthenticateSeam: the principal Authenticate returns is the one
-// the core acts for, so conversations are private to it; a refusal is 401.
+// tokenNames is an edge.Tokens whose tokens are the principals' names.
+type tokenNames []string
+
+func (n tokenNames) Lookup(token string) (string, bool) { return token, slices.Contains(n, token) }
+func (tokenNames) Allows(string, string) bool           { return true }
+
+// TestRealAuthenticateSeam: the principal the edge puts in the context is
+// the one the core acts for, so conversations are private to it; a refusal
+// is 401.
 func TestRealAuthenticateSeam(t *testing.T) {
-	auth := func(r *http.Request) (string, error) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || (tok != "alice" && tok != "bob") {
-			return "", errors.New("unknown token") // not an *agentik.Error: still 401
-		}
-		return tok, nil
-	}
-	e := newRealEnv(t, Options{Authenticate: auth})
+	gate := edge.New(edge.Options{Tokens: tokenNames{"alice", "bob"}})
+	e := newRealEnv(t, Options{Guard: func(h http.Handler, access edge.Access) http.Handler {
+		return gate.Guard(h, edge.Route{Access: access})
+	}})
 	ctx := testCtx(t)
 	alice := NewClient(e.base, WithToken("alice"))
 	bob := NewClient(e.base, WithToken("bob"))

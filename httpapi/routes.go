@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 	"strings"
+
+	"github.com/agentik/agentik/edge"
 )
 
 // routes registers the agent's endpoints (SPEC §4) under prefix p. This is
@@ -12,27 +14,29 @@ func (s *server) routes(mux *http.ServeMux, p string) {
 	if info == "" { // mounted at the root
 		info = "/{$}"
 	}
+	const private, stream = edge.Private, edge.Stream // stream: EventSource may pass ?access_token=
 	table := []struct {
 		method, path string
 		h            http.HandlerFunc
+		access       edge.Access
 	}{
-		{"GET", info, s.agentInfo},
-		{"GET", p + "/events", s.agentEvents},
-		{"POST", p + "/conversations", s.createConversation},
-		{"GET", p + "/conversations", s.listConversations},
-		{"GET", p + "/conversations/{id}", s.getConversation},
-		{"PATCH", p + "/conversations/{id}", s.renameConversation},
-		{"DELETE", p + "/conversations/{id}", s.deleteConversation},
-		{"POST", p + "/conversations/{id}/messages", s.send},
-		{"GET", p + "/conversations/{id}/messages", s.messages},
-		{"POST", p + "/conversations/{id}/interrupt", s.interrupt},
-		{"GET", p + "/conversations/{id}/events", s.conversationEvents},
-		{"GET", p + "/conversations/{id}/messages/{seq}/images/{n}", s.image},
+		{"GET", info, s.agentInfo, private},
+		{"GET", p + "/events", s.agentEvents, stream},
+		{"POST", p + "/conversations", s.createConversation, private},
+		{"GET", p + "/conversations", s.listConversations, private},
+		{"GET", p + "/conversations/{id}", s.getConversation, private},
+		{"PATCH", p + "/conversations/{id}", s.renameConversation, private},
+		{"DELETE", p + "/conversations/{id}", s.deleteConversation, private},
+		{"POST", p + "/conversations/{id}/messages", s.send, private},
+		{"GET", p + "/conversations/{id}/messages", s.messages, private},
+		{"POST", p + "/conversations/{id}/interrupt", s.interrupt, private},
+		{"GET", p + "/conversations/{id}/events", s.conversationEvents, stream},
+		{"GET", p + "/conversations/{id}/messages/{seq}/images/{n}", s.image, private},
 	}
 	allowed := map[string][]string{}
 	var paths []string
 	for _, rt := range table {
-		mux.Handle(rt.method+" "+rt.path, s.authenticate(rt.h))
+		mux.Handle(rt.method+" "+rt.path, s.guard(rt.h, rt.access))
 		if allowed[rt.path] == nil {
 			paths = append(paths, rt.path)
 		}
@@ -53,7 +57,7 @@ func (s *server) routeHealth(mux *http.ServeMux) {
 }
 
 // methodNotAllowed answers 405 with the Allow header, in the error body form.
-// 405 is a routing answer, not a core error code, so it bypasses statusOf.
+// 405 is a routing answer, not a core error code.
 func methodNotAllowed(methods []string) http.Handler {
 	allow := strings.Join(methods, ", ")
 	if strings.Contains(allow, "GET") {
@@ -62,7 +66,7 @@ func methodNotAllowed(methods []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
 		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: errorDetail{
-			Code: "method_not_allowed", Message: r.Method + " is not allowed here; use " + allow,
+			Code: edge.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use " + allow,
 		}})
 	})
 }

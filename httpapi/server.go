@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
 // DefaultPrefix is where NewHandler mounts the agent.
@@ -37,10 +38,12 @@ type Options struct {
 	// Ready reports whether the agent can serve (store reachable); it backs
 	// GET /health/ready. Nil means always ready.
 	Ready func(ctx context.Context) error
-	// Authenticate returns the principal a request acts for. An error refuses
-	// the request (401 unless the error carries another agentik code). Nil
-	// means open access: every request is the anonymous principal "".
-	Authenticate func(r *http.Request) (principal string, err error)
+	// Guard puts each endpoint behind the HTTP edge (edge.Edge.Guard), which
+	// authenticates the request and puts its principal in the context; the
+	// facade reads it there. access says how the endpoint is authenticated
+	// (the event streams take ?access_token=). Nil means open access: every
+	// request is the anonymous principal "".
+	Guard func(h http.Handler, access edge.Access) http.Handler
 	// Logger receives refused and failed requests; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -52,7 +55,7 @@ type server struct {
 	keepAlive    time.Duration
 	writeTimeout time.Duration
 	readyFn      func(ctx context.Context) error
-	auth         func(r *http.Request) (string, error)
+	guardFn      func(h http.Handler, access edge.Access) http.Handler
 	log          *slog.Logger
 }
 
@@ -63,7 +66,7 @@ func newServer(agent agentik.Agent, opts Options) *server {
 		keepAlive:    opts.KeepAlive,
 		writeTimeout: opts.WriteTimeout,
 		readyFn:      opts.Ready,
-		auth:         opts.Authenticate,
+		guardFn:      opts.Guard,
 		log:          opts.Logger,
 	}
 	if s.maxBody <= 0 {
@@ -109,22 +112,12 @@ func MountHealth(mux *http.ServeMux, ready func(ctx context.Context) error) {
 	newServer(nil, Options{Ready: ready}).routeHealth(mux)
 }
 
-// authenticate puts the request's principal into its context.
-func (s *server) authenticate(next http.Handler) http.Handler {
-	if s.auth == nil {
-		return next
+// guard puts an endpoint behind the edge, if there is one.
+func (s *server) guard(h http.Handler, access edge.Access) http.Handler {
+	if s.guardFn == nil {
+		return h
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.auth(r)
-		if err != nil {
-			if agentik.ErrorCode(err) == agentik.EInternal {
-				err = agentik.WrapError(agentik.EUnauthorized, "missing or invalid credentials", err)
-			}
-			s.writeError(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(agentik.WithPrincipal(r.Context(), p)))
-	})
+	return s.guardFn(h, access)
 }
 
 type status struct {

@@ -2,7 +2,6 @@ package ws
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
@@ -55,18 +55,15 @@ func newStack(t *testing.T, opts Options, tokens map[string]string) *stack {
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	var gate *edge.Edge
 	if tokens != nil {
-		opts.Authenticate = func(r *http.Request) (string, error) {
-			p, ok := tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-			if !ok {
-				return "", errors.New("bad token")
-			}
-			return p, nil
-		}
+		gate = edge.New(edge.Options{Tokens: tokenMap(tokens)})
+	} else {
+		gate = edge.New(edge.Options{})
 	}
 	srv := NewServer(eng, opts)
 	mux := http.NewServeMux()
-	mux.Handle("GET /agentik/ws", srv)
+	mux.Handle("GET /agentik/ws", gate.Guard(srv, edge.Route{Access: edge.Stream}))
 	hs := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -171,3 +168,9 @@ func (s *stack) waitIdle(id, principal string) {
 		return err == nil && !info.Working
 	})
 }
+
+// tokenMap is an edge.Tokens of token → principal.
+type tokenMap map[string]string
+
+func (m tokenMap) Lookup(token string) (string, bool) { p, ok := m[token]; return p, ok }
+func (tokenMap) Allows(string, string) bool           { return true }

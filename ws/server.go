@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
 // Defaults of Options.
@@ -27,12 +28,12 @@ const (
 	DefaultWriteTimeout    = 10 * time.Second
 )
 
-// Options configures the server. The zero value is usable: open access, the
-// defaults above, busy policy enqueue, same-origin browsers only.
+// Options configures the server. The zero value is usable: the defaults
+// above, busy policy enqueue, same-origin browsers only. Authentication is
+// not done here: mount the server behind the HTTP edge (package edge), which
+// refuses an unauthenticated upgrade with 401 and puts the principal in the
+// request's context; without it every connection is the anonymous "".
 type Options struct {
-	// Authenticate returns the principal of an upgrade request; an error
-	// refuses it with HTTP 401 before the upgrade. Nil means open access.
-	Authenticate func(r *http.Request) (principal string, err error)
 	// IdleTimeout: no client message and no running turn for this long ends
 	// the connection with GRACEFUL_DISCONNECT{reason:"idle"}.
 	IdleTimeout time.Duration
@@ -150,14 +151,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // events asks for extensions (tools, reasoning).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	if s.opts.Authenticate != nil {
-		p, err := s.opts.Authenticate(r)
-		if err != nil {
-			writeHTTPError(w, http.StatusUnauthorized, agentik.EUnauthorized, "missing or invalid credentials")
-			return
-		}
-		ctx = agentik.WithPrincipal(ctx, p)
-	}
 	s.mu.Lock()
 	closing := s.closing
 	if !closing {
@@ -165,7 +158,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if closing {
-		writeHTTPError(w, http.StatusServiceUnavailable, agentik.EUnavailable, "the server is shutting down")
+		edge.WriteError(w, r, s.log, agentik.Errorf(agentik.EUnavailable, "the server is shutting down"))
 		return
 	}
 	defer s.wg.Done()
@@ -338,12 +331,12 @@ func (ss *session) goodbye(reason string) {
 // reject answers a connection that cannot be served with ERROR and closes it
 // with status 1008 (policy violation) and the code as the close reason.
 func (ss *session) reject(ctx context.Context, err error) {
-	code := agentik.ErrorCode(err)
+	code, msg := edge.Public(err)
 	if code == agentik.EInternal {
 		ss.log.Error("websocket connection failed", "err", err)
 	}
 	ss.wmu.Lock()
-	ss.writeLocked(ctx, &Error{Code: code, Details: agentik.ErrorMessage(err)})
+	ss.writeLocked(ctx, &Error{Code: code, Details: msg})
 	ss.closed = true
 	ss.wmu.Unlock()
 	status := websocket.StatusPolicyViolation
@@ -538,11 +531,11 @@ func (ss *session) readLoop(ctx context.Context) {
 			continue
 		}
 		if err := ss.handle(ctx, m); err != nil {
-			code := agentik.ErrorCode(err)
+			code, msg := edge.Public(err)
 			if code == agentik.EInternal {
 				ss.log.Error("websocket message failed", "conversation", ss.conv.ID(), "err", err)
 			}
-			ss.write(ctx, &Error{Code: code, Details: agentik.ErrorMessage(err)})
+			ss.write(ctx, &Error{Code: code, Details: msg})
 		}
 	}
 }
@@ -619,16 +612,4 @@ func readLimited(r io.Reader, buf []byte, limit int64) ([]byte, error) {
 			return buf, err
 		}
 	}
-}
-
-// writeHTTPError answers a request that is refused before the upgrade, in
-// the error form of the REST API.
-func writeHTTPError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="agentik"`)
-	}
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/a2a"
+	"github.com/agentik/agentik/edge"
 )
 
 // a2aDialTimeout bounds how long start-up waits for remote agent cards; an
@@ -57,7 +58,7 @@ func (a *app) mountA2A(ctx context.Context) error {
 		URL:          cfg.PublicURL,
 		Path:         cfg.Path,
 		Skills:       skills,
-		Bearer:       a.auth != nil,
+		Bearer:       !a.edge.Open(),
 		MaxBodyBytes: a.cfg.MaxBodyBytes,
 		KeepAlive:    a.cfg.KeepAlive,
 		Logger:       a.log,
@@ -65,7 +66,7 @@ func (a *app) mountA2A(ctx context.Context) error {
 	route := func(mux *http.ServeMux) {
 		mux.Handle("GET "+a2a.CardPath, srv.CardHandler())
 		mux.Handle("GET "+a2a.LegacyCardPath, srv.CardHandler())
-		mux.Handle(cfg.Path, a.a2aAuth(srv))
+		mux.Handle(cfg.Path, a.edge.Guard(srv, edge.Route{Refuse: srv.Refuse}))
 	}
 	route(a.mux)
 	if cfg.Port == 0 {
@@ -96,23 +97,4 @@ func (a *app) mountA2A(ctx context.Context) error {
 		<-done
 	})
 	return nil
-}
-
-// a2aAuth puts the caller's principal into the request context; without
-// configured tokens the server is open.
-func (a *app) a2aAuth(next http.Handler) http.Handler {
-	if a.auth == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := a.auth(r)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="agentik"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-31401,"message":"missing or invalid bearer token"}}` + "\n"))
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(agentik.WithPrincipal(r.Context(), p)))
-	})
 }

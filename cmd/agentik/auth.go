@@ -3,19 +3,23 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/agentik/agentik/auth"
+	"github.com/agentik/agentik/edge"
 )
 
-// setupAuth sets a.auth from AGENTIK_AUTH_TOKENS and AGENTIK_AUTH_TOKENS_FILE
-// (reloaded on SIGHUP). Without tokens the server is open and says so loudly.
+// setupAuth builds the HTTP edge, with the tokens of AGENTIK_AUTH_TOKENS and
+// AGENTIK_AUTH_TOKENS_FILE (reloaded on SIGHUP). Without tokens the server
+// is open and says so loudly.
 func (a *app) setupAuth(ctx context.Context) error {
 	cfg := a.cfg.Auth
 	if !cfg.Enabled() {
 		a.log.Warn("AUTHENTICATION IS OFF: anyone who can reach this port can use the agent; set AGENTIK_AUTH_TOKENS or AGENTIK_AUTH_TOKENS_FILE (and AGENTIK_AUTH=required to refuse to start without them)")
+		a.newEdge()
 		return nil
 	}
 	load := func() (map[string]string, error) {
@@ -42,8 +46,8 @@ func (a *app) setupAuth(ctx context.Context) error {
 		return err
 	}
 	tokens := auth.NewTokens(pairs)
-	a.auth = tokens.Authenticate
 	a.tokens = tokens
+	a.newEdge()
 	a.log.Info("authentication on", "tokens", tokens.Len())
 
 	if cfg.TokensFile != "" {
@@ -69,4 +73,21 @@ func (a *app) setupAuth(ctx context.Context) error {
 		a.onClose = append(a.onClose, func() { signal.Stop(hup); close(done) })
 	}
 	return nil
+}
+
+// newEdge builds the HTTP edge on a.tokens.
+func (a *app) newEdge() {
+	opts := edge.Options{BodyTimeout: a.cfg.HTTP.BodyTimeout, CORSOrigins: a.cfg.HTTP.CORSOrigins, Logger: a.log}
+	if a.tokens != nil {
+		opts.Tokens = a.tokens
+	}
+	a.edge = edge.New(opts)
+}
+
+// guard returns the httpapi-style guard of agent's routes: each route
+// behind the edge with the access it declares.
+func (a *app) guard(agent string) func(http.Handler, edge.Access) http.Handler {
+	return func(h http.Handler, access edge.Access) http.Handler {
+		return a.edge.Guard(h, edge.Route{Access: access, Agent: agent})
+	}
 }

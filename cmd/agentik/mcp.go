@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/mcp"
 )
 
@@ -54,16 +53,7 @@ type toolsResponse struct {
 // (name, source, description, JSON Schema) and the health of each MCP
 // server.
 func (a *app) mountTools(ctx context.Context) error {
-	a.mux.HandleFunc("GET /agentik/tools", func(w http.ResponseWriter, r *http.Request) {
-		if a.auth != nil {
-			if _, err := a.auth(r); err != nil {
-				if agentik.ErrorCode(err) == agentik.EInternal {
-					err = agentik.WrapError(agentik.EUnauthorized, "missing or invalid bearer token", err)
-				}
-				httpapi.WriteError(w, r, a.log, err)
-				return
-			}
-		}
+	a.mux.Handle("GET /agentik/tools", a.edge.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp := toolsResponse{Tools: a.reg.Snapshot(r.Context()).Specs(), Servers: []mcp.ServerHealth{}}
 		if resp.Tools == nil {
 			resp.Tools = []agentik.ToolSpec{}
@@ -71,15 +61,8 @@ func (a *app) mountTools(ctx context.Context) error {
 		if a.mcp != nil {
 			resp.Servers = a.mcp.Health()
 		}
-		b, err := json.Marshal(resp)
-		if err != nil {
-			http.Error(w, `{"error":{"code":"internal","message":"internal error"}}`, http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Write(b)
-	})
+		edge.WriteJSON(w, http.StatusOK, resp)
+	}), edge.Route{}))
 	return nil
 }
 

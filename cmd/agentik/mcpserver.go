@@ -7,15 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/mcp"
 )
 
@@ -36,10 +34,10 @@ func (a *app) mountMCPServer(ctx context.Context) error {
 		MaxBodyBytes:   a.cfg.MaxBodyBytes,
 		// Behind tokens a DNS-rebound page has none to send; an open server
 		// on a loopback address must refuse foreign Host headers.
-		LocalhostProtection: a.auth == nil,
+		LocalhostProtection: a.edge.Open(),
 		Logger:              a.log,
 	})
-	a.mux.Handle(c.Path, a.guard(h))
+	a.mux.Handle(c.Path, a.edge.Guard(h, edge.Route{}))
 	a.onShutdown = append(a.onShutdown, func(context.Context) { h.BeginShutdown() })
 	a.onClose = append(a.onClose, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -48,26 +46,6 @@ func (a *app) mountMCPServer(ctx context.Context) error {
 	})
 	a.log.Info("MCP server facade mounted", "path", c.Path)
 	return nil
-}
-
-// guard authenticates a request with the configured tokens and puts its
-// principal in the context, as facades that read the principal from the
-// context expect; a refused request gets the native API's 401.
-func (a *app) guard(h http.Handler) http.Handler {
-	if a.auth == nil {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := a.auth(r)
-		if err != nil {
-			if agentik.ErrorCode(err) == agentik.EInternal {
-				err = agentik.WrapError(agentik.EUnauthorized, "missing or invalid bearer token", err)
-			}
-			httpapi.WriteError(w, r, a.log, err)
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(agentik.WithPrincipal(r.Context(), p)))
-	})
 }
 
 const mcpUsage = `usage: agentik mcp --url URL [--agent ID] [--token TOKEN]

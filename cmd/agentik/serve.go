@@ -17,6 +17,7 @@ import (
 	"github.com/agentik/agentik/auth"
 	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/demollm"
+	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/mcp"
@@ -36,10 +37,12 @@ type app struct {
 	mcp   *mcp.Source // nil without AGENTIK_MCP_CONFIG
 	eng   *engine.Engine
 	mux   *http.ServeMux
-	auth  func(*http.Request) (string, error) // nil: open server
+	// tokens authenticate callers (nil: open server); edge is the HTTP
+	// edge every route sits behind (auth.go).
+	tokens *auth.Tokens
+	edge   *edge.Edge
 
-	tokens   *auth.Tokens // nil: open server
-	httpAddr string       // the HTTP listener's address, once listening
+	httpAddr string // the HTTP listener's address, once listening
 
 	// onStart runs once the engine has started (facades with listeners
 	// of their own begin serving); onShutdown runs before the engine
@@ -155,7 +158,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	httpapi.Mount(a.mux, "/agentik", a.eng, httpapi.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		KeepAlive:    cfg.KeepAlive,
-		Authenticate: a.auth,
+		Guard:        a.guard(""),
 		Logger:       log,
 	})
 	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer, a.mountIRC} {
@@ -164,7 +167,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		}
 	}
 	srv := &http.Server{
-		Handler:           a.accessLog(a.mux),
+		Handler:           a.edge.Handler(a.mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // idle keep-alive connections are reaped
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

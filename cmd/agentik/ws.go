@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/ws"
 )
 
@@ -14,7 +15,6 @@ import (
 func (a *app) mountWS(ctx context.Context) error {
 	cfg := a.cfg.WS
 	srv := ws.NewServer(a.eng, ws.Options{
-		Authenticate:    a.auth,
 		IdleTimeout:     cfg.IdleTimeout,
 		MaxMessageBytes: cfg.MaxMessageBytes,
 		PingInterval:    cfg.PingInterval,
@@ -25,7 +25,7 @@ func (a *app) mountWS(ctx context.Context) error {
 		MaxConnections:  cfg.MaxConnections,
 		Logger:          a.log,
 	})
-	a.mux.Handle("GET /agentik/ws", srv)
+	a.mux.Handle("GET /agentik/ws", a.edge.Guard(srv, edge.Route{Access: edge.Stream}))
 	a.onShutdown = append(a.onShutdown, func(context.Context) { srv.BeginShutdown() })
 	a.onClose = append(a.onClose, func() {
 		// Connections say goodbye when the engine's drain ends their turns;

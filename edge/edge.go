@@ -1,0 +1,232 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentik/agentik"
+)
+
+// Tokens authenticates bearer tokens and says which agents a principal may
+// use. *auth.Tokens implements it. Implementations are safe for concurrent
+// use.
+type Tokens interface {
+	// Lookup returns the principal of token.
+	Lookup(token string) (principal string, ok bool)
+	// Allows reports whether principal may use agent.
+	Allows(principal, agent string) bool
+}
+
+// Options configure an Edge. The zero value is an open edge: no
+// authentication, no cross-origin access, the default body timeout.
+type Options struct {
+	// Tokens authenticates requests; nil means an open server where every
+	// request acts for the anonymous principal "" and may use every agent.
+	Tokens Tokens
+	// BodyTimeout bounds the reading of one request body (DefaultBodyTimeout
+	// when zero). It is a deadline on the connection while ReadBody reads,
+	// so a client that sends its body slowly is cut off.
+	BodyTimeout time.Duration
+	// CORSOrigins are the exact origins ("https://app.example.com") whose
+	// browser pages may call the API cross-origin. None by default.
+	CORSOrigins []string
+	// Logger receives refusals and the access log; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Edge is the HTTP edge of one process. Safe for concurrent use.
+type Edge struct {
+	tokens      Tokens
+	bodyTimeout time.Duration
+	cors        map[string]bool
+	log         *slog.Logger
+}
+
+// New returns an edge.
+func New(opts Options) *Edge {
+	e := &Edge{tokens: opts.Tokens, bodyTimeout: opts.BodyTimeout, cors: map[string]bool{}, log: opts.Logger}
+	if e.bodyTimeout <= 0 {
+		e.bodyTimeout = DefaultBodyTimeout
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	for _, o := range opts.CORSOrigins {
+		e.cors[strings.TrimRight(o, "/")] = true
+	}
+	return e
+}
+
+// Open reports whether the edge authenticates nobody (no tokens).
+func (e *Edge) Open() bool { return e.tokens == nil }
+
+// Access is how a route is authenticated.
+type Access int
+
+const (
+	// Private routes take the token from the Authorization header only.
+	Private Access = iota
+	// Stream routes (event streams, WebSocket upgrades) also take it from
+	// the access_token query parameter on GET: their browser clients
+	// (EventSource, WebSocket) cannot set headers.
+	Stream
+	// Unauthenticated routes are not authenticated (health, agent cards).
+	Unauthenticated
+)
+
+// Route says how Guard treats one route.
+type Route struct {
+	Access Access
+	// Agent is the id of the agent the route serves; a principal not
+	// allowed to use it gets 404, as for a route that does not exist. ""
+	// for routes of the process (GET /agents).
+	Agent string
+	// Refuse writes a refusal in the route's wire format; nil is WriteError
+	// (HTTP JSON). It is called before anything of the request is read but
+	// its headers, and must answer with the status Status gives.
+	Refuse func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+// errUnauthorized is the refusal of a missing or unknown token.
+var errUnauthorized = agentik.Errorf(agentik.EUnauthorized, "a valid bearer token is required")
+
+// Guard returns h behind the edge: the request is authenticated from its
+// headers (and, on Stream routes, its query) before any of its body is
+// read; a refused one is answered with Connection: close, so that a body
+// the client is still sending is not waited for. h sees the principal in
+// the request's context (agentik.PrincipalFrom), and the request's body is
+// bounded in time by the edge's body timeout.
+func (e *Edge) Guard(h http.Handler, rt Route) http.Handler {
+	refuse := rt.Refuse
+	if refuse == nil {
+		refuse = func(w http.ResponseWriter, r *http.Request, err error) { WriteError(w, r, e.log, err) }
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if rt.Access != Unauthenticated && e.tokens != nil {
+			p, ok := e.tokens.Lookup(e.token(r, rt.Access))
+			if !ok {
+				e.refuse(w, r, refuse, errUnauthorized)
+				return
+			}
+			if rt.Agent != "" && !e.tokens.Allows(p, rt.Agent) {
+				e.refuse(w, r, refuse, agentik.Errorf(agentik.ENotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+				return
+			}
+			ctx = agentik.WithPrincipal(ctx, p)
+			if n, ok := ctx.Value(noteKey{}).(*note); ok {
+				n.principal = p
+			}
+		}
+		if r.ContentLength != 0 {
+			// The body must arrive within the body timeout, whoever reads
+			// it (ReadBody, or a protocol library's own reader). The
+			// deadline is on the connection's reads only: net/http lifts it
+			// when the body is read to its end, and ReadBody does too, so a
+			// long response (an event stream) is not bound by it.
+			http.NewResponseController(w).SetReadDeadline(time.Now().Add(e.bodyTimeout))
+		}
+		h.ServeHTTP(w, r.WithContext(withBodyTimeout(ctx, e.bodyTimeout)))
+	})
+}
+
+// Allows reports whether principal may use agent (always, on an open edge).
+func (e *Edge) Allows(principal, agent string) bool {
+	return e.tokens == nil || e.tokens.Allows(principal, agent)
+}
+
+func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, refuse func(http.ResponseWriter, *http.Request, error), err error) {
+	if r.ContentLength != 0 {
+		// Without this the server would read the unread body to its end
+		// (up to 256 KiB) before the refusal goes out.
+		w.Header().Set("Connection", "close")
+	}
+	refuse(w, r, err)
+}
+
+// token returns the request's bearer token: the Authorization header, or on
+// a GET of a Stream route the access_token query parameter.
+func (e *Edge) token(r *http.Request, access Access) string {
+	if t := BearerToken(r); t != "" {
+		return t
+	}
+	if access == Stream && r.Method == http.MethodGet {
+		return r.URL.Query().Get("access_token")
+	}
+	return ""
+}
+
+// BearerToken returns the token of an "Authorization: Bearer …" header.
+func BearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// noteKey carries the access log's note of a request: Guard writes the
+// principal it authenticated into it, so that the log line names it
+// without authenticating the request twice.
+type noteKey struct{}
+
+type note struct{ principal string }
+
+// Handler is the outermost handler of a listener: it answers CORS (the
+// preflight OPTIONS of an allowed origin included) and logs one line per
+// request with the principal it acted for — never the token, and never the
+// query string, which may carry one.
+func (e *Edge) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		n := &note{principal: "-"}
+		r = r.WithContext(context.WithValue(r.Context(), noteKey{}, n))
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		if !e.cross(rec, r) {
+			next.ServeHTTP(rec, r)
+		}
+		level := slog.LevelDebug
+		if rec.status >= 500 {
+			level = slog.LevelWarn
+		}
+		e.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"duration", time.Since(start).Round(time.Microsecond), "principal", n.principal)
+	})
+}
+
+// statusRecorder remembers the status while passing through flushes and
+// hijacks, which event streams and WebSockets need.
+type statusRecorder struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wroteHeader {
+		s.status, s.wroteHeader = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if h, ok := s.ResponseWriter.(http.Hijacker); ok {
+		s.status, s.wroteHeader = http.StatusSwitchingProtocols, true
+		return h.Hijack()
+	}
+	return nil, nil, errors.New("hijacking not supported")
+}

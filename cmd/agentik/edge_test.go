@@ -131,9 +131,13 @@ func TestEdgeThroughTheBinary(t *testing.T) {
 		if resp.StatusCode != 401 || d > 5*time.Second {
 			t.Errorf("unauthenticated slow body on %s: %d after %s: %s", path, resp.StatusCode, d, body)
 		}
-		head = "POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + aliceToken + "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+		head = "POST " + path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + aliceToken + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n"
 		resp, body, d = raw(head, `{"a":`)
-		if resp.StatusCode != http.StatusRequestTimeout || d < 500*time.Millisecond || d > 10*time.Second {
+		want := http.StatusRequestTimeout
+		if path == "/mcp" {
+			want = http.StatusBadRequest // the MCP SDK's own answer when its body read fails
+		}
+		if resp.StatusCode != want || d < 500*time.Millisecond || d > 10*time.Second {
 			t.Errorf("authenticated stalled body on %s: %d after %s: %s", path, resp.StatusCode, d, body)
 		}
 	}

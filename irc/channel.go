@@ -613,13 +613,27 @@ func (c *conn) privmsg(r *reply, target, text string) {
 			}
 			return
 		}
-		var err error
-		if j, err = c.openDirect(a, true); err != nil || j == nil {
-			if err == nil {
-				err = agentik.Errorf(agentik.ENotFound, "conversation not found")
+		c.mu.Lock()
+		j = c.direct[a.id]
+		c.mu.Unlock()
+		if j == nil {
+			var err error
+			if j, err = c.openDirect(a, true); err != nil || j == nil {
+				if err == nil {
+					err = agentik.Errorf(agentik.ENotFound, "conversation not found")
+				}
+				r.add(c.numeric(errCannotSendToChan, target, c.failure(err)))
+				return
 			}
-			r.add(c.numeric(errCannotSendToChan, target, c.failure(err)))
-			return
+			// The principal's other clients follow the new direct
+			// conversation too.
+			for _, o := range c.srv.principalConns(principal) {
+				if o != c {
+					if _, err := o.openDirect(a, false); err != nil {
+						c.srv.log.Debug("irc: direct conversation not followed", "client", o.id, "err", err)
+					}
+				}
+			}
 		}
 	}
 	if strings.HasPrefix(text, "\x01") {

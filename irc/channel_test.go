@@ -155,12 +155,24 @@ func TestDirectMessageToTheAgent(t *testing.T) {
 	if len(j) != 2 || agentik.JoinText(j[0].Content) != "hi there" || j[0].Context.Origin.Channel != "irc" || j[0].Context.Origin.DisplayName != "alice" {
 		t.Fatalf("journal %+v", j)
 	}
-	// A second client of alice follows the same direct conversation.
+	// A client of alice that connects later follows the same direct
+	// conversation; so does one that was there before it began (below).
 	a2 := s.dial()
 	a2.register("alice2", "tok-alice-1")
 	a.send("PRIVMSG agentik :again")
 	a.answer("alice", "Hello again")
 	a2.answer("alice2", "Hello again")
+	b1 := s.dial()
+	b1.register("bob", "tok-bob-22")
+	b2 := s.dial()
+	b2.register("bob2", "tok-bob-22", "echo-message")
+	s.llm.Enqueue(llmtest.Text("Hello bob"))
+	b1.send("PRIVMSG agentik :hi, bob here")
+	b1.answer("bob", "Hello bob")
+	lines := b2.until(is("PRIVMSG", "bob2", "Hello bob"))
+	if m := lines[0]; !strings.HasPrefix(m.Source, "bob2!") || m.Params[0] != "agentik" || m.Params[1] != "hi, bob here" {
+		t.Fatalf("bob's other client (echo-message) sees his message as its own: %v", lines)
+	}
 	a.send("PRIVMSG nobody :x")
 	if m := a.next(); m.Command != errNoSuchNick {
 		t.Fatalf("%v", m)

@@ -41,8 +41,8 @@ func newStack(t testing.TB, opts Options, tokens map[string]string) *stack {
 	return newStackOn(t, opts, tokens, nil)
 }
 
-// newStackOn is newStack serving on wrap(listener) when wrap is not nil.
-func newStackOn(t testing.TB, opts Options, tokens map[string]string, wrap func(net.Listener) net.Listener) *stack {
+// newEngine is an engine over its own SQLite file and scripted model.
+func newEngine(t testing.TB, id string) (*engine.Engine, *llmtest.Server) {
 	t.Helper()
 	ctx := testCtx(t)
 	llm := llmtest.NewServer()
@@ -58,13 +58,26 @@ func newStackOn(t testing.TB, opts Options, tokens map[string]string, wrap func(
 	}
 	eng, err := engine.New(engine.Options{Store: store, Bus: bus.New(), LLM: model,
 		Tools: tools.NewRegistry(tools.CurrentTime{}), ImageInput: true,
-		Info: agentik.AgentInfo{ID: "agentik", Name: "Agentik"}})
+		Info: agentik.AgentInfo{ID: id, Name: id}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		eng.Shutdown(ctx)
+	})
+	return eng, llm
+}
+
+// newStackOn is newStack serving on wrap(listener) when wrap is not nil,
+// with extra agents after the stack's own (the default agent).
+func newStackOn(t testing.TB, opts Options, tokens map[string]string, wrap func(net.Listener) net.Listener, extra ...Agent) *stack {
+	t.Helper()
+	eng, llm := newEngine(t, "agentik")
 	if tokens != nil {
 		pairs := map[string]string{}
 		for p, tok := range tokens {
@@ -77,7 +90,7 @@ func newStackOn(t testing.TB, opts Options, tokens map[string]string, wrap func(
 		opts.FloodRate = -1 // flood control has its own test
 	}
 	if opts.Agents == nil {
-		opts.Agents = []Agent{{ID: "agentik", Agent: eng}}
+		opts.Agents = append([]Agent{{ID: "agentik", Agent: eng}}, extra...)
 	}
 	if opts.ImageURL == nil {
 		opts.ImageURL = func(agent, conv string, seq int64, n int) string {
@@ -102,7 +115,6 @@ func newStackOn(t testing.TB, opts Options, tokens map[string]string, wrap func(
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Close(ctx)
-		eng.Shutdown(ctx)
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
@@ -280,9 +292,15 @@ func (c *client) join(channel string) []ircmsg.Message {
 // ends with wantLast, and returns their texts; other lines are returned apart.
 func (c *client) answer(target, wantLast string) (texts []string, others []ircmsg.Message) {
 	c.t.Helper()
+	return c.answerFrom("agentik", target, wantLast)
+}
+
+// answerFrom is answer for the agent with this nick.
+func (c *client) answerFrom(agent, target, wantLast string) (texts []string, others []ircmsg.Message) {
+	c.t.Helper()
 	for {
 		m := c.next()
-		if m.Command == "PRIVMSG" && len(m.Params) == 2 && m.Params[0] == target && m.Nick() == "agentik" && !strings.HasPrefix(m.Params[1], "\x01") {
+		if m.Command == "PRIVMSG" && len(m.Params) == 2 && m.Params[0] == target && m.Nick() == agent && !strings.HasPrefix(m.Params[1], "\x01") {
 			texts = append(texts, m.Params[1])
 			if strings.HasSuffix(m.Params[1], wantLast) {
 				return texts, others
@@ -362,3 +380,13 @@ func (s *stack) waitIdle(id, principal string) {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// conversationsOf returns principal's conversations of agent.
+func conversationsOf(t testing.TB, agent agentik.Agent, principal string) []agentik.ConversationInfo {
+	t.Helper()
+	list, err := agent.ListConversations(agentik.WithPrincipal(testCtx(t), principal), agentik.ListRequest{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Conversations
+}

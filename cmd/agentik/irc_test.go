@@ -2,11 +2,19 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -356,4 +364,52 @@ settings = {
 	tm("send-keys", "-t", "irssi", "/msg #irssi-e2e what time?", "Enter")
 	log := waitFile(t, chanLog, never, "CTCP AGENTIK", "TOOL_CALL current_time", "<@agentik> The clock says it is tea time.")
 	t.Logf("irssi's log of #irssi-e2e:\n%s", log)
+}
+
+// TestIRCOverTLS: with AGENTIK_IRC_TLS_CERT/_KEY the listener speaks TLS.
+func TestIRCOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(dir, "a.db"), "AGENTIK_LLM_BACKEND=demo",
+		"AGENTIK_IRC_ADDR=127.0.0.1:0", "AGENTIK_IRC_TLS_CERT="+certFile, "AGENTIK_IRC_TLS_KEY="+keyFile)
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	nc, err := tls.Dial("tcp", ircAddr(t, p), &tls.Config{RootCAs: pool, ServerName: "localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c := &ircConn{t: t, nc: nc, rd: ircreader.NewIRCReader(nc)}
+	c.send("NICK alice", "USER alice 0 * :A")
+	if m := c.until(ircCmd("001")); m.Params[0] != "alice" {
+		t.Fatalf("%v", m)
+	}
+	// A plain-text client gets nothing it can use.
+	plain := dialIRC(t, ircAddr(t, p))
+	plain.send("NICK bob", "USER bob 0 * :B")
+	plain.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64)
+	n, _ := plain.nc.Read(buf)
+	if strings.Contains(string(buf[:n]), " 001 ") {
+		t.Fatal("plain text registered on the TLS port")
+	}
 }

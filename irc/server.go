@@ -36,7 +36,8 @@ const (
 	DefaultMaxChannels         = 100
 )
 
-// Options configures a Server. Zero values take the defaults above.
+// Options configures a Server. Zero values take the defaults above, except
+// HistoryLines (0: no history on JOIN) and IdleTimeout (0: never).
 type Options struct {
 	// Agents are the agents served, each a user whose nick is its id. The
 	// first is the default agent: named channels without "@agent" are its
@@ -59,7 +60,7 @@ type Options struct {
 	MOTD       []string
 
 	// HistoryLines: lines of history a client without draft/chathistory
-	// gets on JOIN (0: none; negative: the default).
+	// gets on JOIN (0: none; negative: DefaultHistoryLines).
 	HistoryLines int
 	// ChathistoryMax is the most messages one CHATHISTORY request returns
 	// (ISUPPORT CHATHISTORY); larger limits are clamped to it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,7 @@ func newEngine(t testing.TB, id string) (*engine.Engine, *llmtest.Server) {
 	}
 	eng, err := engine.New(engine.Options{Store: store, Bus: bus.New(), LLM: model,
 		Tools: tools.NewRegistry(tools.CurrentTime{}), ImageInput: true,
-		Info: agentik.AgentInfo{ID: id, Name: id}})
+		Info: agentik.AgentInfo{ID: id, Name: id}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

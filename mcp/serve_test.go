@@ -110,8 +110,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
+// serveCtx bounds a test's calls; generous, for a loaded machine.
 func serveCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -147,7 +148,7 @@ func (p *progressLog) handle(_ context.Context, req *sdk.ProgressNotificationCli
 // the result they precede on the wire: the client handles them apart).
 func (p *progressLog) waitFor(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for {
 		p.mu.Lock()
 		got, ordered := p.text.String(), p.ordered
@@ -525,7 +526,7 @@ func (e *serveEnv) next(t *testing.T, st agentik.Stream[agentik.Event]) agentik.
 			t.Fatalf("event stream ended: %v", st.Err())
 		}
 		return ev
-	case <-time.After(15 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no event")
 	}
 	panic("unreachable")
@@ -839,5 +840,51 @@ func TestServeShutdown(t *testing.T) {
 	list, _ := e.eng.ListConversations(agentik.WithPrincipal(ctx, "alice"), agentik.ListRequest{})
 	if len(list.Conversations) != 0 {
 		t.Fatal("a refused ask stored a conversation")
+	}
+}
+
+// TestServeHostileHTTP: malformed requests get a 4xx from the transport and
+// change nothing.
+func TestServeHostileHTTP(t *testing.T) {
+	e := newServeEnv(t, func(o *ServeOptions) { o.MaxBodyBytes = 1 << 10 })
+	ctx := serveCtx(t)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"message":"hi"}}}`
+	for _, tc := range []struct {
+		name, method, ctype, version, session, body string
+		want                                         int
+	}{
+		{"garbage", "POST", "application/json", ProtocolPrevious, "", `{"jsonrpc":`, http.StatusBadRequest},
+		{"garbage current", "POST", "application/json", ProtocolCurrent, "", `{"jsonrpc":`, http.StatusBadRequest},
+		{"not JSON", "POST", "text/plain", ProtocolPrevious, "", call, http.StatusUnsupportedMediaType},
+		{"too large", "POST", "application/json", ProtocolCurrent, "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"message":"` + strings.Repeat("x", 2<<10) + `"}}}`, http.StatusRequestEntityTooLarge},
+		{"unknown session", "POST", "application/json", ProtocolPrevious, "no-such-session", call, http.StatusNotFound},
+		{"unknown version", "POST", "application/json", "1999-01-01", "", call, http.StatusBadRequest},
+		{"call before initialize", "POST", "application/json", ProtocolPrevious, "", call, http.StatusOK}, // a JSON-RPC error
+		{"GET without session", "GET", "", ProtocolPrevious, "", "", http.StatusBadRequest},
+		{"PUT", "PUT", "application/json", ProtocolPrevious, "", call, http.StatusMethodNotAllowed},
+	} {
+		req, _ := http.NewRequestWithContext(ctx, tc.method, e.url, strings.NewReader(tc.body))
+		if tc.ctype != "" {
+			req.Header.Set("Content-Type", tc.ctype)
+		}
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", tc.version)
+		if tc.session != "" {
+			req.Header.Set("Mcp-Session-Id", tc.session)
+		}
+		req.Header.Set("Authorization", "Bearer tok-alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || tc.want == http.StatusOK && !strings.Contains(string(body), `"error"`) {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, body, tc.want)
+		}
+	}
+	list, err := e.eng.ListConversations(agentik.WithPrincipal(ctx, "alice"), agentik.ListRequest{})
+	if err != nil || len(list.Conversations) != 0 || len(e.llm.Requests()) != 0 {
+		t.Fatalf("hostile requests changed something: %v %v", list.Conversations, err)
 	}
 }

@@ -39,7 +39,7 @@ func TestPostgresAgentStreamSubscribers(t *testing.T) {
 	var ps []*proc
 	var cs []*httpapi.Client
 	for range 3 {
-		p := startProc(t, "AGENTIK_DATABASE_URL="+dsn, "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test")
+		p := startProc(t, append([]string{"AGENTIK_DATABASE_URL=" + dsn, "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}, unlimited...)...)
 		ps = append(ps, p)
 		cs = append(cs, httpapi.NewClient(p.url+"/agentik"))
 	}

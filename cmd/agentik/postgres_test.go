@@ -738,7 +738,7 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 					if rtt > 0 {
 						ps, cs = pgProcsVia(t, llm, n, rtt/2)
 					} else {
-						ps, cs = pgProcs(t, llm, n)
+						ps, cs = pgProcs(t, llm, n, unlimited...)
 					}
 					before := procsCPU(ps)
 					start := time.Now()
@@ -794,6 +794,10 @@ func procsCPU(ps []*proc) time.Duration {
 	return total
 }
 
+// unlimited lifts the per-principal limits (on by default) for tests that
+// create conversations and post messages faster than a person would.
+var unlimited = []string{"AGENTIK_CONVERSATIONS_PER_MINUTE=0", "AGENTIK_MESSAGES_PER_MINUTE=0", "AGENTIK_MAX_CONCURRENT_TURNS=0"}
+
 func benchInt(t *testing.T, name string, def int) int {
 	v := os.Getenv(name)
 	if v == "" {
@@ -816,7 +820,7 @@ func pgProcsVia(t *testing.T, llm *llmtest.Server, n int, delay time.Duration) (
 		u, _ := url.Parse(dsn)
 		px := newDelayProxy(t, u.Host, delay)
 		u.Host = px.ln.Addr().String()
-		p := startProc(t, "AGENTIK_DATABASE_URL="+u.String(), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test")
+		p := startProc(t, append([]string{"AGENTIK_DATABASE_URL=" + u.String(), "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}, unlimited...)...)
 		ps = append(ps, p)
 		cs = append(cs, httpapi.NewClient(p.url+"/agentik"))
 	}

@@ -427,7 +427,7 @@ func (b *Bus) deliver() {
 		items := b.in
 		b.in = nil
 		b.inMu.Unlock()
-		for _, it := range items {
+		for _, it := range foldCatchUps(items) {
 			b.deliverItem(it)
 		}
 		if len(items) > 0 {
@@ -439,6 +439,24 @@ func (b *Bus) deliver() {
 		case <-b.inWake:
 		}
 	}
+}
+
+// foldCatchUps merges catch-ups that follow each other in items into one,
+// so that a burst of notifications costs one read of the store, not one
+// round trip each. Only neighbours fold: the order relative to other items
+// stays.
+func foldCatchUps(items []item) []item {
+	out := items[:0]
+	for _, it := range items {
+		if n := len(out); n > 0 && it.kind == itemCatchUp && out[n-1].kind == itemCatchUp {
+			last := &out[n-1]
+			last.events = append(last.events, it.events...)
+			last.agents = max(last.agents, it.agents)
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 func (b *Bus) deliverItem(it item) {

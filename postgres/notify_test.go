@@ -93,3 +93,25 @@ func FuzzDecodeNotification(f *testing.F) {
 		}
 	})
 }
+
+// TestFoldCatchUps: neighbouring catch-ups merge into one read; others
+// keep their place between them.
+func TestFoldCatchUps(t *testing.T) {
+	a, b := agentik.NewID(), agentik.NewID()
+	online := item{kind: itemRemote, ev: agentik.Event{ConversationID: a, Type: agentik.EvWorking}}
+	got := foldCatchUps([]item{
+		{kind: itemCatchUp, events: []convCursor{{a, 3}}},
+		{kind: itemCatchUp, events: []convCursor{{b, 5}}, agents: 7},
+		online,
+		{kind: itemCatchUp, agents: 9},
+		{kind: itemCatchUp, events: []convCursor{{a, 4}}, agents: 8},
+	})
+	want := []item{
+		{kind: itemCatchUp, events: []convCursor{{a, 3}, {b, 5}}, agents: 7},
+		online,
+		{kind: itemCatchUp, events: []convCursor{{a, 4}}, agents: 9},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("folded %+v\nwant %+v", got, want)
+	}
+}

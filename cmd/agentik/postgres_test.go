@@ -656,7 +656,7 @@ func TestPostgresConcurrentConversations(t *testing.T) {
 	llm := llmtest.NewServer()
 	defer llm.Close()
 	llm.Handle(echo)
-	_, cs := pgProcs(t, llm, 3)
+	_, cs := pgProcs(t, llm, 3, unlimited...)
 	ids, _ := converse(t, cs, 20, 4)
 	if t.Failed() {
 		return

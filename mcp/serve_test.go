@@ -30,14 +30,14 @@ var serveTokens = map[string]string{"tok-alice": "alice", "tok-bob": "bob"}
 // the OpenAI adapter talking to a scripted model over HTTP, and the MCP
 // handler behind a bearer-token edge on a real listener.
 type serveEnv struct {
-	t   *testing.T
+	t   testing.TB
 	llm *llmtest.Server
 	eng *engine.Engine
 	h   *Handler
 	url string
 }
 
-func newServeEnv(t *testing.T, opts ...func(*ServeOptions)) *serveEnv {
+func newServeEnv(t testing.TB, opts ...func(*ServeOptions)) *serveEnv {
 	t.Helper()
 	e := &serveEnv{t: t, llm: llmtest.NewServer()}
 	t.Cleanup(e.llm.Close)
@@ -111,7 +111,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // serveCtx bounds a test's calls; generous, for a loaded machine.
-func serveCtx(t *testing.T) context.Context {
+func serveCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -194,7 +194,7 @@ func withProgress(p *progressLog) clientOpt {
 }
 
 // ask calls the ask tool and decodes its structured output.
-func ask(t *testing.T, ctx context.Context, cs *sdk.ClientSession, args map[string]any, progressToken any) (*sdk.CallToolResult, AskOutput) {
+func ask(t testing.TB, ctx context.Context, cs *sdk.ClientSession, args map[string]any, progressToken any) (*sdk.CallToolResult, AskOutput) {
 	t.Helper()
 	params := &sdk.CallToolParams{Name: ToolAsk, Arguments: args}
 	if progressToken != nil {

@@ -851,7 +851,7 @@ func TestServeHostileHTTP(t *testing.T) {
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask","arguments":{"message":"hi"}}}`
 	for _, tc := range []struct {
 		name, method, ctype, version, session, body string
-		want                                         int
+		want                                        int
 	}{
 		{"garbage", "POST", "application/json", ProtocolPrevious, "", `{"jsonrpc":`, http.StatusBadRequest},
 		{"garbage current", "POST", "application/json", ProtocolCurrent, "", `{"jsonrpc":`, http.StatusBadRequest},

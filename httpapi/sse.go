@@ -15,6 +15,9 @@ import (
 // sseBatch bounds how many waiting events one write carries.
 const sseBatch = 64
 
+// idleBuffer is the largest write buffer a stream keeps between bursts.
+const idleBuffer = 4 << 10
+
 // serveSSE writes stream as a text/event-stream until the stream ends, the
 // client goes away or a write fails. The caller has already subscribed: the
 // 200 is written here, after the subscription exists, so nothing committed
@@ -84,6 +87,9 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 			}
 			if err := s.writeFlush(w, rc, buf.Bytes()); err != nil {
 				return
+			}
+			if buf.Cap() > idleBuffer {
+				buf = bytes.Buffer{} // an idle subscriber keeps no burst's buffer
 			}
 			keepAlive.Reset(s.keepAlive) // keep-alives only fill silences
 		}

@@ -45,6 +45,12 @@ type plan struct {
 	IdleConvs   int
 	StartupRuns int
 	Settle      time.Duration // pause before reading RSS, see measureMemory
+
+	// Subscribers: SSE clients left idle after an answer of
+	// SubscriberDeltas went through them, read after SubscriberSettle.
+	Subscribers      int
+	SubscriberDeltas int
+	SubscriberSettle time.Duration
 }
 
 func fullPlan() plan {
@@ -55,6 +61,10 @@ func fullPlan() plan {
 		Lengths: []int{10, 1000, 100_000}, LengthTurns: 200,
 		ReplayEvents: 10_000, ReplayRuns: 20,
 		IdleConvs: 1000, StartupRuns: 10, Settle: 2 * time.Second,
+		// The Go runtime collects an idle heap by its forced GC (every 2
+		// minutes) and returns it to the OS after: a shorter settle would
+		// measure the answer's garbage, not what the subscribers hold.
+		Subscribers: 1000, SubscriberDeltas: 1100, SubscriberSettle: 130 * time.Second,
 	}
 }
 
@@ -68,11 +78,12 @@ func quickPlan() plan {
 		Lengths: []int{10, 1000, 10_000}, LengthTurns: 20, // seeding 100,000 alone takes ~10 s
 		ReplayEvents: 10_000, ReplayRuns: 3,
 		IdleConvs: 500, StartupRuns: 3, Settle: 500 * time.Millisecond,
+		Subscribers: 1000, SubscriberDeltas: 1100, SubscriberSettle: 5 * time.Second, // an upper bound: garbage not yet collected
 	}
 }
 
 // Phases, in the order they run.
-var allPhases = []string{"startup", "latency", "concurrency", "memory", "length", "replay"}
+var allPhases = []string{"startup", "latency", "concurrency", "memory", "subscribers", "length", "replay"}
 
 // runner runs the phases against fresh servers and fills res.
 type runner struct {
@@ -171,6 +182,8 @@ func (r *runner) run(ctx context.Context, phases []string) error {
 			err = r.concurrency(ctx)
 		case "memory":
 			err = r.memory(ctx)
+		case "subscribers":
+			err = r.subscribers(ctx)
 		case "length":
 			err = r.length(ctx)
 		case "replay":
@@ -675,6 +688,62 @@ func (r *runner) memory(ctx context.Context) (err error) {
 		many.Clients, many.DeltasPerSec, many.PerClientDeltasPerSec, many.DeliveredMin, many.DeltasSent)
 	m.RSSAfterBurstKB, _ = t.RSSKB()
 
+	return nil
+}
+
+// subscribers: what idle SSE subscribers cost once traffic has been through
+// their buffers (issue 24: 1,000 of them ≤ 40 MiB above the idle server).
+// A fresh server; RSS idle, with the clients connected, and after an answer
+// of SubscriberDeltas deltas reached every client and SubscriberSettle
+// passed.
+func (r *runner) subscribers(ctx context.Context) (err error) {
+	t, a, _, err := r.startFresh(ctx)
+	if err != nil {
+		return err
+	}
+	defer stop(t, &err)
+	rss := func(d time.Duration) (int64, error) {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(d):
+		}
+		return t.RSSKB()
+	}
+	s := &Subscribers{Clients: r.plan.Subscribers, Deltas: r.plan.SubscriberDeltas, SettleSeconds: r.plan.SubscriberSettle.Seconds()}
+	r.res.Subscribers = s
+	if s.IdleRSSKB, err = rss(r.plan.Settle); err != nil {
+		return err
+	}
+	conv, err := a.createConversation(ctx, "subscribers")
+	if err != nil {
+		return err
+	}
+	clients, err := openClients(ctx, a, conv, s.Clients)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	if s.ConnectedRSSKB, err = rss(r.plan.Settle); err != nil {
+		return err
+	}
+	rel, err := r.relay(ctx, a, s.Clients, s.Deltas, &relayConv{id: conv, clients: clients})
+	if err != nil {
+		return err
+	}
+	if rel.DeliveredMin != s.Deltas {
+		return fmt.Errorf("a subscriber got %d of %d deltas", rel.DeliveredMin, s.Deltas)
+	}
+	if s.AfterRSSKB, err = rss(r.plan.SubscriberSettle); err != nil {
+		return err
+	}
+	s.AboveIdleMiB = round3(float64(s.AfterRSSKB-s.IdleRSSKB) / 1024)
+	r.logf("%d idle SSE subscribers: RSS idle %d KiB, connected %d KiB, after a %d-delta answer and %s %d KiB: %.1f MiB above idle",
+		s.Clients, s.IdleRSSKB, s.ConnectedRSSKB, s.Deltas, r.plan.SubscriberSettle, s.AfterRSSKB, s.AboveIdleMiB)
 	return nil
 }
 

@@ -28,6 +28,7 @@ func tinyPlan() plan {
 		Lengths: []int{10, 200}, LengthTurns: 3,
 		ReplayEvents: 1000, ReplayRuns: 1,
 		IdleConvs: 20, StartupRuns: 1, Settle: 50 * time.Millisecond,
+		Subscribers: 20, SubscriberDeltas: 30, SubscriberSettle: 50 * time.Millisecond,
 	}
 }
 
@@ -99,14 +100,18 @@ func TestBenchEndToEnd(t *testing.T) {
 	if res.Replay == nil || res.Replay.Events != 1000 || res.Replay.Dist.N != 1 || res.Replay.Dist.MinMs <= 0 {
 		t.Errorf("replay %+v", res.Replay)
 	}
-	if len(res.Targets) != 9 {
-		t.Errorf("%d targets, want 9", len(res.Targets))
+	if len(res.Targets) != 10 {
+		t.Errorf("%d targets, want 10", len(res.Targets))
+	}
+	if sb := res.Subscribers; sb == nil || sb.Clients != 20 || sb.IdleRSSKB <= 0 || sb.ConnectedRSSKB <= 0 || sb.AfterRSSKB <= 0 {
+		t.Errorf("subscribers %+v", sb)
 	}
 	for _, tg := range res.Targets {
-		// 20 and 100 conversations, 100,000 messages and 10,000 events are
-		// not in the tiny plan: those targets must say so instead of
-		// claiming a result.
-		wantMissing := strings.Contains(tg.Name, " concurrent") || strings.Contains(tg.Name, "100,000") || strings.Contains(tg.Name, "replay")
+		// 20 and 100 conversations, 100,000 messages, 10,000 events and
+		// 1,000 subscribers are not in the tiny plan: those targets must
+		// say so instead of claiming a result.
+		wantMissing := strings.Contains(tg.Name, " concurrent") || strings.Contains(tg.Name, "100,000") || strings.Contains(tg.Name, "replay") ||
+			strings.Contains(tg.Name, "1,000 idle SSE")
 		if tg.Missing != wantMissing || (tg.Missing && tg.Met) {
 			t.Errorf("target %+v: missing %v, want %v", tg, tg.Missing, wantMissing)
 		}

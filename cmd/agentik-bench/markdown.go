@@ -63,7 +63,13 @@ func markdown(res *Results) string {
 		if mem.WSClients > 0 {
 			p("| + %d WebSocket clients on that conversation (SSE clients still open) | %.1f MiB | %.1f KiB per client |\n", mem.WSClients, float64(mem.RSSWithWSClientsKB)/1024, mem.PerWSClientKB)
 		}
+
 		p("\n")
+	}
+	if s := res.Subscribers; s != nil {
+		p("### 6b. Idle SSE subscribers after traffic (fresh server)\n\n| state | RSS |\n|---|---|\n")
+		p("| idle | %.1f MiB |\n| + %d SSE clients on one conversation | %.1f MiB |\n", float64(s.IdleRSSKB)/1024, s.Clients, float64(s.ConnectedRSSKB)/1024)
+		p("| the same clients idle, %.0f s after a %d-delta answer reached each | %.1f MiB: **%.1f MiB above idle** |\n\n", s.SettleSeconds, s.Deltas, float64(s.AfterRSSKB)/1024, s.AboveIdleMiB)
 	}
 	if res.Startup != nil || res.Binary != nil {
 		p("### 7. Start-up and binary\n\n")

@@ -19,6 +19,7 @@ type Results struct {
 	Length      []LengthPoint      `json:"length,omitempty"`
 	Replay      *Replay            `json:"replay,omitempty"`
 	Memory      *Memory            `json:"memory,omitempty"`
+	Subscribers *Subscribers       `json:"subscribers,omitempty"`
 
 	Targets []Target `json:"targets"`
 	Notes   []string `json:"notes,omitempty"`
@@ -128,6 +129,18 @@ type Memory struct {
 	WSClients          int     `json:"ws_clients,omitempty"`
 	RSSWithWSClientsKB int64   `json:"rss_with_ws_clients_kb,omitempty"`
 	PerWSClientKB      float64 `json:"per_ws_client_kb,omitempty"`
+}
+
+// Subscribers is what idle SSE subscribers cost once an answer has been
+// through their buffers.
+type Subscribers struct {
+	Clients        int     `json:"clients"`
+	Deltas         int     `json:"deltas"`
+	SettleSeconds  float64 `json:"settle_seconds"`
+	IdleRSSKB      int64   `json:"idle_rss_kb"`
+	ConnectedRSSKB int64   `json:"connected_rss_kb"`
+	AfterRSSKB     int64   `json:"after_rss_kb"`
+	AboveIdleMiB   float64 `json:"above_idle_mib"`
 }
 
 // Target is one published goal and whether this run met it.

@@ -61,5 +61,11 @@ func evaluate(res *Results) []Target {
 	add("11", "idle RSS", "≤ 30 MB", "MiB", idle, idle <= 30, idleOK)
 	add("2", "idle RSS", "≤ 30 MB", "MiB", idle, idle <= 30, idleOK)
 	add("11", "RSS per idle conversation", "≤ 20 KB", "KiB", perConv, perConv <= 20, idleOK)
+	var idleSSE float64
+	if res.Subscribers != nil {
+		idleSSE = res.Subscribers.AboveIdleMiB
+	}
+	add("24", "1,000 idle SSE subscribers after an answer went through them, above idle", "≤ 40 MiB", "MiB", idleSSE, idleSSE <= 40,
+		res.Subscribers != nil && res.Subscribers.Clients == 1000 && res.Server == "binary")
 	return ts
 }

@@ -177,7 +177,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 		unlock()
 		locked = false
 		s := h.startStream(w, r, in)
-		if p.snapshot {
+		if p.snapshot || behind(journal, in) {
 			msgs := snapshotMessages(journal)
 			s.emit(Event{Type: MessagesSnapshot, Messages: msgs})
 		}
@@ -532,17 +532,18 @@ func (h *Handler) startStream(w http.ResponseWriter, r *http.Request, in RunInpu
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.opts.WriteTimeout}
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.opts.WriteTimeout, dialect: DialectOf(in)}
 	s.emit(Event{Type: RunStarted, ThreadID: in.ThreadID, RunID: in.RunID, ParentRunID: in.ParentRunID})
 	return s
 }
 
-// sseWriter writes AG-UI frames, flushing each. After a failed write it
-// writes nothing more (failed is set).
+// sseWriter writes AG-UI frames, flushing each, in the client's dialect.
+// After a failed write it writes nothing more (failed is set).
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	dialect Dialect
 	buf     []byte
 	failed  bool
 }
@@ -557,6 +558,7 @@ func (s *sseWriter) emit(ev Event) {
 	if s.failed {
 		return
 	}
+	ev = s.dialect.adapt(ev)
 	ev.Timestamp = time.Now().UnixMilli()
 	var err error
 	if s.buf, err = appendFrame(s.buf[:0], ev); err != nil {

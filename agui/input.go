@@ -79,6 +79,10 @@ type RunInput struct {
 	Messages    []InputMessage
 	Tools       []agentik.ToolSpec
 	Context     []InputContext
+
+	// ProtocolVersion is input.protocolVersion, "" when absent (clients
+	// before AG-UI 1.0 do not send it); it selects the dialect (dialect.go).
+	ProtocolVersion string
 }
 
 // InputMessage is one message of input.messages. Content holds the parts the
@@ -109,6 +113,8 @@ type wireInput struct {
 	State       json.RawMessage   `json:"state"`
 	Forwarded   json.RawMessage   `json:"forwardedProps"`
 	Resume      []json.RawMessage `json:"resume"`
+
+	ProtocolVersion *string `json:"protocolVersion"`
 }
 
 type wireMessage struct {
@@ -185,6 +191,9 @@ func DecodeInput(b []byte) (RunInput, error) {
 	in.ThreadID, in.RunID = *w.ThreadID, *w.RunID
 	if w.ParentRunID != nil {
 		in.ParentRunID = *w.ParentRunID
+	}
+	if w.ProtocolVersion != nil {
+		in.ProtocolVersion = *w.ProtocolVersion
 	}
 	in.Context = w.Context
 

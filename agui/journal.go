@@ -103,6 +103,40 @@ func waitingCalls(journal []agentik.Message) map[string]bool {
 	return waiting
 }
 
+// behind reports whether the client's messages end at a user message the
+// journal already holds something to show after: the client lacks the
+// answer. It dropped it (CopilotKit's Regenerate cuts the thread after the
+// user message and runs again) or never got it (a run lost on the way, a
+// stale tab). AG-UI has no regenerate signal, so the two cannot be told
+// apart; either way the run has nothing new to answer, and the client is
+// sent the journal (MESSAGES_SNAPSHOT) instead of an empty run, without a
+// model call. (AG-UI's own LangGraph integration treats this input as a
+// client that is behind, too.)
+func behind(journal []agentik.Message, in RunInput) bool {
+	if len(in.Messages) == 0 {
+		return false
+	}
+	last := in.Messages[len(in.Messages)-1]
+	if last.Role != RoleUser {
+		return false
+	}
+	at := -1
+	for i, m := range journal {
+		if m.Type == agentik.MsgUser && (m.ID == last.ID || m.Context != nil && m.Context.Metadata[MetaMessageID] == last.ID) {
+			at = i
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	for _, m := range journal[at+1:] {
+		if m.Type != agentik.MsgError { // errors are not in a snapshot
+			return true
+		}
+	}
+	return false
+}
+
 // snapshotMessages renders a journal as AG-UI messages for
 // MESSAGES_SNAPSHOT. User messages keep the AG-UI id they were sent with;
 // everything else carries its journal id. Consecutive tool calls of one turn

@@ -17,7 +17,8 @@ import (
 )
 
 // TestResentRunChangesNothing: a client that resends the same thread (a
-// retry, or a run with nothing new) stores nothing twice and calls no model.
+// retry, or a run with nothing new) stores nothing twice and calls no model;
+// as it lacks the answer, it gets the journal (see behind).
 func TestResentRunChangesNothing(t *testing.T) {
 	e := newEnv(t)
 	e.llm.Enqueue(llmtest.Text("once"))
@@ -25,7 +26,7 @@ func TestResentRunChangesNothing(t *testing.T) {
 	e.run(in)
 	in["runId"] = "run-2"
 	r := e.run(in)
-	if got := strings.Join(typesOf(r.events), ","); got != "RUN_STARTED,RUN_FINISHED" {
+	if got := strings.Join(typesOf(r.events), ","); got != "RUN_STARTED,MESSAGES_SNAPSHOT,RUN_FINISHED" || !strings.Contains(r.frames[1], `"content":"once"`) {
 		t.Fatalf("resent run: %s", got)
 	}
 	if msgs := e.journal(ConversationID("", "thread-retry")); journalTypes(msgs) != "user_message,assistant_message" {

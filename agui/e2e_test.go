@@ -20,38 +20,48 @@ import (
 const npmDir = "testdata/npm"
 
 var (
-	npmOnce sync.Once
-	npmErr  error
+	npmMu   sync.Mutex
+	npmDone = map[string]error{}
 )
 
-// installClient runs npm ci once per test binary when node_modules is
+// installClient installs the pinned @ag-ui/client 1.0.0 (npmDir).
+func installClient(t *testing.T) { t.Helper(); npmInstall(t, npmDir) }
+
+// npmInstall runs npm ci in dir once per test binary when node_modules is
 // missing or older than the lock file. A machine without npm fails the
 // test: the e2e proof must not silently vanish.
-func installClient(t *testing.T) {
+func npmInstall(t *testing.T, dir string) {
 	t.Helper()
-	npmOnce.Do(func() {
-		lock, err := os.Stat(filepath.Join(npmDir, "package-lock.json"))
-		if err != nil {
-			npmErr = err
-			return
-		}
-		if mods, err := os.Stat(filepath.Join(npmDir, "node_modules", ".package-lock.json")); err == nil && !mods.ModTime().Before(lock.ModTime()) {
-			return
-		}
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			npmErr = err
-			return
-		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = npmDir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			npmErr = &exec.Error{Name: "npm ci: " + string(out), Err: err}
-		}
-	})
-	if npmErr != nil {
-		t.Fatalf("installing @ag-ui/client with npm (Node 20 and npm are required): %v", npmErr)
+	npmMu.Lock()
+	defer npmMu.Unlock()
+	err, done := npmDone[dir]
+	if !done {
+		err = npmCI(dir)
+		npmDone[dir] = err
 	}
+	if err != nil {
+		t.Fatalf("installing the pinned npm packages of %s (Node 20 and npm are required): %v", dir, err)
+	}
+}
+
+func npmCI(dir string) error {
+	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		return err
+	}
+	if mods, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil && !mods.ModTime().Before(lock.ModTime()) {
+		return nil
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return &exec.Error{Name: "npm ci: " + string(out), Err: err}
+	}
+	return nil
 }
 
 // node runs scenarios of e2e.mjs (comma-separated, in order) against the
@@ -155,18 +165,48 @@ func TestOfficialClient(t *testing.T) {
 // the scripted model: the facade as shipped, mounted at AGENTIK_AGUI_PATH.
 func TestOfficialClientAgainstBinary(t *testing.T) {
 	installClient(t)
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+	base, logsNow := startAgentik(t, llm, "AGENTIK_AGUI_PATH=/ui/agui")
+	e := &env{t: t, llm: llm, url: base + "/ui/agui"}
+
+	llm.Enqueue(llmtest.Text("Hello from Agentik"), llmtest.Text("Hello again"),
+		llmtest.ToolCalls(llmtest.Call("pick_color", `{"hint":"warm"}`).WithID("call_ui")), llmtest.Text("You picked blue."),
+		llmtest.ServerError())
+	e.node("conversation,reload,frontendtool,failure")
+
+	// The same turns are in the transcript of the native API.
+	native := httpapi.NewClient(base + "/agentik")
+	ctx := testCtx(t)
+	conv, err := native.Conversation(ctx, ConversationID("", "e2e-frontend"))
+	if err != nil {
+		t.Fatalf("native API: %v", err)
+	}
+	page, err := conv.Messages(ctx, agentik.MessagesRequest{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := journalTypes(page.Messages); got != "user_message,tool_call,tool_result,assistant_message" {
+		t.Fatalf("native transcript %s\n%s", got, logsNow())
+	}
+}
+
+// startAgentik builds cmd/agentik and runs "agentik serve" on a free port
+// with a SQLite file, the scripted model and the extra environment; it
+// returns the base URL and the process's log so far. Stopped (SIGTERM) when
+// the test ends.
+func startAgentik(t *testing.T, llm *llmtest.Server, extraEnv ...string) (base string, logsNow func() string) {
+	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "agentik")
 	build := exec.Command("go", "build", "-o", bin, "github.com/agentik/agentik/cmd/agentik")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	llm := llmtest.NewServer()
-	t.Cleanup(llm.Close)
-
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "AGENTIK_PORT=0", "AGENTIK_HOST=127.0.0.1", "AGENTIK_DB_PATH="+filepath.Join(dir, "agentik.db"),
-		"OPENAI_BASE_URL="+llm.URL(), "AGENTIK_LLM_MAX_RETRIES=0", "AGENTIK_AGUI_PATH=/ui/agui", "AGENTIK_DRAIN_TIMEOUT=1s")
+		"OPENAI_BASE_URL="+llm.URL(), "AGENTIK_LLM_MAX_RETRIES=0", "AGENTIK_DRAIN_TIMEOUT=1s")
+	cmd.Env = append(cmd.Env, extraEnv...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +235,7 @@ func TestOfficialClientAgainstBinary(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-exited
 	})
-	logsNow := func() string { logMu.Lock(); defer logMu.Unlock(); return logs.String() }
-	var base string
+	logsNow = func() string { logMu.Lock(); defer logMu.Unlock(); return logs.String() }
 	select {
 	case a := <-addr:
 		base = "http://" + a
@@ -205,25 +244,5 @@ func TestOfficialClientAgainstBinary(t *testing.T) {
 	case <-testCtx(t).Done():
 		t.Fatalf("agentik did not start:\n%s", logsNow())
 	}
-	e := &env{t: t, llm: llm, url: base + "/ui/agui"}
-
-	llm.Enqueue(llmtest.Text("Hello from Agentik"), llmtest.Text("Hello again"),
-		llmtest.ToolCalls(llmtest.Call("pick_color", `{"hint":"warm"}`).WithID("call_ui")), llmtest.Text("You picked blue."),
-		llmtest.ServerError())
-	e.node("conversation,reload,frontendtool,failure")
-
-	// The same turns are in the transcript of the native API.
-	native := httpapi.NewClient(base + "/agentik")
-	ctx := testCtx(t)
-	conv, err := native.Conversation(ctx, ConversationID("", "e2e-frontend"))
-	if err != nil {
-		t.Fatalf("native API: %v", err)
-	}
-	page, err := conv.Messages(ctx, agentik.MessagesRequest{Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := journalTypes(page.Messages); got != "user_message,tool_call,tool_result,assistant_message" {
-		t.Fatalf("native transcript %s\n%s", got, logsNow())
-	}
+	return base, logsNow
 }

@@ -1,6 +1,7 @@
 package agui
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -36,13 +37,19 @@ func chromium(t *testing.T) string {
 }
 
 // ckModel answers by question, so that the order of the page's requests does
-// not matter and no reply is left over for another scenario.
-func ckModel(r llmtest.Request) llmtest.Reply {
+// not matter and no reply is left over for another scenario. The chat's
+// answer stops half way at hello until the driver has seen the half on
+// the page (it prints "RELEASE hello").
+func ckModel(hello *llmtest.Gate) func(r llmtest.Request) llmtest.Reply {
+	return func(r llmtest.Request) llmtest.Reply { return ckReply(r, hello) }
+}
+
+func ckReply(r llmtest.Request, hello *llmtest.Gate) llmtest.Reply {
 	last := r.Messages[len(r.Messages)-1]
 	q := r.LastUserText()
 	switch {
 	case strings.Contains(q, "Hello"):
-		return llmtest.Stream().Role().Words("Hello from Agentik, streamed word by word.").Finish("stop").Done().WithDelays(0, 40*time.Millisecond)
+		return llmtest.Stream().Role().Words("Hello from Agentik, ").Pause(hello).Words("streamed word by word.").Finish("stop").Done()
 	case strings.Contains(q, "Pick a color") && last.Role == "tool":
 		return llmtest.Text("You picked " + last.Text() + ".")
 	case strings.Contains(q, "Pick a color"):
@@ -89,21 +96,40 @@ func TestCopilotKit(t *testing.T) {
 
 	llm := llmtest.NewServer()
 	t.Cleanup(llm.Close)
-	llm.Handle(ckModel)
+	hello := llmtest.NewGate()
+	t.Cleanup(hello.Release)
+	llm.Handle(ckModel(hello))
 	base, logsNow := startAgentik(t, llm)
 
+	// Thread names as an application picks them; Agentik derives each
+	// conversation's id (ConversationID), which the native API uses.
 	threads := map[string]string{}
 	for _, name := range []string{"chat", "tool", "hitl", "interrupt", "stop", "failure"} {
-		threads[name] = agentik.NewID()
+		threads[name] = "ck-" + name + "-" + agentik.NewID()
 	}
-	tj, _ := json.Marshal(threads)
+	tj, _ := json.Marshal(map[string]any{"threads": threads, "interruptConversation": ConversationID("", threads["interrupt"])})
 	abs, _ := filepath.Abs(out)
 	drive := exec.CommandContext(testCtxFor(t, 4*time.Minute), node, "drive.mjs", base+"/agui", base+"/agentik", abs, string(tj))
 	drive.Dir = ckDir
 	drive.Env = append(os.Environ(), "CHROMIUM="+browser)
 	var stdout, stderr bytes.Buffer
-	drive.Stdout, drive.Stderr = &stdout, &stderr
-	if err := drive.Run(); err != nil {
+	drive.Stderr = &stderr
+	pipe, err := drive.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := drive.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pipe)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		stdout.WriteString(sc.Text() + "\n")
+		if sc.Text() == "RELEASE hello" {
+			hello.Release()
+		}
+	}
+	if err := drive.Wait(); err != nil {
 		t.Fatalf("driver: %v\nstdout:\n%s\nstderr:\n%s\nagentik:\n%s", err, stdout.String(), stderr.String(), logsNow())
 	}
 	t.Logf("driver:\n%s", stdout.String())
@@ -118,7 +144,7 @@ func TestCopilotKit(t *testing.T) {
 	journal := func(name string) []agentik.Message {
 		t.Helper()
 		ctx := testCtx(t)
-		conv, err := native.Conversation(ctx, threads[name])
+		conv, err := native.Conversation(ctx, ConversationID("", threads[name]))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -147,4 +147,16 @@ func TestRegenerateResendsTheAnswer(t *testing.T) {
 	if got := journalTypes(e.journal(ConversationID("", "thread-regen"))); got != "user_message,assistant_message,user_message,assistant_message" {
 		t.Fatalf("journal %s", got)
 	}
+
+	// A run whose new messages were stored as one turn's input: cutting
+	// after the last of them is the same.
+	e.llm.Enqueue(llmtest.Text("Both answered"))
+	e.run(input00("thread-regen-2", "run-1", user("a", "One"), user("b", "Two")))
+	r = e.run(input00("thread-regen-2", "run-2", user("a", "One"), user("b", "Two")))
+	if got := strings.Join(typesOf(r.events), ","); got != "RUN_STARTED,MESSAGES_SNAPSHOT,RUN_FINISHED" || !strings.Contains(r.frames[1], "Both answered") {
+		t.Fatalf("regenerate after a two-message run: %s %v", got, r.frames)
+	}
+	if n := len(e.llm.Requests()); n != 3 {
+		t.Fatalf("model called %d times", n)
+	}
 }

@@ -122,8 +122,16 @@ func behind(journal []agentik.Message, in RunInput) bool {
 	}
 	at := -1
 	for i, m := range journal {
-		if m.Type == agentik.MsgUser && (m.ID == last.ID || m.Context != nil && m.Context.Metadata[MetaMessageID] == last.ID) {
+		if m.Type != agentik.MsgUser {
+			continue
+		}
+		if m.ID == last.ID || m.Context != nil && m.Context.Metadata[MetaMessageID] == last.ID {
 			at = i
+		}
+		for _, s := range sentMessages(m) {
+			if s.ID == last.ID {
+				at = i
+			}
 		}
 	}
 	if at < 0 {

@@ -259,7 +259,7 @@ func TestHistoryLinesOnJoin(t *testing.T) {
 	}
 	tagged := s.dial()
 	tagged.register("alice3", "tok-alice-1", "batch", "server-time", "message-tags")
-	lines = tagged.join("#h")
+	tagged.join("#h")
 	b := tagged.next()
 	if b.Command != "BATCH" || b.Params[1] != "chathistory" {
 		t.Fatalf("%v", b)

@@ -106,11 +106,6 @@ func validChannel(s string) bool {
 // Named conversations have an id derived from the agent, the principal and
 // the folded name, so the same name always reaches the same conversation of
 // the same principal, and never another principal's.
-type channelRef struct {
-	convID string // "#<id>" form: the id; named form: the derived id
-	agent  string // agent id; "" in the "#<id>" form (any agent of the caller)
-	named  bool
-}
 
 // channelID derives the id of a named conversation: a version-8 UUID (RFC
 // 9562) from a SHA-256 of the agent, the principal and the folded name.

@@ -43,7 +43,7 @@ func newStack(t testing.TB, opts Options, tokens map[string]string) *stack {
 }
 
 // newEngine is an engine over its own SQLite file and scripted model.
-func newEngine(t testing.TB, id string) (*engine.Engine, *llmtest.Server) {
+func newEngine(t testing.TB, id string, set ...func(*engine.Options)) (*engine.Engine, *llmtest.Server) {
 	t.Helper()
 	ctx := testCtx(t)
 	llm := llmtest.NewServer()
@@ -57,9 +57,13 @@ func newEngine(t testing.TB, id string) (*engine.Engine, *llmtest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Options{Store: store, Bus: bus.New(), LLM: model,
+	eo := engine.Options{Store: store, Bus: bus.New(), LLM: model,
 		Tools: tools.NewRegistry(tools.CurrentTime{}), ImageInput: true,
-		Info: agentik.AgentInfo{ID: id, Name: id}, Logger: slog.New(slog.DiscardHandler)})
+		Info: agentik.AgentInfo{ID: id, Name: id}, Logger: slog.New(slog.DiscardHandler)}
+	for _, f := range set {
+		f(&eo)
+	}
+	eng, err := engine.New(eo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +83,12 @@ func newEngine(t testing.TB, id string) (*engine.Engine, *llmtest.Server) {
 func newStackOn(t testing.TB, opts Options, tokens map[string]string, wrap func(net.Listener) net.Listener, extra ...Agent) *stack {
 	t.Helper()
 	eng, llm := newEngine(t, "agentik")
+	return newStackFor(t, eng, llm, opts, tokens, wrap, extra...)
+}
+
+// newStackFor serves eng (answering with llm) as the default agent.
+func newStackFor(t testing.TB, eng *engine.Engine, llm *llmtest.Server, opts Options, tokens map[string]string, wrap func(net.Listener) net.Listener, extra ...Agent) *stack {
+	t.Helper()
 	if tokens != nil {
 		pairs := map[string]string{}
 		for p, tok := range tokens {
@@ -198,7 +208,12 @@ func (c *client) nextOK() (ircmsg.Message, bool) {
 		}
 		return m, true
 	case <-time.After(15 * time.Second):
-		c.t.Fatalf("no line within 15s; got %d lines, last %q", len(c.rawLines()), c.rawLines()[max(0, len(c.rawLines())-3):])
+		raw := c.rawLines()
+		var last []string
+		for _, l := range raw[max(0, len(raw)-12):] {
+			last = append(last, ircmsg.TruncateUTF8Safe(l, 160))
+		}
+		c.t.Fatalf("no line within 15s; got %d lines, the last:\n%s", len(raw), strings.Join(last, "\n"))
 	}
 	return ircmsg.Message{}, false
 }

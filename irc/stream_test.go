@@ -9,6 +9,7 @@ import (
 	"github.com/ergochat/irc-go/ircmsg"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -253,5 +254,59 @@ func TestImagesAreLinks(t *testing.T) {
 	}
 	if !look || !link {
 		t.Fatalf("image message shown as %v", lines)
+	}
+}
+
+// Failures, failed tools and compactions reach the channel as CTCP
+// AGENTIK lines with their vendor tags.
+func TestErrorsFailedToolsAndCompactionsAreCTCP(t *testing.T) {
+	eng, llm := newEngine(t, "agentik", func(o *engine.Options) { o.ContextTokens = 1200; o.MaxToolRounds = 2 })
+	s := newStackFor(t, eng, llm, Options{}, nil, nil)
+	long := strings.Repeat("many words of a long answer ", 80) + "END"
+	s.llm.Handle(func(r llmtest.Request) llmtest.Reply {
+		switch text := r.LastUserText(); {
+		case r.Messages[0].Role == "system" && strings.Contains(r.Messages[0].Text(), "condense"):
+			return llmtest.Text("a short summary")
+		case text == "fail":
+			return llmtest.ServerError()
+		case text == "nosuchtool" && r.Messages[len(r.Messages)-1].Role != "tool":
+			return llmtest.ToolCalls(llmtest.Call("no_such_tool", `{}`).WithID("call_x"))
+		case text == "long":
+			return llmtest.Text(long)
+		}
+		return llmtest.Text("fine")
+	})
+	c := s.dial()
+	c.register("alice", "", "message-tags")
+	c.join("#e")
+	ctcpOf := func(kind string) ircmsg.Message {
+		t.Helper()
+		ls := c.until(func(m ircmsg.Message) bool {
+			return m.Command == "PRIVMSG" && strings.HasPrefix(m.Params[1], "\x01AGENTIK "+kind)
+		})
+		return ls[len(ls)-1]
+	}
+	c.send("PRIVMSG #e :fail")
+	if e := ctcpOf("ERROR"); tag(e, vendor+"event") != "error" || tag(e, vendor+"code") == "" || tag(e, vendor+"reply-to") == "" {
+		t.Fatalf("%q %v", e.Params, e.AllTags())
+	}
+	c.send("PRIVMSG #e :nosuchtool")
+	if r := ctcpOf("TOOL_RESULT"); !strings.HasPrefix(r.Params[1], "\x01AGENTIK TOOL_RESULT no_such_tool call_x error ") ||
+		tag(r, vendor+"event") != "tool_failed" || !r.HasTag(vendor+"is-error") {
+		t.Fatalf("%q %v", r.Params, r.AllTags())
+	}
+	c.answer("#e", "fine")
+	var compaction *ircmsg.Message
+	for i := 0; i < 5 && compaction == nil; i++ {
+		c.send("PRIVMSG #e :long")
+		_, others := c.answer("#e", "END")
+		for _, m := range others {
+			if m.Command == "PRIVMSG" && strings.HasPrefix(m.Params[1], "\x01AGENTIK COMPACTION") {
+				compaction = &m
+			}
+		}
+	}
+	if m := compaction; m == nil || !strings.HasPrefix(m.Params[1], "\x01AGENTIK COMPACTION dropped=") || tag(*m, vendor+"event") != "compaction_triggered" {
+		t.Fatalf("compaction: %v", m)
 	}
 }

@@ -437,20 +437,20 @@ func (c *conn) cmdTOPIC(r *reply, m ircmsg.Message) bool {
 		return true
 	}
 	title := ircfmt.Strip(m.Params[1])
+	// This client is answered here; the renamed event then tells every
+	// other client of the principal (watch), and is skipped for this one.
+	id := j.conv.ID()
+	c.mu.Lock()
+	c.topics[id] = title
+	c.mu.Unlock()
 	if _, err := j.conv.Rename(ctx, title); err != nil {
+		c.mu.Lock()
+		delete(c.topics, id)
+		c.mu.Unlock()
 		r.add(c.notice("TOPIC " + j.name + ": " + c.failure(err)))
 		return true
 	}
-	src := c.source()
-	r.add(ircmsg.MakeMessage(nil, src, "TOPIC", j.name, title))
-	for _, o := range c.srv.channelMembers(j.conv.ID()) {
-		if o == c {
-			continue
-		}
-		if on := o.nameFor(j.conv.ID()); on != "" {
-			o.send(ircmsg.MakeMessage(nil, src, "TOPIC", on, title))
-		}
-	}
+	r.add(ircmsg.MakeMessage(nil, c.source(), "TOPIC", j.name, title))
 	return true
 }
 

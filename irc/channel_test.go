@@ -284,3 +284,50 @@ func TestWhoWhoisModeNames(t *testing.T) {
 	}
 	var _ ircmsg.Message
 }
+
+// A rename made elsewhere reaches the channel as a TOPIC change; a TOPIC
+// set by one client reaches the principal's other clients, and its own
+// client once.
+func TestRenamesReachEveryClientOfThePrincipal(t *testing.T) {
+	s := newStack(t, Options{}, twoUsers)
+	a := s.dial()
+	a.register("alice", "tok-alice-1")
+	a.join("#r")
+	a2 := s.dial()
+	a2.register("alice2", "tok-alice-1")
+	a2.join("#r")
+	a.until(is("JOIN")) // alice2 joined
+	id := s.conversations("alice")[0].ID
+	if _, err := s.eng.RenameConversation(agentik.WithPrincipal(testCtx(t), "alice"), id, "Renamed on the web"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*client{a, a2} {
+		if m := c.until(is("TOPIC")); m[len(m)-1].Params[1] != "Renamed on the web" || m[len(m)-1].Nick() != "agentik" {
+			t.Fatalf("%v", m)
+		}
+	}
+	a.send("TOPIC #r :Set by alice")
+	if m := a.next(); m.Command != "TOPIC" || m.Nick() != "alice" || m.Params[1] != "Set by alice" {
+		t.Fatalf("%v", m)
+	}
+	if m := a2.until(is("TOPIC")); m[len(m)-1].Params[1] != "Set by alice" {
+		t.Fatalf("%v", m)
+	}
+	// alice's own client got its TOPIC once: the next line is the PONG.
+	a.send("PING :x")
+	if m := a.next(); m.Command != "PONG" {
+		t.Fatalf("TOPIC twice: %v", m)
+	}
+	// bob, in a channel of the same name, hears nothing of it.
+	b := s.dial()
+	b.register("bob", "tok-bob-22")
+	b.join("#r")
+	if _, err := s.eng.RenameConversation(agentik.WithPrincipal(testCtx(t), "alice"), id, "Again"); err != nil {
+		t.Fatal(err)
+	}
+	a.until(is("TOPIC"))
+	b.send("PING :y")
+	if m := b.next(); m.Command != "PONG" {
+		t.Fatalf("bob saw %v", m)
+	}
+}

@@ -237,6 +237,7 @@ func (c *conn) loggedIn(r *reply, p string) {
 	r.add(c.numeric(rplLoggedIn, src, p, "You are now logged in as "+p))
 	if registered {
 		c.attachDirect()
+		c.watchAgents()
 	}
 }
 
@@ -350,6 +351,7 @@ func (c *conn) maybeRegister(r *reply) bool {
 	c.motd(r)
 	if _, ok := c.acting(); ok {
 		c.attachDirect()
+		c.watchAgents()
 	}
 	return true
 }

@@ -80,6 +80,8 @@ type conn struct {
 	authed     bool
 	away       string
 	ended      bool               // cleanup began: no new followers
+	watching   bool               // watchAgents started
+	topics     map[string]string  // conversation id → title this client set, until its renamed event
 	channels   map[string]*joined // folded channel name
 	direct     map[string]*joined // agent id
 
@@ -106,7 +108,8 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		}
 	}
 	c := &conn{srv: s, nc: nc, id: id, out: newSendq(s.opts.SendQBytes), ctx: ctx, cancel: cancel,
-		host: host, wdone: make(chan struct{}), channels: map[string]*joined{}, direct: map[string]*joined{}}
+		host: host, wdone: make(chan struct{}), channels: map[string]*joined{}, direct: map[string]*joined{},
+		topics: map[string]string{}}
 	c.sasl.Initialize(8192)
 	if s.opts.FloodRate > 0 {
 		c.lag = newFakelag(s.opts.FloodBurst, s.opts.FloodRate, time.Now())

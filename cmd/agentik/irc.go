@@ -87,7 +87,9 @@ func (a *app) mountIRC(ctx context.Context) error {
 
 // imageURL is the authenticated HTTP URL of an image in a journal message
 // (GET /agentik/conversations/{id}/messages/{seq}/images/{n}), on
-// AGENTIK_IRC_HTTP_URL or else this server's own address.
+// AGENTIK_IRC_HTTP_URL or else this server's own address. The prefix is the
+// default agent's: with several agents mounted (SPEC §9), another agent's
+// images are under /agents/{agentID}.
 func (a *app) imageURL(agentID, conversationID string, seq int64, n int) string {
 	base := strings.TrimRight(a.cfg.IRC.HTTPURL, "/")
 	if base == "" {

@@ -19,8 +19,13 @@ import (
 	"github.com/agentik/agentik"
 )
 
-// Name is the model name the demo reports.
+// Name is the model name the demo reports. Clients (the web console) read
+// it from the agent info to say that the agent runs the demo.
 const Name = "agentik-demo"
+
+// PacedWordDelay is the pause between streamed words that serve uses, so
+// that streaming is visible in the console.
+const PacedWordDelay = 30 * time.Millisecond
 
 // TimeTool is the tool the demo calls when asked for the time.
 const TimeTool = "current_time"
@@ -47,6 +52,73 @@ func (l *LLM) Info() agentik.ModelInfo {
 }
 
 var askTime = regexp.MustCompile(`(?i)\b(time|clock|hour)\b`)
+
+var askSummary = regexp.MustCompile(`(?i)\bsumm?ar(y|ise|ize|ising|izing)\b|\brecap\b`)
+
+// summaryRequest reports whether req is a summariser call (compaction):
+// a system prompt that asks for a summary, one user message, no tools.
+func summaryRequest(req agentik.ModelRequest) bool {
+	return len(req.Tools) == 0 && len(req.Messages) == 1 && askSummary.MatchString(req.System)
+}
+
+// summarise condenses a compaction transcript ("User: …", "Assistant: …"
+// lines, maybe after "Summary so far:") into what the user asked.
+func summarise(transcript string) string {
+	var asked []string
+	for _, line := range strings.Split(transcript, "\n") {
+		if q, ok := strings.CutPrefix(line, "User: "); ok {
+			asked = append(asked, clip(q, 80))
+		}
+	}
+	var b strings.Builder
+	if prev, ok := strings.CutPrefix(transcript, "Summary so far:\n"); ok {
+		if i := strings.Index(prev, "\n\n"); i > 0 {
+			b.WriteString(strings.TrimSpace(prev[:i]))
+			b.WriteString(" ")
+		}
+	}
+	if len(asked) == 0 {
+		b.WriteString("Earlier, the user and the offline demo model exchanged messages without text.")
+		return b.String()
+	}
+	if len(asked) > 8 {
+		asked = asked[len(asked)-8:]
+	}
+	fmt.Fprintf(&b, "Earlier, the user wrote %d message(s) to the offline demo model, which echoed each: %s.", len(asked), strings.Join(asked, "; "))
+	return b.String()
+}
+
+// conversationSummary answers "summarise our conversation" from the
+// messages before the current one.
+func conversationSummary(history []agentik.ModelMessage) string {
+	var said []string
+	for _, m := range history {
+		if m.Role == "user" {
+			if t := strings.TrimSpace(agentik.JoinText(m.Content)); t != "" {
+				said = append(said, clip(t, 80))
+			}
+		}
+	}
+	if len(said) == 0 {
+		return "There is nothing to summarise yet: this is the first message of our conversation. (I am the agentik demo model; set OPENAI_BASE_URL and OPENAI_MODEL to use a real one.)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Here is a summary of our conversation so far. You sent %d earlier message(s):\n\n", len(said))
+	for i, s := range said {
+		fmt.Fprintf(&b, "%d. %q\n", i+1, s)
+	}
+	b.WriteString("\nI answered each as the **agentik demo model**, which only echoes. Set OPENAI_BASE_URL and OPENAI_MODEL to get real answers.")
+	return b.String()
+}
+
+// clip shortens s to at most n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n-1]) + "…"
+}
 
 // Generate answers req. It returns ctx.Err() (wrapped) when ctx ends while
 // streaming, like a real model cut off by an interrupt.
@@ -80,6 +152,12 @@ func (l *LLM) Generate(ctx context.Context, req agentik.ModelRequest, onDelta fu
 
 	var text string
 	switch {
+	case summaryRequest(req):
+		// The engine's compaction asks for a summary of a transcript; it is
+		// not streamed.
+		return agentik.ModelResponse{Text: summarise(userText), Tokens: agentik.TurnTokens{Input: tokens.Input, Output: 40}, FinishReason: "stop"}, nil
+	case askSummary.MatchString(userText):
+		text = conversationSummary(req.Messages[:max(last, 0)])
 	case toolResult != nil && toolResult.IsError:
 		text = "The " + TimeTool + " tool failed: " + agentik.JoinText(toolResult.Content)
 	case toolResult != nil:

@@ -83,3 +83,26 @@ func TestInterruptMidStream(t *testing.T) {
 		t.Fatalf("err %v after %d deltas", err, n)
 	}
 }
+
+func TestSummaries(t *testing.T) {
+	l := demollm.New()
+	ctx := context.Background()
+	user := func(s string) agentik.ModelMessage {
+		return agentik.ModelMessage{Role: "user", Content: []agentik.Content{agentik.Text(s)}}
+	}
+	// A compaction call: the engine's summariser prompt and one transcript.
+	resp, err := l.Generate(ctx, agentik.ModelRequest{
+		System:   "You condense the earlier part of a conversation. Write a concise summary.",
+		Messages: []agentik.ModelMessage{user("User: plan a trip to Lisbon\nAssistant: echo\nUser: and Porto\nAssistant: echo")},
+	}, func(agentik.ModelDelta) { t.Fatal("a summary is not streamed") })
+	if err != nil || !strings.Contains(resp.Text, "2 message(s)") || !strings.Contains(resp.Text, "plan a trip to Lisbon; and Porto") {
+		t.Fatalf("summary %q, %v", resp.Text, err)
+	}
+	// A user asking for a summary gets the earlier messages listed.
+	resp, err = l.Generate(ctx, agentik.ModelRequest{Messages: []agentik.ModelMessage{
+		user("first idea"), {Role: "assistant", Content: []agentik.Content{agentik.Text("echo")}}, user("Please summarize our conversation"),
+	}}, nil)
+	if err != nil || !strings.Contains(resp.Text, `1. "first idea"`) || strings.Contains(resp.Text, "Please summarize") {
+		t.Fatalf("conversation summary %q, %v", resp.Text, err)
+	}
+}

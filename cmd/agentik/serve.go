@@ -63,7 +63,9 @@ func (a *app) close() {
 func newLLM(cfg config.Config, log *slog.Logger) (agentik.LLM, error) {
 	if cfg.Backend == config.BackendDemo {
 		log.Warn("no model endpoint configured: using the offline demo backend; set OPENAI_BASE_URL (and OPENAI_API_KEY, OPENAI_MODEL) to use a real model")
-		return demollm.New(), nil
+		demo := demollm.New()
+		demo.WordDelay = demollm.PacedWordDelay // streaming visible in the console
+		return demo, nil
 	}
 	retries := cfg.LLMMaxRetries
 	if retries == 0 {
@@ -161,7 +163,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Guard:        a.guard(""),
 		Logger:       log,
 	})
-	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer, a.mountIRC} {
+	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer, a.mountIRC, a.mountConsole} {
 		if err := mount(ctx); err != nil {
 			return err
 		}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik/internal/testenv"
+	"github.com/agentik/agentik/llmtest"
+)
+
+// consoleE2E holds the browser test's script and its pinned npm side
+// (playwright-core, package-lock.json).
+var consoleE2E = filepath.Join("..", "..", "console", "testdata", "e2e")
+
+// TestConsoleBrowser drives the web console of the real binary in Debian's
+// headless Chromium with playwright-core: sign-in, streaming, tool calls,
+// interrupt, reload mid-answer, rename, image upload, a model error, a
+// second principal kept apart, delete, and the demo backend. The model is
+// llmtest, scripted per user text; gates hold answers mid-stream until the
+// script asks this test (over a loopback control endpoint) to let them go.
+// A failing step leaves a screenshot (the log names it).
+//
+// AGENTIK_CONSOLE_SCREENSHOTS=1 also writes the screenshots of
+// docs/console.md into docs/img/.
+func TestConsoleBrowser(t *testing.T) {
+	chromium := "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		testenv.Missing(t, "Debian's chromium is needed for the console browser test (apt-get install chromium)")
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Missing(t, "%s is needed for the console browser test: %v", tool, err)
+		}
+	}
+	dir, err := filepath.Abs(consoleE2E)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stale(filepath.Join(dir, "node_modules"), filepath.Join(dir, "package-lock.json")) {
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	}
+
+	gates := map[string]*llmtest.Gate{"stream": llmtest.NewGate(), "reload": llmtest.NewGate()}
+	var mu sync.Mutex
+	var sawImage bool
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+	llm.Handle(func(r llmtest.Request) llmtest.Reply {
+		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "tool" {
+			return llmtest.Text("It is tea time.")
+		}
+		switch text := r.LastUserText(); text {
+		case "hello":
+			return llmtest.Stream().Role().Reasoning("Let me ", "think.").Content("Hello ", "**world** ", "from ").
+				Pause(gates["stream"]).Content("the model.").Finish("stop").Usage(12, 7).Done()
+		case "time?":
+			return llmtest.ToolCalls(llmtest.Call("current_time", `{"zone":"UTC"}`))
+		case "hang":
+			return llmtest.Stream().Role().Content("partial ", "answer").Hang()
+		case "reload":
+			return llmtest.Stream().Role().Content("First half, ").Pause(gates["reload"]).Content("second half.").Finish("stop").Done()
+		case "fail":
+			return llmtest.APIError(400, "invalid_request_error", "bad_request", "the model refused this request")
+		case "what is this?":
+			mu.Lock()
+			sawImage = bytes.Contains(r.Raw, []byte(`"image_url"`))
+			mu.Unlock()
+			return llmtest.Text("I see a small image.")
+		default:
+			return llmtest.Text("echo: " + text)
+		}
+	})
+	const alice, bob = "tok-console-alice-1", "tok-console-bob-22"
+	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test-model",
+		"AGENTIK_IMAGE_INPUT=on", "AGENTIK_AUTH_TOKENS=alice:"+alice+",bob:"+bob)
+	demo := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "demo.db"), "AGENTIK_LLM_BACKEND=demo")
+
+	control := http.NewServeMux()
+	control.HandleFunc("POST /release/{gate}", func(w http.ResponseWriter, r *http.Request) {
+		g := gates[r.PathValue("gate")]
+		if g == nil {
+			http.NotFound(w, r)
+			return
+		}
+		g.Release()
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: control}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	shots := t.TempDir()
+	if testenv.CI() { // kept after the run, for whoever reads the CI log
+		shots = filepath.Join(dir, "failures")
+		os.MkdirAll(shots, 0o755)
+	}
+	docs := ""
+	if os.Getenv("AGENTIK_CONSOLE_SCREENSHOTS") != "" {
+		docs, _ = filepath.Abs(filepath.Join("..", "..", "docs", "img"))
+		os.MkdirAll(docs, 0o755)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "console.e2e.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "AGENTIK_URL="+p.url, "AGENTIK_DEMO_URL="+demo.url, "ALICE_TOKEN="+alice, "BOB_TOKEN="+bob,
+		"CONTROL_URL=http://"+ln.Addr().String(), "SHOTS_DIR="+shots, "DOCS_DIR="+docs, "CHROMIUM="+chromium)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("console browser test: %v\n%s\nscreenshots of the failure in %s\nserver log:\n%s", err, out, shots, p.log())
+	}
+	m := regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`).FindSubmatch(out)
+	if m == nil || string(m[2]) != "0" || string(m[1]) == "0" {
+		t.Fatalf("unexpected output of the browser test:\n%s", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !sawImage {
+		t.Fatalf("the uploaded image did not reach the model:\n%s", out)
+	}
+	for _, tok := range []string{alice, bob} {
+		if strings.Contains(p.log(), tok) {
+			t.Fatal("a token reached the server log")
+		}
+	}
+	t.Logf("console browser test:\n%s", out)
+}

@@ -1,0 +1,286 @@
+// Browser test of the Agentik web console, run by cmd/agentik
+// TestConsoleBrowser against the real binary (llmtest as the model). Each
+// step is one user-visible behaviour; a failing step saves a screenshot in
+// SHOTS_DIR and ends the run. DOCS_DIR, when set, receives the screenshots
+// of docs/console.md.
+import { chromium } from "playwright-core";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const env = process.env;
+const BASE = env.AGENTIK_URL;
+const DEMO = env.AGENTIK_DEMO_URL;
+const CONTROL = env.CONTROL_URL;
+const SHOTS = env.SHOTS_DIR || ".";
+const DOCS = env.DOCS_DIR || "";
+
+const browser = await chromium.launch({
+  executablePath: env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+let passed = 0;
+let failed = 0;
+let current = null; // the page a failing step screenshots
+const consoleErrors = [];
+
+function newPage(ctx) {
+  return ctx.newPage().then((page) => {
+    page.setDefaultTimeout(15000);
+    page.on("dialog", (d) => d.accept());
+    page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+    page.on("pageerror", (e) => consoleErrors.push(String(e)));
+    return page;
+  });
+}
+function assert(cond, msg) { if (!cond) throw new Error("assertion failed: " + msg); }
+async function step(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log("ok - " + name);
+  } catch (e) {
+    failed++;
+    const file = join(SHOTS, name.replace(/[^a-z0-9]+/gi, "-").toLowerCase() + ".png");
+    try { if (current) await current.screenshot({ path: file, fullPage: true }); } catch (_) { /* page gone */ }
+    console.log("not ok - " + name + "\n" + (e && e.stack || e) + "\nscreenshot: " + file);
+    console.log(passed + " passed, " + failed + " failed");
+    await browser.close();
+    process.exit(1);
+  }
+}
+async function release(gate) {
+  const r = await fetch(CONTROL + "/release/" + gate, { method: "POST" });
+  assert(r.ok, "release " + gate + ": " + r.status);
+}
+async function shot(page, name) {
+  if (DOCS) await page.screenshot({ path: join(DOCS, "console-" + name + ".png") });
+}
+async function send(page, text) {
+  await page.fill("#composer-text", text);
+  await page.press("#composer-text", "Enter");
+}
+const text = (page, sel) => page.locator(sel).innerText();
+
+const ctxA = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+const page = await newPage(ctxA);
+current = page;
+let convID = "";
+
+await step("the page is served with a strict CSP and asks for a token", async () => {
+  const res = await page.goto(BASE + "/");
+  const csp = res.headers()["content-security-policy"] || "";
+  assert(csp.includes("default-src 'none'") && csp.includes("script-src 'self'") && !csp.includes("unsafe"), "CSP: " + csp);
+  await page.locator("#signin").waitFor();
+  assert(await page.locator("#token").evaluate((e) => document.activeElement === e), "the token field has focus");
+});
+
+await step("a wrong token is refused, the right one signs in", async () => {
+  await page.fill("#token", "not-a-token-at-all");
+  await page.press("#token", "Enter");
+  await page.locator("#signin-error", { hasText: "not accepted" }).waitFor();
+  await page.fill("#token", env.ALICE_TOKEN);
+  await page.click("#signin-form button[type=submit]");
+  await page.locator("#app").waitFor();
+  await page.locator("#conv-list", { hasText: "No conversations yet" }).waitFor();
+  assert(await page.isHidden("#demo-banner"), "no demo banner with a real model");
+  assert((await text(page, "#agent-name")).includes("test-model"), "the model name is shown");
+});
+
+await step("create a conversation", async () => {
+  await page.click("#new-conv");
+  await page.locator("#conv").waitFor();
+  await page.locator(".conv-item[aria-current]").waitFor();
+  convID = decodeURIComponent(new URL(page.url()).hash.replace("#/c/", ""));
+  assert(convID.length > 5, "conversation id in the URL: " + page.url());
+  assert(await page.locator("#composer-text").evaluate((e) => document.activeElement === e), "the message box has focus");
+});
+
+await step("send with Enter and watch the answer stream", async () => {
+  await send(page, "hello");
+  await page.locator(".msg.user", { hasText: "hello" }).waitFor();
+  const live = page.locator(".msg.live");
+  await live.locator("strong", { hasText: "world" }).waitFor();
+  assert(!(await live.innerText()).includes("the model."), "the answer is still being written");
+  assert(await page.isVisible("#busy"), "busy is shown");
+  assert(await page.isEnabled("#interrupt"), "interrupt is enabled while answering");
+  await shot(page, "streaming");
+  await release("stream");
+  await page.locator(".msg.assistant:not(.live)", { hasText: "Hello world from the model." }).waitFor();
+  assert(await live.count() === 0, "no live answer left");
+  const reasoning = page.locator(".msg.assistant details.reasoning");
+  assert(await reasoning.count() === 1 && !(await reasoning.evaluate((d) => d.open)), "reasoning is folded");
+  assert((await reasoning.innerText()).includes("Reasoning"), "reasoning summary");
+  await page.locator("#turns td", { hasText: "12 / 7" }).waitFor();
+  assert(await page.isDisabled("#interrupt"), "interrupt disabled when idle");
+});
+
+await step("a tool call card shows arguments and result", async () => {
+  await send(page, "time?");
+  const card = page.locator(".tool", { hasText: "current_time" });
+  await card.waitFor();
+  await card.locator(".tool-state", { hasText: "done" }).waitFor();
+  assert((await card.innerText()).includes('"zone": "UTC"'), "arguments shown");
+  await page.locator(".msg.assistant", { hasText: "It is tea time." }).waitFor();
+});
+
+await step("Escape interrupts an answer mid-stream", async () => {
+  await send(page, "hang");
+  await page.locator(".msg.live", { hasText: "partial answer" }).waitFor();
+  await page.keyboard.press("Escape");
+  await page.locator(".marker.interrupted").waitFor();
+  await page.locator(".msg.assistant:not(.live)", { hasText: "partial answer" }).waitFor();
+  await page.locator("#busy").waitFor({ state: "hidden" });
+});
+
+await step("a reload mid-answer shows the partial text, which then completes", async () => {
+  await send(page, "reload");
+  await page.locator(".msg.live", { hasText: "First half," }).waitFor();
+  await page.reload();
+  await page.locator(".msg.live", { hasText: "First half," }).waitFor();
+  await page.locator(".msg.assistant", { hasText: "It is tea time." }).waitFor(); // the history came back too
+  assert(await page.locator(".tool").count() === 1, "one tool card after the replay");
+  await release("reload");
+  await page.locator(".msg.assistant:not(.live)", { hasText: "First half, second half." }).waitFor();
+  assert(await page.locator(".msg.live").count() === 0, "no live answer left");
+});
+
+await step("rename", async () => {
+  await page.click("#rename");
+  await page.fill("#rename-input", "Trip plans");
+  await page.press("#rename-input", "Enter");
+  await page.locator("#conv-title", { hasText: "Trip plans" }).waitFor();
+  await page.locator(".conv-item", { hasText: "Trip plans" }).waitFor();
+});
+
+// A 1×1 red PNG.
+const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==", "base64");
+
+await step("image upload: pick, drop, remove, send", async () => {
+  await page.locator("#image-pick").waitFor();
+  await page.setInputFiles("#image-input", { name: "dot.png", mimeType: "image/png", buffer: png });
+  await page.locator(".attachment img").waitFor();
+  // A dropped file joins it; removing it leaves the picked one.
+  await page.evaluate((b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], "dropped.png", { type: "image/png" }));
+    document.getElementById("composer").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, png.toString("base64"));
+  await page.locator(".attachment").nth(1).waitFor();
+  await page.click("button[aria-label='Remove dropped.png']");
+  await page.locator(".attachment").nth(1).waitFor({ state: "detached" });
+  await send(page, "what is this?");
+  await page.locator(".msg.user img.inline-image").waitFor();
+  const src = await page.locator(".msg.user img.inline-image").getAttribute("src");
+  assert(src.startsWith("data:image/png;base64,"), "inline image " + src.slice(0, 30));
+  await page.locator(".msg.assistant", { hasText: "I see a small image." }).waitFor();
+  assert(await page.locator(".attachment").count() === 0, "attachments cleared after sending");
+});
+
+await step("a model error is shown", async () => {
+  await send(page, "fail");
+  const err = page.locator(".error-msg");
+  await err.waitFor();
+  assert((await err.innerText()).length > 5, "error text");
+  await page.locator("#turns td", { hasText: "error" }).waitFor();
+});
+
+await step("the inspector lists every durable event with its cursor", async () => {
+  const events = page.locator("#events .event");
+  const n = await events.count();
+  assert(n >= 12, "durable events: " + n);
+  const types = await page.locator("#events .etype").allInnerTexts();
+  for (const t of ["user_message", "assistant_message", "tool_call", "tool_result", "interrupted", "error"]) assert(types.includes(t), "inspector has " + t);
+  const cursors = (await page.locator("#events .cursor").allInnerTexts()).map((c) => Number(c.slice(1)));
+  assert(cursors.every((c, i) => i === 0 || c > cursors[i - 1]), "cursors increase: " + cursors);
+  await page.locator("#events .event summary").first().click();
+  assert((await page.locator("#events .event pre").first().innerText()).includes('"type": "user_message"'), "event JSON");
+  await page.click("#tab-tools");
+  await page.locator("#tools", { hasText: "current_time" }).waitFor();
+  await page.locator("#servers", { hasText: "No MCP servers" }).waitFor();
+  await page.click("#tab-inspector");
+  await shot(page, "conversation");
+});
+
+await step("readable at 375 px, light and dark", async () => {
+  await page.setViewportSize({ width: 375, height: 800 });
+  const wide = await page.evaluate(() => {
+    const w = document.documentElement.clientWidth;
+    return [...document.querySelectorAll("body *")].filter((e) => e.getBoundingClientRect().right > w + 0.5 && e.getClientRects().length)
+      .map((e) => e.tagName + "#" + e.id + "." + e.className).slice(0, 5);
+  });
+  assert(wide.length === 0, "wider than 375 px: " + wide.join(", "));
+  await shot(page, "phone");
+  await page.emulateMedia({ colorScheme: "dark" });
+  const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert(bg !== "rgb(247, 247, 248)", "dark background: " + bg);
+  await shot(page, "phone-dark");
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
+await step("a second principal never sees the first one's conversations", async () => {
+  const ctxB = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+  const pb = await newPage(ctxB);
+  current = pb;
+  await pb.goto(BASE + "/#/c/" + encodeURIComponent(convID));
+  await pb.fill("#token", env.BOB_TOKEN);
+  await pb.press("#token", "Enter");
+  await pb.locator("#status", { hasText: "does not exist" }).waitFor();
+  await pb.locator("#conv-list", { hasText: "No conversations yet" }).waitFor();
+  assert(!(await pb.content()).includes("Trip plans"), "bob sees alice's title");
+  // A conversation bob creates does not reach alice's live list.
+  await pb.click("#new-conv");
+  await pb.locator(".conv-item").first().waitFor();
+  await ctxB.close();
+  current = page;
+  await page.locator(".conv-item", { hasText: "Trip plans" }).waitFor();
+  assert(await page.locator(".conv-item").count() === 1, "alice lists only her conversation");
+});
+
+await step("the live list follows another tab; delete", async () => {
+  const other = await newPage(ctxA); // same browser profile: already signed in
+  await other.goto(BASE + "/");
+  await other.locator(".conv-item", { hasText: "Trip plans" }).waitFor();
+  await page.click("#delete");
+  await page.locator("#empty").waitFor();
+  await page.locator("#conv-list", { hasText: "No conversations yet" }).waitFor();
+  await other.locator("#conv-list", { hasText: "No conversations yet" }).waitFor(); // via the agent event stream
+  await other.close();
+});
+
+await step("sign out forgets the token", async () => {
+  await page.click("#sign-out");
+  await page.locator("#signin").waitFor();
+  await page.reload();
+  await page.locator("#signin").waitFor();
+});
+
+await step("the demo backend says it is a demo and streams a summary", async () => {
+  const ctxD = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const pd = await newPage(ctxD);
+  current = pd;
+  await pd.goto(DEMO + "/");
+  await pd.locator("#demo-banner").waitFor();
+  assert((await pd.innerText("#demo-banner")).includes("OPENAI_BASE_URL"), "how to use a real model");
+  assert(await pd.isHidden("#sign-out"), "no sign-in on an open server");
+  await pd.click("#new-conv");
+  await send(pd, "Plan a weekend in Lisbon");
+  await pd.locator(".msg.live").waitFor(); // paced: the words arrive one by one
+  await pd.locator(".msg.assistant:not(.live)", { hasText: "real model" }).waitFor();
+  await send(pd, "Please summarize our conversation");
+  await pd.locator(".msg.assistant:not(.live) li", { hasText: "Plan a weekend in Lisbon" }).waitFor();
+  await shot(pd, "demo");
+  await ctxD.close();
+  current = page;
+});
+
+await step("no errors in the browser console", async () => {
+  const real = consoleErrors.filter((e) => !/401|404|Unauthorized|Not Found/.test(e));
+  assert(real.length === 0, "console errors: " + real.join("\n"));
+});
+
+await browser.close();
+console.log(passed + " passed, " + failed + " failed");
+process.exit(failed ? 1 : 0);

@@ -42,11 +42,13 @@ type translator struct {
 	// finalErr, when set, ends the run with RUN_ERROR instead of
 	// RUN_FINISHED once its turns are over.
 	finalErr error
+	// called: the run's turns that called tools in this run.
+	called map[string]bool
 }
 
 func newTranslator(threadID, runID string, turns []string, skip map[string]bool, newID func() string) *translator {
 	return &translator{threadID: threadID, runID: runID, turns: turns, skipResults: skip, newID: newID,
-		ended: map[string]bool{}, results: map[string]bool{}}
+		ended: map[string]bool{}, called: map[string]bool{}, results: map[string]bool{}}
 }
 
 func (t *translator) isOurs(turn string) bool {
@@ -146,6 +148,7 @@ func (t *translator) event(ev agentik.Event) []Event {
 		}
 		out = append(out, Event{Type: ToolCallEnd, ToolCallID: m.CallID})
 		t.started = append(t.started, m.CallID)
+		t.called[m.ReplyTo] = true
 	case agentik.EvToolResult, agentik.EvToolFailed:
 		m := ev.Message
 		if !t.isOurs(m.ReplyTo) {
@@ -171,6 +174,14 @@ func (t *translator) event(ev agentik.Event) []Event {
 		}
 	case agentik.EvEnd:
 		if !t.isOurs(ev.ReplyTo) {
+			return nil
+		}
+		if ev.Reason == agentik.EndClientTools && !t.called[ev.ReplyTo] {
+			// A turn waits for client tools only after calling them in this
+			// run: this is the end of the round the run posted results for,
+			// published before the run subscribed, which reached this
+			// process late (from another, with that round's other online
+			// events). The continuation is yet to come.
 			return nil
 		}
 		t.ended[ev.ReplyTo] = true

@@ -106,6 +106,31 @@ func TestTranslatorRepairs(t *testing.T) {
 			{Type: agentik.EvEnd, ReplyTo: "u1", Reason: agentik.EndCompleted},
 		},
 		want: "REASONING_START:m1 REASONING_MESSAGE_START:m1 REASONING_MESSAGE_CONTENT:m1:hm REASONING_MESSAGE_END:m1 REASONING_END:m1 TEXT_MESSAGE_START:m2 TEXT_MESSAGE_CONTENT:m2:Hi TEXT_MESSAGE_END:m2 RUN_FINISHED",
+	}, {
+		// A run posting client tool results continues the turn; the end of
+		// the round it answers, published before the run subscribed, can
+		// reach the process late (it came from another process).
+		name:  "the late end of the round a run posted results for is not the run's",
+		turns: []string{"u1"},
+		evs: []agentik.Event{
+			{Type: agentik.EvWorking, ReplyTo: "u1"},
+			{Type: agentik.EvEnd, ReplyTo: "u1", Reason: agentik.EndClientTools},
+			{Type: agentik.EvWorking, ReplyTo: "u1"},
+			{Type: agentik.EvStartResponse, ReplyTo: "u1"},
+			{Type: agentik.EvAppendText, Text: "blue"},
+			asst("u1", "blue"),
+			{Type: agentik.EvEnd, ReplyTo: "u1", Reason: agentik.EndCompleted},
+		},
+		want: "TEXT_MESSAGE_START:m1 TEXT_MESSAGE_CONTENT:m1:blue TEXT_MESSAGE_END:m1 RUN_FINISHED",
+	}, {
+		name:  "a round ending for client tools ends the run",
+		turns: []string{"u1"},
+		evs: []agentik.Event{
+			{Type: agentik.EvWorking, ReplyTo: "u1"},
+			agentik.MessageEvent(&agentik.Message{ID: "c1", Type: agentik.MsgToolCall, ReplyTo: "u1", CallID: "call1", Name: "pick"}),
+			{Type: agentik.EvEnd, ReplyTo: "u1", Reason: agentik.EndClientTools},
+		},
+		want: "TOOL_CALL_START TOOL_CALL_END RUN_FINISHED:success",
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

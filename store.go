@@ -119,6 +119,9 @@ type Store interface {
 	// assistant_message (not interrupted), error, or interrupted event replies
 	// to them — ordered by conversation then seq.
 	OpenTurns(ctx context.Context) ([]Message, error)
+	// OpenTurnsOf returns the open turns of one conversation in seq order
+	// (none for an unknown conversation): the queue of its turns.
+	OpenTurnsOf(ctx context.Context, conversationID string) ([]Message, error)
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

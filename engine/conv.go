@@ -18,9 +18,12 @@ type conv struct {
 	owner    string
 	temporal bool
 	store    agentik.Store
+	coord    agentik.Coordinator // who runs the conversation's turns
+	shared   bool                // other processes use the store too
 
 	mu         sync.Mutex
-	queue      []queued        // turns waiting to run, in order
+	queue      []queued        // what the store does not hold of turns sent here and not started
+	sent       int             // counts additions to queue, so the loop sees new ones
 	pending    *pendingRound   // a turn waiting for client tool results
 	running    *turn           // nil when idle
 	looping    bool            // a turn loop goroutine owns the queue
@@ -40,12 +43,15 @@ type conv struct {
 	memoryLoaded bool
 }
 
-// queued is a turn waiting to run: a new user message, or the continuation
-// of a turn whose client tool results arrived.
+// queued is what a turn sent here carries besides its stored user message:
+// the client tools it was sent with, or the continuation of its client tool
+// round whose results arrived.
 type queued struct {
 	user   agentik.Message
 	client []agentik.ToolSpec // client tools offered in this turn
 	resume *pendingRound      // non-nil: continue this round instead of starting
+
+	recovered bool // left open by a previous process, found at start
 }
 
 // pendingRound is a tool round cut short by client tool calls: the model's
@@ -68,12 +74,18 @@ type turn struct {
 }
 
 func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
+	coord := e.coord
+	if rec.Temporal {
+		coord = e.tempCoord
+	}
 	return &conv{
 		e:          e,
 		id:         rec.ID,
 		owner:      rec.Owner,
 		temporal:   rec.Temporal,
 		store:      e.storeFor(rec.Temporal),
+		coord:      coord,
+		shared:     e.opts.Cluster != nil && !rec.Temporal,
 		lastActive: time.Now(),
 		streams:    make(map[*stream[agentik.Event]]struct{}),
 	}
@@ -94,19 +106,6 @@ func (c *conv) idleSince(now time.Time) time.Duration {
 	return now.Sub(c.lastActive)
 }
 
-// abandonPendingLocked closes the turn waiting for client tool results with
-// interrupted{busy_policy}: a new turn goes first and the results can no
-// longer be used. Caller holds mu.
-func (c *conv) abandonPendingLocked() {
-	p := c.pending
-	c.pending = nil
-	ctx, cancel := context.WithTimeout(context.Background(), finalWriteTimeout)
-	defer cancel()
-	if err := c.closeInterrupted(ctx, p.user.ID, agentik.ReasonBusyPolicy); err != nil {
-		c.e.log.Error("close abandoned client-tool turn", "conversation", c.id, "reply_to", p.user.ID, "err", err)
-	}
-}
-
 // dropMemoryIfIdle frees the cached working memory of a conversation idle
 // for longer than d; the next turn reads it from the store again. The turn
 // loop only touches the cache while looping, which mu guards.
@@ -121,7 +120,7 @@ func (c *conv) dropMemoryIfIdle(now time.Time, d time.Duration) {
 
 func (c *conv) info(rec agentik.ConversationRecord) agentik.ConversationInfo {
 	info := infoOf(rec, c.e.opts.ImageInput)
-	info.Working = c.working() // cluster: or runs in another process
+	info.Working = c.working()
 	return info
 }
 
@@ -211,9 +210,9 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 			ReplyTo: abandoned.user.ID, Reason: agentik.ReasonBusyPolicy})
 	}
 	// An idle conversation answers this message next: its working-memory
-	// entry goes in the same commit, saving the turn a write. (Not in a
-	// cluster, where only the lease holder writes working memory.)
-	early := !busy && !c.looping && !c.e.clustered(c)
+	// entry goes in the same commit, saving the turn a write. (Not when
+	// sharing the store, where only the lease holder writes working memory.)
+	early := !busy && !c.looping && !c.shared
 	if early {
 		w.Memory = []agentik.MemoryEntry{{SourceID: msg.ID, ReplyTo: msg.ID,
 			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: msg.Content}}}
@@ -227,10 +226,11 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	c.pending = nil
 	c.lastActive = time.Now()
 	c.queue = append(c.queue, queued{user: msg, client: req.ClientTools})
+	c.sent++
 	if busy && req.IfBusy == agentik.BusyInterrupt && c.running != nil {
 		c.interruptLocked(agentik.ReasonBusyPolicy)
 	}
-	c.kick()
+	c.kickLocked()
 	return agentik.SendResult{MessageID: msg.ID, Seq: msg.Seq}, nil
 }
 
@@ -326,27 +326,9 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 		c.queue = append(c.queue, queued{user: *msg, client: req.ClientTools})
 		res = agentik.SendResult{MessageID: msg.ID, Seq: msg.Seq}
 	}
-	c.kick()
+	c.sent++
+	c.kickLocked()
 	return res, nil
-}
-
-// kick starts the turn loop if messages wait and none runs. Caller holds mu.
-func (c *conv) kick() {
-	if c.looping || len(c.queue) == 0 {
-		return
-	}
-	c.e.mu.Lock()
-	draining := c.e.draining
-	if !draining {
-		c.e.turns.Add(1)
-	}
-	c.e.mu.Unlock()
-	if draining {
-		return
-	}
-	c.looping = true
-	c.e.limits.started(c.owner)
-	go c.loop()
 }
 
 // interrupt cancels the running turn with reason; false when idle.
@@ -372,7 +354,7 @@ func (c *conv) interruptLocked(reason string) bool {
 func (c *conv) commit(ctx context.Context, w agentik.Write) ([]agentik.Event, error) {
 	w.ConversationID = c.id
 	if w.Fence == 0 {
-		w.Fence = fenceOf(ctx) // cluster: a turn's writes are fenced by its lease
+		w.Fence = fenceOf(ctx) // a turn's writes are fenced by its lease
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
@@ -484,18 +466,90 @@ func (h *handle) Info(ctx context.Context) (agentik.ConversationInfo, error) {
 	return h.c.snapshot(ctx)
 }
 
+// Send stores a user message (or client tool results) and schedules its
+// turn. The busy policy applies to a turn running anywhere: sharing the
+// store, reject refuses while the conversation has an open turn, and
+// interrupt also cancels a turn another process runs (not the one
+// answering this message).
 func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.SendResult, error) {
-	return h.c.send(ctx, req)
+	c := h.c
+	if c.shared {
+		if err := c.syncShared(ctx, req); err != nil {
+			return agentik.SendResult{}, err
+		}
+	}
+	res, err := c.send(ctx, req)
+	if err == nil && req.IfBusy == agentik.BusyInterrupt && !c.isWorking() {
+		if _, err := c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: c.id, Reason: agentik.ReasonBusyPolicy, Unless: res.MessageID}); err != nil {
+			c.e.log.Warn("forward busy-policy interrupt", "conversation", c.id, "err", err)
+		}
+	}
+	return res, err
 }
 
-func (h *handle) Interrupt(context.Context) (bool, error) {
-	return h.c.interrupt(agentik.ReasonUser), nil
+// syncShared prepares a send to a conversation whose turns other processes
+// may run: reject refuses while it has an open turn, wherever it runs, and
+// a turn waiting for client tool results is found in the store, whichever
+// process ran it, so results — or a new message, which abandons it — may be
+// posted to any process.
+func (c *conv) syncShared(ctx context.Context, req agentik.SendRequest) error {
+	q, err := c.coord.Pending(ctx, c.id)
+	if err != nil {
+		return c.readErr(err)
+	}
+	var round *pendingRound
+	if len(q.Open) > 0 {
+		if p := c.openRound(ctx, q.Open[0], q.Turn); p != nil && len(p.waiting) > 0 {
+			round = p
+		}
+	}
+	if req.IfBusy == agentik.BusyReject && len(req.ToolResults) == 0 && len(q.Open) > 0 && (round == nil || len(q.Open) > 1) {
+		return agentik.Errorf(agentik.EBusy, "a turn is running")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case round != nil:
+		if c.pending != nil && c.pending.user.ID == round.user.ID && len(round.client) == 0 {
+			round.client = c.pending.client
+		}
+		c.pending = round
+	case c.running == nil:
+		c.pending = nil // answered or abandoned through another process
+	}
+	return nil
+}
+
+// Interrupt cancels the turn here, or asks the process running it.
+func (h *handle) Interrupt(ctx context.Context) (bool, error) {
+	if h.c.interrupt(agentik.ReasonUser) {
+		return true, nil
+	}
+	ok, err := h.c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: h.c.id, Reason: agentik.ReasonUser})
+	if err != nil {
+		return false, h.c.readErr(err)
+	}
+	return ok, nil
 }
 
 var _ agentik.TurnInterrupter = (*handle)(nil)
 
+// InterruptTurn interrupts the turn answering replyTo: here (running or
+// queued), or — when another process runs exactly that turn — there. A turn
+// queued in a shared store but not started here is not withdrawn: false.
 func (h *handle) InterruptTurn(ctx context.Context, replyTo string) (bool, error) {
-	return h.c.interruptTurn(ctx, replyTo)
+	c := h.c
+	if ok, err := c.interruptTurn(ctx, replyTo); ok || err != nil {
+		return ok, err
+	}
+	if rt, running := c.coord.Running(c.id); !running || rt.ReplyTo != replyTo {
+		return false, nil
+	}
+	ok, err := c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: c.id, Reason: agentik.ReasonUser, ReplyTo: replyTo})
+	if err != nil {
+		return false, c.readErr(err)
+	}
+	return ok, nil
 }
 
 // interruptTurn interrupts the turn of user message replyTo: cancels it when

@@ -20,7 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/memstore"
+	"github.com/agentik/agentik/engine/memstore"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -68,17 +68,16 @@ type Options struct {
 
 	Logger *slog.Logger
 
-	// Cluster, when set, shares the Store with other processes: see
-	// cluster.go. nil: this engine is the store's only user.
-	Cluster Coordinator
+	// Cluster, when set, is the Coordinator of a Store that other
+	// processes share (postgres.Coordinator): turns run where it says.
+	// nil: this engine is the store's only user, and a local Coordinator
+	// runs them here (coordinator.go).
+	Cluster agentik.Coordinator
 }
 
 func (o *Options) setDefaults() error {
 	if o.Store == nil || o.Bus == nil || o.LLM == nil {
 		return errors.New("engine: Store, Bus and LLM are required")
-	}
-	if cb, ok := o.Bus.(ClusterBus); ok && o.Cluster == nil { // cluster: see cluster.go
-		o.Cluster = cb.Coordinator()
 	}
 	if o.Tools == nil {
 		o.Tools = tools.NewRegistry()
@@ -138,6 +137,9 @@ type Engine struct {
 	log  *slog.Logger
 	temp *memstore.Store // temporal conversations: memory only
 
+	coord     agentik.Coordinator // of Store: Options.Cluster, else local
+	tempCoord agentik.Coordinator // of temp: always local
+
 	// baseCtx parents every turn and stream; cancelled by Shutdown.
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
@@ -170,7 +172,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Engine{
+	e := &Engine{
 		opts:       opts,
 		log:        opts.Logger,
 		temp:       memstore.New(),
@@ -178,11 +180,18 @@ func New(opts Options) (*Engine, error) {
 		cancelBase: cancel,
 		live:       make(map[string]*conv),
 		limits:     limits{opts.Limiter},
-	}, nil
+	}
+	e.coord = opts.Cluster
+	if e.coord == nil {
+		e.coord = localCoordinator{store: opts.Store, bus: opts.Bus}
+	}
+	e.tempCoord = localCoordinator{store: e.temp, bus: opts.Bus}
+	return e, nil
 }
 
-// Start reads the store's state and resumes (or closes, per OnRestart) every
-// turn left unclosed by a previous process, in order. Call it once.
+// Start reads the store's state, starts the Coordinator and resumes (or
+// closes, per OnRestart) every turn left unclosed by a previous process, in
+// order. Call it once.
 func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	if e.started {
@@ -199,44 +208,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.agentMu.Lock()
 	e.lastAgentSeen = last
 	e.agentMu.Unlock()
-	if e.opts.Cluster != nil { // cluster: see cluster.go
-		return e.startCluster(ctx)
+	if err := e.coord.Start(e.callbacks()); err != nil {
+		return fmt.Errorf("start: coordinator: %w", err)
 	}
-
-	open, err := e.opts.Store.OpenTurns(ctx)
-	if err != nil {
-		return fmt.Errorf("start: open turns: %w", err)
+	if err := e.recover(ctx); err != nil {
+		return err
 	}
-	for _, m := range open {
-		c, err := e.load(ctx, m.ConversationID)
-		if err != nil {
-			return fmt.Errorf("start: load %s: %w", m.ConversationID, err)
-		}
-		if e.opts.OnRestart == RestartInterrupt {
-			if err := c.closeInterrupted(ctx, m.ID, agentik.ReasonRestart); err != nil {
-				return fmt.Errorf("start: close turn %s: %w", m.ID, err)
-			}
-			continue
-		}
-		c.mu.Lock()
-		c.queue = append(c.queue, queued{user: m})
-		c.mu.Unlock()
-	}
-	e.mu.Lock()
-	convs := make([]*conv, 0, len(e.live))
-	for _, c := range e.live {
-		convs = append(convs, c)
-	}
-	e.mu.Unlock()
-	for _, c := range convs {
-		c.mu.Lock()
-		c.kick()
-		c.mu.Unlock()
-	}
-	if len(open) > 0 {
-		e.log.Info("unclosed turns found at start", "count", len(open), "policy", e.opts.OnRestart)
-	}
-
 	e.janitor.Add(1)
 	go e.sweepTemporal()
 	return nil
@@ -334,7 +311,7 @@ func (e *Engine) Conversation(ctx context.Context, id string) (agentik.Conversat
 	if err != nil {
 		return nil, err
 	}
-	return e.handleFor(c), nil // cluster: see cluster.go
+	return &handle{c: c}, nil
 }
 
 // ListConversations pages the caller's persistent conversations, newest
@@ -368,7 +345,9 @@ func (e *Engine) ListConversations(ctx context.Context, req agentik.ListRequest)
 		if live[i] != nil {
 			info.Working = live[i].isWorking()
 		}
-		info.Working = info.Working || e.remoteWorking(r.ID, r.Temporal) // cluster: see cluster.go
+		if !info.Working && !r.Temporal {
+			_, info.Working = e.coord.Running(r.ID) // runs in another process
+		}
 		out.Conversations = append(out.Conversations, info)
 	}
 	return out, nil

@@ -152,8 +152,8 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 	// partial-text snapshot and the replay bound are one consistent point.
 	c.mu.Lock()
 	c.writeMu.Lock()
-	sub, remote := c.subscribeBus()  // cluster: see cluster.go
-	bound, err := c.replayBound(ctx) // cluster: see cluster.go
+	sub, remote := c.coord.Join(c.id)
+	bound, err := c.replayBound(ctx)
 	if err != nil {
 		c.writeMu.Unlock()
 		c.mu.Unlock()
@@ -174,7 +174,7 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 				agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: agentik.EvAppendText, Text: c.partial.String()})
 		}
 	} else {
-		join = remoteJoin(c.id, remote) // cluster: a turn running in another process
+		join = remoteJoin(c.id, remote) // a turn running in another process
 	}
 	c.streams[s] = struct{}{}
 	c.lastActive = timeNow()
@@ -224,7 +224,7 @@ func (c *conv) feed(s *stream[agentik.Event], sub agentik.Subscriber[agentik.Eve
 					return nil
 				}
 				after = ev.Cursor
-				join = joinAfterReplay(join, ev) // cluster: see cluster.go
+				join = joinAfterReplay(join, ev)
 			}
 			if len(evs) < replayPage {
 				break
@@ -275,7 +275,7 @@ func (e *Engine) Events(ctx context.Context, after int64) (agentik.Stream[agenti
 	sub := e.opts.Bus.SubscribeAgent()
 	bound := e.lastAgentSeen
 	e.agentMu.Unlock()
-	bound, err := e.agentReplayBound(ctx, bound) // cluster: see cluster.go
+	bound, err := e.agentReplayBound(ctx, bound)
 	if err != nil {
 		sub.Close()
 		s.Close()

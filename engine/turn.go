@@ -18,56 +18,13 @@ var timeNow = time.Now
 // on a fresh context because the turn's own is already cancelled.
 const finalWriteTimeout = 10 * time.Second
 
-// loop runs queued turns one after another until the queue is empty.
-func (c *conv) loop() {
-	defer c.e.turns.Done()
-	if c.e.clustered(c) { // cluster: see cluster.go
-		c.clusterLoop()
-		return
-	}
-	for {
-		c.mu.Lock()
-		c.e.mu.Lock()
-		draining := c.e.draining
-		c.e.mu.Unlock()
-		if len(c.queue) == 0 || draining {
-			c.looping = false
-			c.e.limits.stopped(c.owner)
-			c.mu.Unlock()
-			return
-		}
-		q := c.queue[0]
-		c.queue = c.queue[1:]
-		if c.pending != nil && q.resume == nil {
-			c.abandonPendingLocked() // another turn starts: the waiting one is over
-		}
-		user := q.user
-		ctx, cancel := context.WithCancel(agentik.WithConversation(c.e.baseCtx, c.id))
-		t := &turn{user: user, cancel: cancel}
-		c.running = t
-		c.phase = ""
-		c.partial.Reset()
-		c.publishLocked(agentik.Event{Type: agentik.EvWorking, ReplyTo: user.ID})
-		c.mu.Unlock()
-
-		c.runTurn(ctx, t, q)
-		cancel()
-
-		c.mu.Lock()
-		c.running = nil
-		c.partial.Reset()
-		c.lastActive = timeNow()
-		c.mu.Unlock()
-	}
-}
-
 // runTurn answers one user message and always closes its turn.
 func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
 	r := &turnRun{c: c, t: t, ctx: ctx, client: q.client}
 	err := r.run(q.resume)
 	switch {
 	case err == nil:
-	case c.isFenced(err): // cluster: another process took the lease and runs the turn
+	case c.isFenced(err): // another process took the lease and runs the turn
 		r.fenced(err)
 	case errors.Is(err, errWaitingForClient):
 		r.end(agentik.EndClientTools)
@@ -419,11 +376,11 @@ func (r *turnRun) closeInterrupted() {
 	if reason == "" {
 		reason = agentik.ReasonShutdown // the engine's base context ended
 	}
-	if reason == reasonLeaseLost { // cluster: left open for the next lease holder
+	if reason == reasonLeaseLost { // left open for the next lease holder
 		r.end(agentik.EndInterrupted)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout) // cluster: keeps the turn's fence
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout) // keeps the turn's fence
 	defer cancel()
 	now := agentik.Now()
 	var w agentik.Write
@@ -456,7 +413,7 @@ func (r *turnRun) closeFailed(err error) {
 		code, details = te.code, te.details
 	}
 	c.e.log.Warn("turn failed", "conversation", c.id, "reply_to", r.t.user.ID, "code", code, "err", err)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout) // cluster: keeps the turn's fence
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout) // keeps the turn's fence
 	defer cancel()
 	now := agentik.Now()
 	m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgError,

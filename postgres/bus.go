@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
@@ -52,7 +51,7 @@ type BusOptions struct {
 // asks: they resume from their last cursor.
 type Bus struct {
 	s       *Store
-	local   *bus.Bus
+	local   *agentik.LocalBus
 	channel string
 	poll    time.Duration
 	log     *slog.Logger
@@ -143,7 +142,7 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 	}
 	b := &Bus{
 		s:       s,
-		local:   bus.New(),
+		local:   agentik.NewLocalBus(agentik.DefaultBusBuffer),
 		channel: "agentik " + s.schema,
 		poll:    opts.PollInterval,
 		log:     opts.Logger,

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -23,7 +22,7 @@ type CoordinatorOptions struct {
 	Logger       *slog.Logger
 }
 
-// Coordinator is the engine.Coordinator of processes sharing one database.
+// Coordinator is the agentik.Coordinator of processes sharing one database.
 //
 // A conversation's lease is a session-level advisory lock held on a
 // connection of the Coordinator's own: exactly one session can hold it, and
@@ -47,17 +46,17 @@ type Coordinator struct {
 	conn *pgx.Conn        // nil until needed, and after it failed
 	held map[string]int64 // lease epochs of the leases held
 	last map[string]int64 // the epoch this process last held, by conversation
-	cb   engine.ClusterCallbacks
+	cb   agentik.CoordinatorCallbacks
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-var _ engine.Coordinator = (*Coordinator)(nil)
+var _ agentik.Coordinator = (*Coordinator)(nil)
 
 // NewCoordinator returns the Coordinator of store s, using b for interrupts.
-// It does no I/O; engine.Start calls Start.
+// It does no I/O; the engine calls Start.
 func NewCoordinator(s *Store, b *Bus, opts CoordinatorOptions) *Coordinator {
 	if opts.ScanInterval <= 0 {
 		opts.ScanInterval = DefaultScanInterval
@@ -78,7 +77,7 @@ func NewCoordinator(s *Store, b *Bus, opts CoordinatorOptions) *Coordinator {
 }
 
 // Start registers the engine's callbacks and starts the scan.
-func (c *Coordinator) Start(cb engine.ClusterCallbacks) error {
+func (c *Coordinator) Start(cb agentik.CoordinatorCallbacks) error {
 	c.mu.Lock()
 	c.cb = cb
 	c.mu.Unlock()
@@ -147,15 +146,15 @@ const qAcquire = `WITH l AS (SELECT pg_try_advisory_lock(hashtextextended($1, 0)
 	SELECT l.ok, u.lease_epoch, u.lease_prev FROM l LEFT JOIN u ON true`
 
 // Acquire tries to take the conversation's lease without waiting.
-func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (engine.Lease, error) {
+func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (agentik.Lease, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.held[conversationID]; ok {
-		return engine.Lease{Epoch: e, Continued: true}, nil
+		return agentik.Lease{Held: true, Epoch: e, Continued: true}, nil
 	}
 	conn, err := c.session(ctx)
 	if err != nil {
-		return engine.Lease{}, unavailable(err)
+		return agentik.Lease{}, unavailable(err)
 	}
 	var ok bool
 	var epoch, prev *int64
@@ -164,19 +163,19 @@ func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (engin
 		if ctx.Err() == nil {
 			c.dropLocked()
 		}
-		return engine.Lease{}, classify(err)
+		return agentik.Lease{}, classify(err)
 	}
 	if !ok {
-		return engine.Lease{}, nil
+		return agentik.Lease{}, nil
 	}
 	if epoch == nil { // deleted meanwhile: nothing to run
 		c.unlockLocked(ctx, conversationID)
-		return engine.Lease{}, notFound(conversationID)
+		return agentik.Lease{}, notFound(conversationID)
 	}
 	c.held[conversationID] = *epoch
 	continued := c.last[conversationID] == *prev && *prev != 0
 	c.last[conversationID] = *epoch
-	return engine.Lease{Epoch: *epoch, Continued: continued}, nil
+	return agentik.Lease{Held: true, Epoch: *epoch, Continued: continued}, nil
 }
 
 // Release gives the lease back.
@@ -205,19 +204,19 @@ func (c *Coordinator) unlockLocked(ctx context.Context, conversationID string) {
 
 // Pending returns the conversation's open turns in seq order and the
 // journal of the first one so far.
-func (c *Coordinator) Pending(ctx context.Context, conversationID string) (engine.Queue, error) {
-	return c.s.queue(ctx, conversationID)
+func (c *Coordinator) Pending(ctx context.Context, conversationID string) (agentik.TurnQueue, error) {
+	return agentik.ReadTurnQueue(ctx, c.s, conversationID)
 }
 
 // Join subscribes to the conversation's events and returns, at the same
 // point of the event stream, the turn another process runs in it.
-func (c *Coordinator) Join(conversationID string) (agentik.Subscriber[agentik.Event], engine.RemoteTurn) {
+func (c *Coordinator) Join(conversationID string) (agentik.Subscriber[agentik.Event], agentik.RemoteTurn) {
 	return c.b.join(conversationID)
 }
 
 // Running returns the turn another process runs in the conversation, as
 // its online events tell.
-func (c *Coordinator) Running(conversationID string) (engine.RemoteTurn, bool) {
+func (c *Coordinator) Running(conversationID string) (agentik.RemoteTurn, bool) {
 	return c.b.running(conversationID)
 }
 
@@ -230,14 +229,14 @@ const qLeaseHeld = `SELECT EXISTS (SELECT 1 FROM pg_locks
 	AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0))`
 
 // Interrupt asks the process holding the conversation's lease to cancel its
-// running turn (unless it answers message unless).
-func (c *Coordinator) Interrupt(ctx context.Context, conversationID, reason, unless string) (bool, error) {
+// running turn, as req says.
+func (c *Coordinator) Interrupt(ctx context.Context, req agentik.InterruptRequest) (bool, error) {
 	var held bool
-	if err := c.s.pool.QueryRow(ctx, qLeaseHeld, c.key(conversationID)).Scan(&held); err != nil {
+	if err := c.s.pool.QueryRow(ctx, qLeaseHeld, c.key(req.ConversationID)).Scan(&held); err != nil {
 		return false, classify(err)
 	}
 	if held {
-		c.b.notifyControl(notification{kind: kindInterrupt, conv: conversationID, reason: reason, unless: unless})
+		c.b.notifyControl(notification{kind: kindInterrupt, conv: req.ConversationID, reason: req.Reason, unless: req.Unless, replyTo: req.ReplyTo})
 	}
 	return held, nil
 }
@@ -247,7 +246,7 @@ func (c *Coordinator) onNotification(n notification) {
 	cb := c.cb
 	c.mu.Unlock()
 	if n.kind == kindInterrupt && cb.Interrupt != nil {
-		cb.Interrupt(n.conv, n.reason, n.unless)
+		cb.Interrupt(n.conv, agentik.InterruptRequest{ConversationID: n.conv, Reason: n.reason, Unless: n.unless, ReplyTo: n.replyTo})
 	}
 }
 

@@ -16,8 +16,10 @@ import (
 //	                             up to its cursor are committed
 //	<node> <seq> a <cursor>      agent events up to cursor are numbered
 //	<node> <seq> o <event JSON>  an online event (working, append_text, end, …)
-//	<node> <seq> i <conversation id> <reason> <unless>  interrupt the conversation's
-//	                             running turn unless it answers message <unless> ("-": any)
+//	<node> <seq> i <conversation id> <reason> <unless> [<reply to>]  interrupt the
+//	                             conversation's running turn unless it answers message
+//	                             <unless> ("-": any); with <reply to>, only the turn
+//	                             answering that message
 //
 // node is the sending process's id (a process ignores its own), seq a counter
 // of that process: PostgreSQL folds identical payloads sent in one
@@ -39,15 +41,16 @@ const (
 
 // notification is a decoded payload.
 type notification struct {
-	node   string
-	seq    uint64
-	kind   byte
-	cursor int64         // a
-	events []convCursor  // e
-	event  agentik.Event // o
-	conv   string        // i
-	reason string        // i
-	unless string        // i: "" for any turn
+	node    string
+	seq     uint64
+	kind    byte
+	cursor  int64         // a
+	events  []convCursor  // e
+	event   agentik.Event // o
+	conv    string        // i
+	reason  string        // i
+	unless  string        // i: "" for any turn
+	replyTo string        // i: "" for any turn
 }
 
 var errBadNotification = errors.New("malformed notification")
@@ -91,6 +94,10 @@ func encodeNotification(n notification) (string, error) {
 			b.WriteByte('-')
 		} else {
 			b.WriteString(n.unless)
+		}
+		if n.replyTo != "" {
+			b.WriteByte(' ')
+			b.WriteString(n.replyTo)
 		}
 	default:
 		return "", errBadNotification
@@ -145,7 +152,8 @@ func decodeNotification(p string) (notification, error) {
 		}
 	case kindInterrupt:
 		parts := strings.Split(rest, " ")
-		if len(parts) != 3 || !agentik.ValidID(parts[0]) || (parts[2] != "-" && !agentik.ValidID(parts[2])) {
+		if len(parts) < 3 || len(parts) > 4 || !agentik.ValidID(parts[0]) || (parts[2] != "-" && !agentik.ValidID(parts[2])) ||
+			(len(parts) == 4 && !agentik.ValidID(parts[3])) {
 			return n, errBadNotification
 		}
 		switch parts[1] {
@@ -156,6 +164,9 @@ func decodeNotification(p string) (notification, error) {
 		n.conv, n.reason = parts[0], parts[1]
 		if parts[2] != "-" {
 			n.unless = parts[2]
+		}
+		if len(parts) == 4 {
+			n.replyTo = parts[3]
 		}
 	default:
 		return n, errBadNotification

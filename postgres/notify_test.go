@@ -17,6 +17,7 @@ func TestNotificationRoundTrip(t *testing.T) {
 		{node: node, seq: 3, kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvAppendText, Text: "hi \x00 there"}},
 		{node: node, seq: 4, kind: kindInterrupt, conv: conv, reason: agentik.ReasonUser},
 		{node: node, seq: 5, kind: kindInterrupt, conv: conv, reason: agentik.ReasonBusyPolicy, unless: node},
+		{node: node, seq: 6, kind: kindInterrupt, conv: conv, reason: agentik.ReasonUser, replyTo: node},
 	} {
 		p, err := encodeNotification(n)
 		if err != nil {
@@ -34,6 +35,7 @@ func TestNotificationRoundTrip(t *testing.T) {
 		node + " 1 o {}", node + ` 1 o {"conversation_id":"` + conv + `","type":"user_message"}`,
 		node + ` 1 o {"conversation_id":"` + conv + `","type":"end","cursor":3}`,
 		node + " 1 i " + conv + " restart -", node + " 1 i nope user -", node + " 1 i " + conv + " user", node + " 1 i " + conv + " user x",
+		node + " 1 i " + conv + " user - -", node + " 1 i " + conv + " user - x", node + " 1 i " + conv + " user - " + conv + " " + conv,
 	} {
 		if _, err := decodeNotification(bad); err == nil {
 			t.Errorf("%q decoded", bad)
@@ -71,7 +73,7 @@ func TestOnlinePayloadsFit(t *testing.T) {
 func FuzzDecodeNotification(f *testing.F) {
 	node, conv := agentik.NewID(), agentik.NewID()
 	for _, s := range []string{
-		node + " 1 e " + conv + " 42", node + " 1 e " + conv + " 42 " + node + " 3", node + " 2 a 7", node + " 3 i " + conv + " user -", node + " 4 i " + conv + " busy_policy " + node,
+		node + " 1 e " + conv + " 42", node + " 1 e " + conv + " 42 " + node + " 3", node + " 2 a 7", node + " 3 i " + conv + " user -", node + " 4 i " + conv + " busy_policy " + node, node + " 7 i " + conv + " user - " + node,
 		node + ` 5 o {"conversation_id":"` + conv + `","date":"2025-01-01T00:00:00.000Z","type":"append_text","text":"hi"}`,
 		node + ` 6 o {"conversation_id":"` + conv + `","type":"end","tokens":{"input":1,"output":2}}`,
 		"", "x 1 e 1", node + " 99999999999999999999 e 1",

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
@@ -58,30 +57,30 @@ func (b *Bus) trackLocked(ev agentik.Event, local bool) {
 	t.at = time.Now()
 }
 
-func (t *remoteTurn) snapshot() engine.RemoteTurn {
-	return engine.RemoteTurn{ReplyTo: t.replyTo, Phase: t.phase, Partial: t.partial.String()}
+func (t *remoteTurn) snapshot() agentik.RemoteTurn {
+	return agentik.RemoteTurn{ReplyTo: t.replyTo, Phase: t.phase, Partial: t.partial.String()}
 }
 
 // join subscribes to a conversation and returns the turn another process
 // runs in it, at the same point of the stream.
-func (b *Bus) join(conversationID string) (agentik.Subscriber[agentik.Event], engine.RemoteTurn) {
+func (b *Bus) join(conversationID string) (agentik.Subscriber[agentik.Event], agentik.RemoteTurn) {
 	b.turnMu.Lock()
 	defer b.turnMu.Unlock()
 	sub := b.Subscribe(conversationID)
 	if t := b.turns[conversationID]; t != nil {
 		return sub, t.snapshot()
 	}
-	return sub, engine.RemoteTurn{}
+	return sub, agentik.RemoteTurn{}
 }
 
 // running returns the turn another process runs in the conversation.
-func (b *Bus) running(conversationID string) (engine.RemoteTurn, bool) {
+func (b *Bus) running(conversationID string) (agentik.RemoteTurn, bool) {
 	b.turnMu.Lock()
 	defer b.turnMu.Unlock()
 	if t := b.turns[conversationID]; t != nil {
 		return t.snapshot(), true
 	}
-	return engine.RemoteTurn{}, false
+	return agentik.RemoteTurn{}, false
 }
 
 // expireTurns forgets the turns of conversations that have no open turn
@@ -99,7 +98,7 @@ func (b *Bus) expireTurns(open []string, since time.Time) {
 
 // queue reads a conversation's open turns and the journal of the first one,
 // in one query (one round trip on every turn of the lease holder).
-func (s *Store) queue(ctx context.Context, conversationID string) (engine.Queue, error) {
+func (s *Store) queue(ctx context.Context, conversationID string) (agentik.TurnQueue, error) {
 	var msgs []agentik.Message
 	var turn []bool // msgs[i] answers the first open turn
 	err := s.read(ctx, "open turns of "+conversationID, func(q querier) error {
@@ -133,9 +132,9 @@ func (s *Store) queue(ctx context.Context, conversationID string) (engine.Queue,
 		return err
 	})
 	if err != nil {
-		return engine.Queue{}, err
+		return agentik.TurnQueue{}, err
 	}
-	q := engine.Queue{Open: []agentik.Message{}}
+	q := agentik.TurnQueue{Open: []agentik.Message{}}
 	for i, m := range msgs {
 		if turn[i] {
 			q.Turn = append(q.Turn, m)

@@ -32,6 +32,8 @@ const (
 	// than scan the journals if it ever went missing.
 	qOpenTurns = `SELECT payload, images FROM messages INDEXED BY messages_open_turns
 		WHERE type = 'user_message' AND closed = 0 ORDER BY conversation_id, seq`
+	qOpenTurnsOf = `SELECT payload, images FROM messages INDEXED BY messages_open_turns
+		WHERE conversation_id = ? AND type = 'user_message' AND closed = 0 ORDER BY seq`
 	// One stored image, only read for rows that reference images.
 	qImage = `SELECT data FROM images WHERE sha256 = ?`
 )
@@ -68,7 +70,7 @@ const (
 
 var readQueries = []string{
 	qExists, qGetConversation, qList, qListBefore, qMessagesAfter, qMessagesBefore, qMessage,
-	qEvents, qLastCursor, qAgentEvents, qLastAgentCursor, qMemory, qOpenTurns, qImage,
+	qEvents, qLastCursor, qAgentEvents, qLastAgentCursor, qMemory, qOpenTurns, qOpenTurnsOf, qImage,
 }
 
 var writeQueries = []string{

@@ -213,6 +213,15 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 // maintains, so start-up cost follows the number of open turns, not the size
 // of the journals.
 func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
+	return s.openTurns(ctx, qOpenTurns)
+}
+
+// OpenTurnsOf returns the open turns of one conversation in seq order.
+func (s *Store) OpenTurnsOf(ctx context.Context, conversationID string) ([]agentik.Message, error) {
+	return s.openTurns(ctx, qOpenTurnsOf, conversationID)
+}
+
+func (s *Store) openTurns(ctx context.Context, query string, args ...any) ([]agentik.Message, error) {
 	msgs := []agentik.Message{}
 	err := s.read(ctx, "open turns", func(r *reader) error {
 		var withImages []storeutil.Pending
@@ -223,7 +232,7 @@ func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 			}
 			msgs = append(msgs, m)
 			return err
-		}, qOpenTurns); err != nil {
+		}, query, args...); err != nil {
 			return err
 		}
 		// A turn whose images are gone belongs to a conversation deleted

@@ -353,6 +353,20 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 			t.Fatalf("open turn of type %s", m.Type)
 		}
 	}
+	// One conversation's queue, in seq order; none for one without open
+	// turns or unknown.
+	for _, id := range convs {
+		of, err := s.OpenTurnsOf(t.Context(), id)
+		if err != nil {
+			t.Fatalf("OpenTurnsOf: %v", err)
+		}
+		equal(t, "open turns of "+id, of, want[id])
+	}
+	for _, id := range []string{newConversation(t, s).ID, agentik.NewID()} {
+		if of, err := s.OpenTurnsOf(t.Context(), id); err != nil || len(of) != 0 {
+			t.Fatalf("OpenTurnsOf a conversation without open turns: %v, %v", of, err)
+		}
+	}
 	// Closing a turn later removes it.
 	w(a.ID, interrupted(a.ID, cut.ID), msg(reply(a.ID, agentik.MsgAssistant, inTools.ID)))
 	got, err = s.OpenTurns(t.Context())
@@ -364,6 +378,11 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 			t.Fatalf("closed turn %q still open", agentik.JoinText(m.Content))
 		}
 	}
+	of, err := s.OpenTurnsOf(t.Context(), a.ID)
+	if err != nil {
+		t.Fatalf("OpenTurnsOf: %v", err)
+	}
+	equal(t, "open turns of a after closing two", of, []agentik.Message{*queued})
 }
 
 func testPingClose(t *testing.T, s agentik.Store) {

@@ -101,18 +101,19 @@ func (a *app) buildEngine(ctx context.Context) error {
 	if a.llm, err = newLLM(cfg, a.log); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
-	store, events, closeStore, err := a.openStore(ctx)
+	st, err := a.openStore(ctx)
 	if err != nil {
 		return err
 	}
-	a.store = store
-	a.onClose = append(a.onClose, closeStore)
+	a.store = st.store
+	a.onClose = append(a.onClose, st.close)
 	if err := a.setupTools(ctx); err != nil {
 		return err
 	}
 	a.eng, err = engine.New(engine.Options{
-		Store:         store,
-		Bus:           events,
+		Store:         st.store,
+		Bus:           st.bus,
+		Cluster:       st.coord,
 		LLM:           a.llm,
 		Tools:         a.reg,
 		Info:          agentik.AgentInfo{ID: "agentik", Name: "Agentik", Description: "An Agentik agent", Version: versionString()},

@@ -1,19 +1,17 @@
-package bus
+package agentik
 
 import (
 	"testing"
-
-	"github.com/agentik/agentik"
 )
 
 func TestPublishReachesOnlyTheConversationsSubscribers(t *testing.T) {
-	b := New()
+	b := NewLocalBus(DefaultBusBuffer)
 	a := b.Subscribe("a")
 	other := b.Subscribe("b")
 	defer a.Close()
 	defer other.Close()
 
-	b.Publish(agentik.Event{ConversationID: "a", Type: agentik.EvUserMessage, Cursor: 1})
+	b.Publish(Event{ConversationID: "a", Type: EvUserMessage, Cursor: 1})
 	if ev := <-a.C(); ev.Cursor != 1 {
 		t.Fatalf("got cursor %d, want 1", ev.Cursor)
 	}
@@ -25,15 +23,15 @@ func TestPublishReachesOnlyTheConversationsSubscribers(t *testing.T) {
 }
 
 func TestSlowSubscriberIsCutOffOnDurableAndSkipsOnline(t *testing.T) {
-	b := NewBuffered(2)
+	b := NewLocalBus(2)
 	slow := b.Subscribe("c")
 	fast := b.Subscribe("c")
 	defer fast.Close()
 
-	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "1"})
-	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "2"})
+	b.Publish(Event{ConversationID: "c", Type: EvAppendText, Text: "1"})
+	b.Publish(Event{ConversationID: "c", Type: EvAppendText, Text: "2"})
 	// Buffer full: an online event is dropped, the subscriber stays.
-	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "3"})
+	b.Publish(Event{ConversationID: "c", Type: EvAppendText, Text: "3"})
 	if b.Subscribers("c") != 2 {
 		t.Fatalf("online overflow cut a subscriber off")
 	}
@@ -41,8 +39,8 @@ func TestSlowSubscriberIsCutOffOnDurableAndSkipsOnline(t *testing.T) {
 		<-fast.C()
 	}
 	// A durable event that does not fit cuts the slow one off.
-	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: 7})
-	var got []agentik.Event
+	b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: 7})
+	var got []Event
 	for ev := range slow.C() {
 		got = append(got, ev)
 	}
@@ -59,9 +57,9 @@ func TestSlowSubscriberIsCutOffOnDurableAndSkipsOnline(t *testing.T) {
 }
 
 func TestAgentEventsAndClose(t *testing.T) {
-	b := New()
+	b := NewLocalBus(DefaultBusBuffer)
 	s := b.SubscribeAgent()
-	b.PublishAgent(agentik.AgentEvent{Cursor: 3, Type: agentik.AgentEvCreated})
+	b.PublishAgent(AgentEvent{Cursor: 3, Type: AgentEvCreated})
 	if ev := <-s.C(); ev.Cursor != 3 {
 		t.Fatalf("got %+v", ev)
 	}
@@ -70,25 +68,25 @@ func TestAgentEventsAndClose(t *testing.T) {
 	if _, ok := <-s.C(); ok {
 		t.Fatal("channel open after Close")
 	}
-	b.PublishAgent(agentik.AgentEvent{Cursor: 4}) // no subscriber: must not panic
+	b.PublishAgent(AgentEvent{Cursor: 4}) // no subscriber: must not panic
 }
 
 // TestSubscriberQueueKeepsOrderAndShrinks: a subscriber behind by more than
 // its channel holds gets every event in order up to the buffer, and holds
 // nothing extra once it has caught up.
 func TestSubscriberQueueKeepsOrderAndShrinks(t *testing.T) {
-	b := NewBuffered(100)
+	b := NewLocalBus(100)
 	s := b.Subscribe("c")
 	defer s.Close()
 	for i := 1; i <= 100; i++ {
-		b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: int64(i)})
+		b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: int64(i)})
 	}
 	for i := 1; i <= 100; i++ {
 		if ev := <-s.C(); ev.Cursor != int64(i) {
 			t.Fatalf("event %d has cursor %d", i, ev.Cursor)
 		}
 	}
-	sub := s.(*sub[agentik.Event])
+	sub := s.(*localSub[Event])
 	sub.pump.Wait() // the pump ends once the queue is empty
 	sub.mu.Lock()
 	q := sub.queue
@@ -98,7 +96,7 @@ func TestSubscriberQueueKeepsOrderAndShrinks(t *testing.T) {
 	}
 	// One more than the buffer while nobody reads: cut off.
 	for i := 101; i <= 201; i++ {
-		b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: int64(i)})
+		b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: int64(i)})
 	}
 	n := 0
 	for range s.C() {

@@ -519,6 +519,25 @@ func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 	return out, nil
 }
 
+// OpenTurnsOf returns the open turns of one conversation in seq order.
+func (s *Store) OpenTurnsOf(ctx context.Context, conversationID string) ([]agentik.Message, error) {
+	if err := s.lock(ctx, "open turns"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := []agentik.Message{}
+	c := s.convs[conversationID]
+	if c == nil {
+		return out, nil
+	}
+	for _, m := range c.msgs {
+		if c.open[m.ID] {
+			out = append(out, clone(m))
+		}
+	}
+	return out, nil
+}
+
 // Ping reports EUnavailable once the store is closed.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.lock(ctx, "ping"); err != nil {

@@ -1,0 +1,418 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentik/agentik"
+)
+
+// This file is the one turn scheduler, for a store of this process alone and
+// for one several processes share alike: the conversation's Coordinator
+// (coordinator.go) says who may run its turns, the store says which turns
+// are open, and the journal says how far each got. A message sent here
+// waits in conv.queue for what the store does not hold (the client tools it
+// came with, the continuation of a client tool round). Alone on the store,
+// conv.queue also lists every open turn not started yet (recovered ones
+// included), so the loop need not read the store to learn that none is
+// left.
+
+// reasonLeaseLost marks a turn cancelled because its lease was lost: it is
+// left open for the new lease holder (turnRun.closeInterrupted).
+const reasonLeaseLost = "lease_lost"
+
+// recover offers every turn left open in the store to its conversation's
+// loop: the one start-up recovery. Alone on the store, every open turn was
+// left by a previous process, and with OnRestart interrupt all are closed
+// here, before anything else can run. Sharing the store, other processes
+// may be answering them: each conversation's loop runs them only once it
+// holds the lease, and applies the restart policy to the turns it finds
+// started by a process that is gone (recoverTurn).
+func (e *Engine) recover(ctx context.Context) error {
+	open, err := e.opts.Store.OpenTurns(ctx)
+	if err != nil {
+		return fmt.Errorf("start: open turns: %w", err)
+	}
+	closeAll := e.opts.OnRestart == RestartInterrupt && e.opts.Cluster == nil
+	kicked := map[string]bool{}
+	for _, m := range open {
+		if kicked[m.ConversationID] {
+			continue
+		}
+		c, err := e.load(ctx, m.ConversationID)
+		if agentik.IsNotFound(err) {
+			continue // deleted since
+		}
+		if err != nil {
+			return fmt.Errorf("start: load %s: %w", m.ConversationID, err)
+		}
+		if closeAll {
+			if err := c.closeInterrupted(ctx, m.ID, agentik.ReasonRestart); err != nil {
+				return fmt.Errorf("start: close turn %s: %w", m.ID, err)
+			}
+			continue
+		}
+		c.mu.Lock()
+		if !c.shared {
+			c.queue = append(c.queue, queued{user: m, recovered: true})
+			c.sent++
+		} else {
+			kicked[m.ConversationID] = true
+		}
+		c.kickLocked()
+		c.mu.Unlock()
+	}
+	if len(open) > 0 {
+		e.log.Info("unclosed turns found at start", "count", len(open), "policy", e.opts.OnRestart)
+	}
+	return nil
+}
+
+// kickLocked starts the conversation's loop if it is not running. Caller
+// holds c.mu.
+func (c *conv) kickLocked() {
+	if c.looping {
+		return
+	}
+	c.e.mu.Lock()
+	draining := c.e.draining
+	if !draining {
+		c.e.turns.Add(1)
+	}
+	c.e.mu.Unlock()
+	if draining {
+		return
+	}
+	c.looping = true
+	c.e.limits.started(c.owner)
+	go c.loop()
+}
+
+// loop takes the conversation's lease, answers its open turns in order,
+// gives the lease back, and goes again while messages keep coming: sent
+// here (c.sent moved), or — sharing the store — stored by a process that
+// could not take the lease meanwhile. It ends when nothing is left, on
+// shutdown, when another process holds the lease (that process answers),
+// and when a turn stays open after running (its closing write failed: the
+// next kick retries it). The caller (kickLocked) has set looping and counts
+// it in e.turns.
+func (c *conv) loop() {
+	defer c.e.turns.Done()
+	ctx := c.e.baseCtx
+	for {
+		c.mu.Lock()
+		sent := c.sent
+		c.mu.Unlock()
+
+		lease, err := c.coord.Acquire(ctx, c.id)
+		if err != nil && ctx.Err() == nil && !agentik.IsNotFound(err) {
+			c.e.log.Warn("acquire turn lease", "conversation", c.id, "err", err)
+		}
+		stuck, again := false, false
+		if lease.Held {
+			if !lease.Continued {
+				c.memoryLoaded = false // another process answered turns since we last ran
+			}
+			stuck = c.runPending(ctx, lease.Epoch)
+			c.coord.Release(context.WithoutCancel(ctx), c.id)
+			if c.shared && !stuck {
+				// A process that stored a message while we held the lease
+				// could not take it: the message is ours to see now.
+				if q, err := c.coord.Pending(ctx, c.id); err == nil && len(q.Open) > 0 && !c.waiting(q) {
+					again = true
+				}
+			}
+		}
+		c.mu.Lock()
+		if ctx.Err() == nil && !c.e.isDraining() && !stuck && (again || c.sent != sent) {
+			c.mu.Unlock()
+			continue
+		}
+		// What is still queued here was in the store when the loop last
+		// read it and was not run here: another process answers it, or it
+		// waits for the next kick.
+		c.queue = nil
+		c.looping = false
+		c.e.limits.stopped(c.owner)
+		c.mu.Unlock()
+		return
+	}
+}
+
+// runPending runs the store's open turns of the conversation, in order,
+// while it holds the lease of the given epoch (0: no fence). It returns when
+// none is left, on shutdown, when the store cannot be read, when the first
+// open turn waits for client tool results and when the lease was lost; it
+// reports stuck when a turn stayed open after it ran and waits for nothing
+// (its closing write failed).
+func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
+	last := ""
+	for !c.e.isDraining() && ctx.Err() == nil {
+		if last != "" && !c.shared && c.queueEmpty() {
+			return false // alone on the store, nothing else is open
+		}
+		q, err := c.coord.Pending(ctx, c.id)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.e.log.Warn("read open turns", "conversation", c.id, "err", err)
+			}
+			return false
+		}
+		if len(q.Open) == 0 {
+			return false
+		}
+		user := q.Open[0]
+		if user.ID == last && !c.waitingOn(user.ID) {
+			c.e.log.Warn("a turn stayed open after it ran; it is retried at the next message", "conversation", c.id, "reply_to", user.ID)
+			return true
+		}
+		last = user.ID
+		item, local := c.take(user.ID)
+		if !local {
+			item = queued{user: user}
+		}
+		// Every write of the turn carries the lease epoch: if another
+		// process took the lease meanwhile, the store refuses it.
+		fctx := withFence(agentik.WithConversation(ctx, c.id), epoch)
+		if item.resume == nil {
+			run, err := c.recoverTurn(fctx, q, &item, local && !item.recovered)
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, errWaiting) {
+					c.e.log.Warn("recover open turn", "conversation", c.id, "reply_to", user.ID, "err", err)
+				}
+				return false
+			}
+			if !run {
+				continue // closed here; the next open turn is read again
+			}
+		}
+
+		tctx, cancel := context.WithCancel(fctx)
+		t := &turn{user: user, cancel: cancel}
+		c.mu.Lock()
+		c.running = t
+		c.phase = ""
+		c.partial.Reset()
+		c.publishLocked(agentik.Event{Type: agentik.EvWorking, ReplyTo: user.ID})
+		c.mu.Unlock()
+
+		c.runTurn(tctx, t, item)
+		cancel()
+
+		c.mu.Lock()
+		c.running = nil
+		c.partial.Reset()
+		c.lastActive = timeNow()
+		lost := t.reason == reasonLeaseLost
+		c.mu.Unlock()
+		if lost {
+			return false
+		}
+	}
+	return false
+}
+
+// take removes the entry of user message id from the local queue.
+func (c *conv) take(id string) (queued, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, q := range c.queue {
+		if q.user.ID == id {
+			c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
+			return q, true
+		}
+	}
+	return queued{}, false
+}
+
+func (c *conv) queueEmpty() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue) == 0
+}
+
+// waitingOn reports whether the turn answering id waits for client tool
+// results here.
+func (c *conv) waitingOn(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending != nil && c.pending.user.ID == id
+}
+
+// recoverTurn decides what to do with the first open turn, q.Open[0], when
+// no continuation of it is in hand (local: it was sent here and has not
+// run). The journal tells its state:
+//
+//   - its last tool round has client tool calls without results: it waits
+//     for the client. It is left alone (errWaiting: runPending stops) —
+//     unless later messages are queued behind it, which abandon it (closed
+//     with interrupted{busy_policy}, as a message sent while the waiting
+//     round was known would have);
+//   - its last round has all results but is not in working memory yet: the
+//     client's results were posted (to any process), or a process died just
+//     after storing them: the turn continues from that round;
+//   - it is not local and was started before (its user message is in
+//     working memory) by a process that is gone or lost the lease: with
+//     OnRestart interrupt it is closed with interrupted{restart}, else
+//     answered again;
+//   - otherwise it is a queued message: it runs.
+//
+// It reports whether the turn is to run now; when it closes the turn it
+// returns false and the caller reads the queue again.
+func (c *conv) recoverTurn(ctx context.Context, q agentik.TurnQueue, item *queued, local bool) (bool, error) {
+	user := q.Open[0]
+	if err := c.ensureMemory(ctx); err != nil {
+		return false, err
+	}
+	round := c.openRound(ctx, user, q.Turn)
+	switch {
+	case round != nil && len(round.waiting) > 0:
+		if len(q.Open) > 1 {
+			c.mu.Lock()
+			if c.pending != nil && c.pending.user.ID == user.ID {
+				c.pending = nil
+			}
+			c.mu.Unlock()
+			return false, c.closeInterrupted(ctx, user.ID, agentik.ReasonBusyPolicy)
+		}
+		c.adoptPending(round)
+		return false, errWaiting
+	case round != nil && !c.inMemory(round):
+		item.resume = round
+		if item.client == nil {
+			item.client = round.client
+		}
+		return true, nil
+	case !local && c.e.opts.OnRestart == RestartInterrupt && c.hasUserEntry(user.ID):
+		c.e.log.Info("closing a turn cut short", "conversation", c.id, "reply_to", user.ID, "policy", RestartInterrupt)
+		return false, c.closeInterrupted(ctx, user.ID, agentik.ReasonRestart)
+	}
+	return true, nil
+}
+
+// errWaiting stops runPending at a turn that waits for client tool results.
+var errWaiting = errors.New("the first open turn waits for client tool results")
+
+// openRound rebuilds the last tool round of the turn answering user from
+// its journal: the model's text of the round, its calls, the results
+// stored, and the client calls still waiting for one. It returns nil when
+// the turn has no tool round, or when server tool calls of its last round
+// have no result (the turn was cut short while they ran: not resumable).
+// Client tools are the calls of tools this agent does not have.
+func (c *conv) openRound(ctx context.Context, user agentik.Message, journal []agentik.Message) *pendingRound {
+	var p *pendingRound
+	resulted := false
+	for _, m := range journal {
+		switch m.Type {
+		case agentik.MsgAssistant:
+			p = &pendingRound{user: user, text: agentik.JoinText(m.Content), reasoning: m.Reasoning}
+			resulted = false
+		case agentik.MsgToolCall:
+			if p == nil || resulted {
+				p = &pendingRound{user: user}
+				resulted = false
+			}
+			p.calls = append(p.calls, agentik.ToolCall{ID: m.CallID, Name: m.Name, Arguments: m.Arguments})
+		case agentik.MsgToolResult:
+			if p == nil {
+				continue
+			}
+			resulted = true
+			if p.results == nil {
+				p.results = map[string]agentik.ToolResult{}
+			}
+			p.results[m.CallID] = agentik.ToolResult{Content: m.Content, IsError: m.IsError}
+		}
+	}
+	if p == nil || len(p.calls) == 0 {
+		return nil
+	}
+	if p.results == nil {
+		p.results = map[string]agentik.ToolResult{}
+	}
+	p.waiting = map[string]bool{}
+	set := c.e.opts.Tools.Snapshot(ctx)
+	for _, tc := range p.calls {
+		if _, ok := p.results[tc.ID]; ok {
+			continue
+		}
+		if _, server := set.Lookup(tc.Name); server {
+			return nil
+		}
+		p.waiting[tc.ID] = true
+	}
+	c.mu.Lock()
+	if c.pending != nil && c.pending.user.ID == user.ID {
+		p.client = c.pending.client // the client's tools are only known where they were offered
+	}
+	c.mu.Unlock()
+	return p
+}
+
+// inMemory reports whether the round's results are in working memory.
+func (c *conv) inMemory(p *pendingRound) bool {
+	for i := len(c.memory) - 1; i >= 0; i-- {
+		m := c.memory[i].Message
+		if m.Role == agentik.RoleTool && m.CallID == p.calls[0].ID {
+			return true
+		}
+	}
+	return false
+}
+
+// adoptPending makes p the round waiting for client results here, so that
+// results (or a new message) posted to this process find it, whichever
+// process ran the turn.
+func (c *conv) adoptPending(p *pendingRound) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending != nil && c.pending.user.ID == p.user.ID && len(p.client) == 0 {
+		p.client = c.pending.client
+	}
+	c.pending = p
+}
+
+// waiting reports whether the conversation's only open turn waits for
+// client tool results: nothing to run until they come.
+func (c *conv) waiting(q agentik.TurnQueue) bool {
+	if len(q.Open) != 1 {
+		return false
+	}
+	p := c.openRound(c.e.baseCtx, q.Open[0], q.Turn)
+	return p != nil && len(p.waiting) > 0
+}
+
+// fenceKey carries the lease epoch of a turn in its context.
+type fenceKey struct{}
+
+func withFence(ctx context.Context, epoch int64) context.Context {
+	return context.WithValue(ctx, fenceKey{}, epoch)
+}
+
+// fenceOf returns the lease epoch the writes made with ctx are fenced by
+// (0: none). conv.commit puts it on every Write.
+func fenceOf(ctx context.Context) int64 {
+	e, _ := ctx.Value(fenceKey{}).(int64)
+	return e
+}
+
+// fenced ends a turn whose write the store refused because another process
+// took the lease: the turn is that process's now. Nothing is written and no
+// end is published — the new lease holder publishes the turn's events.
+func (r *turnRun) fenced(err error) {
+	c := r.c
+	c.e.log.Warn("lease taken over by another process; leaving the turn to it", "conversation", c.id, "reply_to", r.t.user.ID, "err", err)
+	c.mu.Lock()
+	r.t.reason = reasonLeaseLost
+	if c.running == r.t {
+		c.running = nil
+		c.partial.Reset()
+	}
+	c.mu.Unlock()
+}
+
+// isFenced reports whether a turn failed because its lease was taken over.
+func (c *conv) isFenced(err error) bool {
+	return errors.Is(err, agentik.ErrFenced)
+}

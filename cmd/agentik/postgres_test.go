@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/agui"
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/jackc/pgx/v5"
@@ -962,7 +963,11 @@ func TestPostgresClientToolResultsOnAnotherProcess(t *testing.T) {
 	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), `"tool_call_id":"call_ui"`) || !strings.Contains(string(reqs[1].Raw), "blue") {
 		t.Fatalf("%d model calls; the second did not carry the tool result", len(reqs))
 	}
-	conv, _ := httpapi.NewClient(ps[0].url+"/agentik").Conversation(context.Background(), thread)
+	// The thread lives at the id AG-UI derives from the caller and its name.
+	conv, err := httpapi.NewClient(ps[0].url+"/agentik").Conversation(context.Background(), agui.ConversationID("", thread))
+	if err != nil {
+		t.Fatal(err)
+	}
 	page, err := conv.Messages(context.Background(), agentik.MessagesRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentik/agentik"
 )
@@ -163,7 +164,7 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 			return false
 		}
 		user := q.Open[0]
-		if user.ID == last && !c.waitingOn(user.ID) {
+		if user.ID == last && !c.awaited(user.ID) {
 			c.e.log.Warn("a turn stayed open after it ran; it is retried at the next message", "conversation", c.id, "reply_to", user.ID)
 			return true
 		}
@@ -232,12 +233,16 @@ func (c *conv) queueEmpty() bool {
 	return len(c.queue) == 0
 }
 
-// waitingOn reports whether the turn answering id waits for client tool
-// results here.
-func (c *conv) waitingOn(id string) bool {
+// awaited reports whether the turn answering id, open after it ran, is
+// still to be gone on with: it waits for client tool results here, or they
+// came and its continuation is queued.
+func (c *conv) awaited(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.pending != nil && c.pending.user.ID == id
+	if c.pending != nil && c.pending.user.ID == id {
+		return true
+	}
+	return slices.ContainsFunc(c.queue, func(q queued) bool { return q.user.ID == id && q.resume != nil })
 }
 
 // recoverTurn decides what to do with the first open turn, q.Open[0], when

@@ -3,6 +3,8 @@ package agui
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,16 +46,27 @@ func npmInstall(t *testing.T, dir string) {
 	}
 }
 
+// npmCI installs dir's lock file unless node_modules holds a completed
+// install of exactly that lock (a marker written after npm ci succeeded;
+// npm's own .package-lock.json can be left behind by a failed run).
 func npmCI(dir string) error {
-	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
 	if err != nil {
 		return err
 	}
-	if mods, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil && !mods.ModTime().Before(lock.ModTime()) {
+	sum := sha256.Sum256(lock)
+	want := hex.EncodeToString(sum[:])
+	marker := filepath.Join(dir, "node_modules", ".agentik-npm-ci")
+	if got, err := os.ReadFile(marker); err == nil && string(got) == want {
 		return nil
 	}
 	npm, err := exec.LookPath("npm")
 	if err != nil {
+		return err
+	}
+	// npm ci starts by deleting node_modules; doing it first avoids npm's
+	// own rmdir failing (ENOTEMPTY) on a large, half-written tree.
+	if err := os.RemoveAll(filepath.Join(dir, "node_modules")); err != nil {
 		return err
 	}
 	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
@@ -61,7 +74,7 @@ func npmCI(dir string) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return &exec.Error{Name: "npm ci: " + string(out), Err: err}
 	}
-	return nil
+	return os.WriteFile(marker, []byte(want), 0o644)
 }
 
 // node runs scenarios of e2e.mjs (comma-separated, in order) against the

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -54,7 +55,7 @@ func TestConsoleBrowser(t *testing.T) {
 		}
 	}
 
-	gates := map[string]*llmtest.Gate{"stream": llmtest.NewGate(), "reload": llmtest.NewGate()}
+	gates := map[string]*llmtest.Gate{"stream": llmtest.NewGate(), "reload": llmtest.NewGate(), "drop": llmtest.NewGate()}
 	var mu sync.Mutex
 	var sawImage bool
 	llm := llmtest.NewServer()
@@ -73,6 +74,8 @@ func TestConsoleBrowser(t *testing.T) {
 			return llmtest.Stream().Role().Content("partial ", "answer").Hang()
 		case "reload":
 			return llmtest.Stream().Role().Content("First half, ").Pause(gates["reload"]).Content("second half.").Finish("stop").Done()
+		case "drop":
+			return llmtest.Stream().Role().Content("Before the drop, ").Pause(gates["drop"]).Content("after the drop.").Finish("stop").Done()
 		case "fail":
 			return llmtest.APIError(400, "invalid_request_error", "bad_request", "the model refused this request")
 		case "what is this?":
@@ -89,7 +92,12 @@ func TestConsoleBrowser(t *testing.T) {
 		"AGENTIK_IMAGE_INPUT=on", "AGENTIK_AUTH_TOKENS=alice:"+alice+",bob:"+bob)
 	demo := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "demo.db"), "AGENTIK_LLM_BACKEND=demo")
 
+	// The browser reaches the server through a loopback TCP proxy, so the
+	// test can drop every connection at once (a network cut mid-answer).
+	proxy := newDropProxy(t, strings.TrimPrefix(p.url, "http://"))
+
 	control := http.NewServeMux()
+	control.HandleFunc("POST /drop", func(w http.ResponseWriter, r *http.Request) { proxy.dropAll() })
 	control.HandleFunc("POST /release/{gate}", func(w http.ResponseWriter, r *http.Request) {
 		g := gates[r.PathValue("gate")]
 		if g == nil {
@@ -120,7 +128,7 @@ func TestConsoleBrowser(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "console.e2e.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AGENTIK_URL="+p.url, "AGENTIK_DEMO_URL="+demo.url, "ALICE_TOKEN="+alice, "BOB_TOKEN="+bob,
+	cmd.Env = append(os.Environ(), "AGENTIK_URL=http://"+proxy.addr(), "AGENTIK_DEMO_URL="+demo.url, "ALICE_TOKEN="+alice, "BOB_TOKEN="+bob,
 		"CONTROL_URL=http://"+ln.Addr().String(), "SHOTS_DIR="+shots, "DOCS_DIR="+docs, "CHROMIUM="+chromium)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -141,4 +149,63 @@ func TestConsoleBrowser(t *testing.T) {
 		}
 	}
 	t.Logf("console browser test:\n%s", out)
+}
+
+// dropProxy forwards loopback TCP connections to target and can cut them all.
+type dropProxy struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func newDropProxy(t *testing.T, target string) *dropProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dropProxy{ln: ln, conns: map[net.Conn]bool{}}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); p.dropAll(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[up] = true, true
+			p.mu.Unlock()
+			wg.Add(2)
+			pipe := func(dst, src net.Conn) {
+				defer wg.Done()
+				io.Copy(dst, src)
+				dst.Close()
+				src.Close()
+				p.mu.Lock()
+				delete(p.conns, dst)
+				delete(p.conns, src)
+				p.mu.Unlock()
+			}
+			go pipe(up, c)
+			go pipe(c, up)
+		}
+	}()
+	return p
+}
+
+func (p *dropProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *dropProxy) dropAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
 }

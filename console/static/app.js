@@ -293,6 +293,7 @@
     es.onopen = () => { if (state.es === es) setStatus(""); };
     es.onerror = () => {
       if (state.es !== es) return;
+      console.warn("conversation stream error, state " + es.readyState + " at cursor " + state.lastCursor);
       if (es.readyState === EventSource.CLOSED) {
         // Refused (the server answered with an error): find out why, then
         // resume by cursor.
@@ -441,7 +442,7 @@
     li.setAttribute("role", "alert");
     li.appendChild(el("span", "who", "Error" + (m.code ? " · " + m.code : "")));
     const text = (m.content || []).map((c) => c.text || "").join(" ");
-    li.appendChild(el("p", "plain", text || "The turn failed."));
+    li.appendChild(el("p", "plain", m.details || text || "The turn failed."));
     if (state.live) dropLive();
     add(li);
     noteTurn(m.reply_to, { outcome: "error", ended: m.date });

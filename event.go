@@ -11,6 +11,8 @@ const (
 	EvInterrupted         = "interrupted"
 	EvConversationClosing = "conversation_closing"
 	EvCompactionTriggered = "compaction_triggered"
+	EvApprovalRequested   = "approval_requested" // a tool call waits for a person's answer (SPEC §10)
+	EvApprovalResolved    = "approval_resolved"  // it was answered (or expired, or the turn interrupted)
 )
 
 // Online event types: live only, never stored, no cursor.
@@ -21,6 +23,10 @@ const (
 	EvAppendText     = "append_text"
 	EvAppendImage    = "append_image"
 	EvEnd            = "end"
+	// EvAwaitingApproval: the turn has run every call it may and now waits,
+	// parked in the store, for the answers to its approval_requested calls
+	// (ReplyTo). The turn is not over: no end follows until it finishes.
+	EvAwaitingApproval = "awaiting_approval"
 )
 
 // Interrupt reasons.
@@ -50,7 +56,9 @@ const (
 //	append_text                   Text
 //	append_image                  Data, MIME
 //	end                           ReplyTo, Tokens, Reason
-//	working                       ReplyTo
+//	working, awaiting_approval    ReplyTo
+//	approval_requested            CallID, Name, Arguments, ReplyTo, ExpiresAt
+//	approval_resolved             CallID, Approved, Reason, By, ReplyTo, Arguments (edited)
 type Event struct {
 	Cursor         int64       `json:"cursor,omitempty"`
 	ConversationID string      `json:"conversation_id"`
@@ -66,6 +74,12 @@ type Event struct {
 	Dropped        int         `json:"dropped,omitempty"`
 	SummaryTokens  int         `json:"summary_tokens,omitempty"`
 	Compaction     *Compaction `json:"compaction,omitempty"`
+	CallID         string      `json:"call_id,omitempty"`
+	Name           string      `json:"name,omitempty"`
+	Arguments      RawJSON     `json:"arguments,omitempty"`
+	ExpiresAt      Time        `json:"expires_at,omitzero"`
+	Approved       *bool       `json:"approved,omitempty"`
+	By             string      `json:"by,omitempty"`
 }
 
 // Compaction describes a working-memory compaction (SPEC §3).
@@ -83,7 +97,8 @@ type Compaction struct {
 func Durable(t string) bool {
 	switch t {
 	case EvUserMessage, EvAssistantMessage, EvToolCall, EvToolResult, EvToolFailed,
-		EvError, EvInterrupted, EvConversationClosing, EvCompactionTriggered:
+		EvError, EvInterrupted, EvConversationClosing, EvCompactionTriggered,
+		EvApprovalRequested, EvApprovalResolved:
 		return true
 	}
 	return false

@@ -123,6 +123,13 @@ type Store interface {
 	// (none for an unknown conversation): the queue of its turns.
 	OpenTurnsOf(ctx context.Context, conversationID string) ([]Message, error)
 
+	// ApprovalEvents returns the conversation's approval_requested and
+	// approval_resolved events with a cursor greater than after, ascending
+	// (none for an unknown conversation). A second approval_resolved event
+	// for the same call id is refused by Commit (EConflict, nothing
+	// changed): a call is answered once, whichever process answers.
+	ApprovalEvents(ctx context.Context, conversationID string, after int64) ([]Event, error)
+
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	Close() error

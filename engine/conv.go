@@ -22,19 +22,22 @@ type conv struct {
 	shared   bool                // other processes use the store too
 
 	mu         sync.Mutex
-	queue      []queued        // what the store does not hold of turns sent here and not started
-	sent       int             // counts additions to queue, so the loop sees new ones
-	pending    *pendingRound   // a turn waiting for client tool results
-	running    *turn           // nil when idle
-	looping    bool            // a turn loop goroutine owns the queue
-	phase      string          // agentik.DeltaReasoning or DeltaText of the running turn
-	partial    strings.Builder // text of the current phase so far
+	queue      []queued               // what the store does not hold of turns sent here and not started
+	sent       int                    // counts additions to queue, so the loop sees new ones
+	pending    *pendingRound          // a turn waiting for client tool results
+	parked     *parkedTurn            // the turn waiting for approvals, as far as known here
+	timers     map[string]*time.Timer // approval expiry by call id
+	running    *turn                  // nil when idle
+	looping    bool                   // a turn loop goroutine owns the queue
+	phase      string                 // agentik.DeltaReasoning or DeltaText of the running turn
+	partial    strings.Builder        // text of the current phase so far
 	lastActive time.Time
 	streams    map[*stream[agentik.Event]]struct{}
 
 	// writeMu orders each commit with the publication of its events, so
 	// subscribers get a conversation's durable events in cursor order.
 	writeMu       sync.Mutex
+	resolveMu     sync.Mutex // serialises approval answers here (before mu)
 	lastPublished int64
 	tempBytes     int64 // temporal: what the memory store holds for it (see limits.go)
 
@@ -64,6 +67,8 @@ type pendingRound struct {
 	calls     []agentik.ToolCall
 	results   map[string]agentik.ToolResult // by call id; client ones filled on arrival
 	waiting   map[string]bool               // client call ids without a result
+	asking    map[string]agentik.Event      // calls waiting for approval: their approval_requested
+	approved  map[string]agentik.RawJSON    // approved calls without a result: edited arguments or nil
 }
 
 // turn is the state of the running turn shared with Send and Interrupt.
@@ -94,13 +99,13 @@ func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
 func (c *conv) isWorking() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.running != nil
+	return c.running != nil || c.parked != nil
 }
 
 func (c *conv) idleSince(now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running != nil || len(c.queue) > 0 || len(c.streams) > 0 {
+	if c.running != nil || c.parked != nil || len(c.queue) > 0 || len(c.streams) > 0 {
 		return 0
 	}
 	return now.Sub(c.lastActive)
@@ -187,7 +192,7 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	busy := c.running != nil || len(c.queue) > 0
+	busy := c.running != nil || c.parked != nil || len(c.queue) > 0
 	if busy && req.IfBusy == agentik.BusyReject {
 		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
 	}
@@ -478,6 +483,13 @@ func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.Sen
 			return agentik.SendResult{}, err
 		}
 	}
+	if req.IfBusy == agentik.BusyInterrupt && len(req.ToolResults) == 0 {
+		// A turn waiting for approvals is interrupted: its pending calls
+		// are denied and it is closed, then this message is answered.
+		if _, err := c.interruptParked(ctx, agentik.ReasonBusyPolicy, agentik.PrincipalFrom(ctx)); err != nil {
+			return agentik.SendResult{}, err
+		}
+	}
 	res, err := c.send(ctx, req)
 	if err == nil && req.IfBusy == agentik.BusyInterrupt && !c.isWorking() {
 		if _, err := c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: c.id, Reason: agentik.ReasonBusyPolicy, Unless: res.MessageID}); err != nil {
@@ -497,11 +509,27 @@ func (c *conv) syncShared(ctx context.Context, req agentik.SendRequest) error {
 	if err != nil {
 		return c.readErr(err)
 	}
-	var round *pendingRound
+	var round, parked *pendingRound
 	if len(q.Open) > 0 {
-		if p := c.openRound(ctx, q.Open[0], q.Turn); p != nil && len(p.waiting) > 0 {
+		p, err := c.openRound(ctx, q.Open[0], q.Turn)
+		if err != nil {
+			return err
+		}
+		switch {
+		case p != nil && len(p.asking) > 0:
+			parked = p
+		case p != nil && len(p.waiting) > 0:
 			round = p
 		}
+	}
+	if parked != nil {
+		c.park(parked, parkSilent) // another process parked it: known here now
+	} else {
+		c.mu.Lock()
+		if c.running == nil {
+			c.parked = nil // resumed or closed through another process
+		}
+		c.mu.Unlock()
 	}
 	if req.IfBusy == agentik.BusyReject && len(req.ToolResults) == 0 && len(q.Open) > 0 && (round == nil || len(q.Open) > 1) {
 		return agentik.Errorf(agentik.EBusy, "a turn is running")
@@ -524,6 +552,9 @@ func (c *conv) syncShared(ctx context.Context, req agentik.SendRequest) error {
 func (h *handle) Interrupt(ctx context.Context) (bool, error) {
 	if h.c.interrupt(agentik.ReasonUser) {
 		return true, nil
+	}
+	if ok, err := h.c.interruptParked(ctx, agentik.ReasonUser, agentik.PrincipalFrom(ctx)); ok || err != nil {
+		return ok, err
 	}
 	ok, err := h.c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: h.c.id, Reason: agentik.ReasonUser})
 	if err != nil {
@@ -559,6 +590,12 @@ func (c *conv) interruptTurn(ctx context.Context, replyTo string) (bool, error) 
 	defer c.mu.Unlock()
 	if c.running != nil && c.running.user.ID == replyTo {
 		return c.interruptLocked(agentik.ReasonUser), nil
+	}
+	if c.parked != nil && c.parked.replyTo == replyTo && c.running == nil {
+		c.mu.Unlock()
+		ok, err := c.interruptParked(ctx, agentik.ReasonUser, agentik.PrincipalFrom(ctx))
+		c.mu.Lock()
+		return ok, err
 	}
 	for i, q := range c.queue {
 		if q.user.ID != replyTo || q.resume != nil {

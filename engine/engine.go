@@ -66,6 +66,13 @@ type Options struct {
 	// default agentik.DefaultMaxTextBytes.
 	MaxTextBytes int
 
+	// Tool approval (SPEC §10, approval.go): which calls wait for a
+	// person's yes (ask), run (allow, the default) or are hidden (deny),
+	// and how long a call waits before it is denied as expired (0: no
+	// limit).
+	Approval        agentik.ApprovalPolicy
+	ApprovalTimeout time.Duration
+
 	Logger *slog.Logger
 
 	// Cluster, when set, is the Coordinator of a Store that other
@@ -109,6 +116,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.MaxImageBytes <= 0 {
 		o.MaxImageBytes = agentik.DefaultMaxImageBytes
+	}
+	if err := o.Approval.Validate(); err != nil {
+		return fmt.Errorf("engine: %w", err)
 	}
 	switch o.OnRestart {
 	case "":

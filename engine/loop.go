@@ -48,7 +48,7 @@ func (e *Engine) recover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("start: load %s: %w", m.ConversationID, err)
 		}
-		if closeAll {
+		if closeAll && !c.parkedAt(ctx, m) {
 			if err := c.closeInterrupted(ctx, m.ID, agentik.ReasonRestart); err != nil {
 				return fmt.Errorf("start: close turn %s: %w", m.ID, err)
 			}
@@ -133,7 +133,9 @@ func (c *conv) loop() {
 		// What is still queued here was in the store when the loop last
 		// read it and was not run here: another process answers it, or it
 		// waits for the next kick.
-		c.queue = nil
+		if c.shared || c.parked == nil {
+			c.queue = nil
+		} // alone on the store, what waits behind a parked turn stays listed
 		c.looping = false
 		c.e.limits.stopped(c.owner)
 		c.mu.Unlock()
@@ -193,6 +195,9 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		t := &turn{user: user, cancel: cancel}
 		c.mu.Lock()
 		c.running = t
+		if c.parked != nil && c.parked.replyTo == user.ID {
+			c.parked = nil // resumed: every call has its answer
+		}
 		c.phase = ""
 		c.partial.Reset()
 		c.publishLocked(agentik.Event{Type: agentik.EvWorking, ReplyTo: user.ID})
@@ -234,13 +239,16 @@ func (c *conv) queueEmpty() bool {
 }
 
 // awaited reports whether the turn answering id, open after it ran, is
-// still to be gone on with: it waits for client tool results here, or they
-// came and its continuation is queued.
+// still to be gone on with: it waits for client tool results or approvals
+// here, or the results came and its continuation is queued.
 func (c *conv) awaited(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pending != nil && c.pending.user.ID == id {
 		return true
+	}
+	if c.parked != nil && c.parked.replyTo == id {
+		return true // parked for approvals: read again, it may be answered
 	}
 	return slices.ContainsFunc(c.queue, func(q queued) bool { return q.user.ID == id && q.resume != nil })
 }
@@ -270,8 +278,20 @@ func (c *conv) recoverTurn(ctx context.Context, q agentik.TurnQueue, item *queue
 	if err := c.ensureMemory(ctx); err != nil {
 		return false, err
 	}
-	round := c.openRound(ctx, user, q.Turn)
+	round, err := c.openRound(ctx, user, q.Turn)
+	if err != nil {
+		return false, err
+	}
 	switch {
+	case round != nil && len(round.asking) > 0:
+		// Waiting for approvals: parked, whatever is queued behind it
+		// (the busy policy applied when that was sent).
+		how := parkRejoin
+		if c.shared {
+			how = parkSilent
+		}
+		c.park(round, how)
+		return false, errWaiting
 	case round != nil && len(round.waiting) > 0:
 		if len(q.Open) > 1 {
 			c.mu.Lock()
@@ -305,7 +325,7 @@ var errWaiting = errors.New("the first open turn waits for client tool results")
 // the turn has no tool round, or when server tool calls of its last round
 // have no result (the turn was cut short while they ran: not resumable).
 // Client tools are the calls of tools this agent does not have.
-func (c *conv) openRound(ctx context.Context, user agentik.Message, journal []agentik.Message) *pendingRound {
+func (c *conv) openRound(ctx context.Context, user agentik.Message, journal []agentik.Message) (*pendingRound, error) {
 	var p *pendingRound
 	resulted := false
 	for _, m := range journal {
@@ -331,19 +351,48 @@ func (c *conv) openRound(ctx context.Context, user agentik.Message, journal []ag
 		}
 	}
 	if p == nil || len(p.calls) == 0 {
-		return nil
+		return nil, nil
 	}
 	if p.results == nil {
 		p.results = map[string]agentik.ToolResult{}
 	}
 	p.waiting = map[string]bool{}
 	set := c.e.opts.Tools.Snapshot(ctx)
+	var st *approvalState
 	for _, tc := range p.calls {
 		if _, ok := p.results[tc.ID]; ok {
 			continue
 		}
 		if _, server := set.Lookup(tc.Name); server {
-			return nil
+			// A server call without a result: waiting for approval,
+			// approved and not run yet, or cut short while it ran.
+			if st == nil {
+				s, err := c.readApprovals(ctx)
+				if err != nil {
+					return nil, err
+				}
+				st = &s
+			}
+			req, asked := st.requested[tc.ID]
+			if !asked {
+				return nil, nil
+			}
+			res, answered := st.resolved[tc.ID]
+			switch {
+			case !answered:
+				if p.asking == nil {
+					p.asking = map[string]agentik.Event{}
+				}
+				p.asking[tc.ID] = req
+			case res.Approved != nil && *res.Approved:
+				if p.approved == nil {
+					p.approved = map[string]agentik.RawJSON{}
+				}
+				p.approved[tc.ID] = res.Arguments
+			default: // denied: its result is committed with the answer
+				p.results[tc.ID] = agentik.ErrorResult(agentik.DeniedText(res.Reason))
+			}
+			continue
 		}
 		p.waiting[tc.ID] = true
 	}
@@ -352,7 +401,7 @@ func (c *conv) openRound(ctx context.Context, user agentik.Message, journal []ag
 		p.client = c.pending.client // the client's tools are only known where they were offered
 	}
 	c.mu.Unlock()
-	return p
+	return p, nil
 }
 
 // inMemory reports whether the round's results are in working memory.
@@ -384,8 +433,8 @@ func (c *conv) waiting(q agentik.TurnQueue) bool {
 	if len(q.Open) != 1 {
 		return false
 	}
-	p := c.openRound(c.e.baseCtx, q.Open[0], q.Turn)
-	return p != nil && len(p.waiting) > 0
+	p, err := c.openRound(c.e.baseCtx, q.Open[0], q.Turn)
+	return err != nil || (p != nil && (len(p.waiting) > 0 || len(p.asking) > 0))
 }
 
 // fenceKey carries the lease epoch of a turn in its context.
@@ -420,4 +469,15 @@ func (r *turnRun) fenced(err error) {
 // isFenced reports whether a turn failed because its lease was taken over.
 func (c *conv) isFenced(err error) bool {
 	return errors.Is(err, agentik.ErrFenced)
+}
+
+// parkedAt reports whether the open turn answering user waits for
+// approvals (then a restart keeps it waiting, whatever OnRestart says).
+func (c *conv) parkedAt(ctx context.Context, user agentik.Message) bool {
+	q, err := c.coord.Pending(ctx, c.id)
+	if err != nil || len(q.Open) == 0 || q.Open[0].ID != user.ID {
+		return false
+	}
+	p, err := c.openRound(ctx, user, q.Turn)
+	return err == nil && p != nil && len(p.asking) > 0
 }

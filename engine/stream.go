@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,6 +148,12 @@ func (s *stream[T]) finish(err error) {
 // partial text, then live events.
 func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agentik.Event], error) {
 	e := c.e
+	if c.shared {
+		// A turn another process parked is found in the store.
+		if _, err := c.pendingApprovalsShared(ctx); err != nil {
+			return nil, err
+		}
+	}
 	s := newStream[agentik.Event](ctx, e.baseCtx)
 
 	// Under mu and writeMu nothing is published: the bus subscription, the
@@ -173,6 +181,8 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 				agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: start, ReplyTo: t.user.ID},
 				agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: agentik.EvAppendText, Text: c.partial.String()})
 		}
+	} else if p := c.parked; p != nil {
+		join = parkedJoin(c.id, p)
 	} else {
 		join = remoteJoin(c.id, remote) // a turn running in another process
 	}
@@ -354,4 +364,19 @@ func (e *Engine) addStream() bool {
 	}
 	e.streams.Add(1)
 	return true
+}
+
+// parkedJoin is what a subscriber joining a turn that waits for approvals
+// gets first: working, then each pending approval_requested again (without
+// a cursor: the stream's position is where the subscriber asked), so a
+// client that reconnects knows what waits for an answer.
+func parkedJoin(id string, p *parkedTurn) []agentik.Event {
+	join := []agentik.Event{{ConversationID: id, Date: agentik.Now(), Type: agentik.EvWorking, ReplyTo: p.replyTo}}
+	evs := make([]agentik.Event, 0, len(p.asking))
+	for _, ev := range p.asking {
+		ev.Cursor = 0
+		evs = append(evs, ev)
+	}
+	slices.SortFunc(evs, func(a, b agentik.Event) int { return strings.Compare(a.CallID, b.CallID) })
+	return append(join, evs...)
 }

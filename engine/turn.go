@@ -28,6 +28,10 @@ func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
 		r.fenced(err)
 	case errors.Is(err, errWaitingForClient):
 		r.end(agentik.EndClientTools)
+	case errors.Is(err, errWaitingForApproval):
+		// Parked: the turn stays open (working) and nothing is held; an
+		// answer kicks the loop, which resumes it from the journal.
+		c.parkRunning(t, r.parked)
 	case ctx.Err() != nil:
 		r.closeInterrupted()
 	default:
@@ -42,8 +46,9 @@ type turnRun struct {
 	ctx    context.Context
 	client []agentik.ToolSpec // client tools offered in this turn
 	tokens agentik.TurnTokens
-	text   string // the response text of the current model call
-	reason string // reasoning of the current model call
+	text   string        // the response text of the current model call
+	reason string        // reasoning of the current model call
+	parked *pendingRound // the round that waits for approvals
 }
 
 // errWaitingForClient ends a turn that waits for client tool results.
@@ -55,8 +60,16 @@ func (r *turnRun) run(resume *pendingRound) error {
 		return err
 	}
 	if resume != nil {
+		if len(resume.approved) > 0 {
+			if err := r.runApproved(c.e.opts.Tools.Snapshot(r.ctx), resume); err != nil {
+				return err
+			}
+		}
 		results := make([]agentik.ToolResult, len(resume.calls))
 		for i, tc := range resume.calls {
+			if args := resume.approved[tc.ID]; len(args) > 0 {
+				resume.calls[i].Arguments = args // the model sees what ran
+			}
 			results[i] = resume.results[tc.ID]
 		}
 		if err := c.appendMemory(r.ctx, agentik.Write{Memory: roundMemory(r.t.user.ID, resume.text, resume.reasoning, resume.calls, results)}); err != nil {
@@ -208,15 +221,30 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 		evs = append(evs, agentik.MessageEvent(&m))
 	}
 	calls := make([]agentik.ToolCall, len(resp.ToolCalls))
+	asking := map[string]agentik.Event{}
 	for i, tc := range resp.ToolCalls {
 		tc.Arguments = normalizeArgs(tc.Arguments)
 		calls[i] = tc
-		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: agentik.Now(), Type: agentik.MsgToolCall,
+		now := agentik.Now()
+		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgToolCall,
 			CallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, ReplyTo: r.t.user.ID}
 		evs = append(evs, agentik.MessageEvent(&m))
+		if c.e.needsApproval(set, tc.Name) {
+			// Committed with its tool_call: the call is pending from the
+			// moment it exists.
+			ev := r.approvalRequest(tc, now)
+			asking[tc.ID] = ev
+			evs = append(evs, ev)
+		}
 	}
-	if _, err := c.commit(r.ctx, agentik.Write{Events: evs}); err != nil {
+	committed, err := c.commit(r.ctx, agentik.Write{Events: evs})
+	if err != nil {
 		return r.storeErr(err)
+	}
+	for _, ev := range committed {
+		if ev.Type == agentik.EvApprovalRequested {
+			asking[ev.CallID] = ev // with its cursor
+		}
 	}
 	// The text is journaled: an interrupt from here on must not keep it
 	// again as a partial answer.
@@ -227,14 +255,56 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	c.partial.Reset()
 	c.mu.Unlock()
 
+	waiting := map[string]bool{}
+	for _, tc := range calls {
+		if r.isClientTool(set, tc.Name) {
+			waiting[tc.ID] = true
+		}
+	}
+	results, err := r.runCalls(set, calls, func(tc agentik.ToolCall) bool {
+		_, ask := asking[tc.ID]
+		return !waiting[tc.ID] && !ask
+	})
+	if err != nil {
+		return err
+	}
+	if len(asking) > 0 {
+		// Parked. Answers that came while the other calls ran are found
+		// when the loop reads the journal again, right after.
+		p := &pendingRound{user: r.t.user, client: r.client, text: resp.Text, reasoning: resp.Reasoning,
+			calls: calls, results: map[string]agentik.ToolResult{}, asking: asking}
+		r.parked = p
+		return errWaitingForApproval
+	}
+	if len(waiting) > 0 {
+		p := &pendingRound{user: r.t.user, client: r.client, text: resp.Text, reasoning: resp.Reasoning,
+			calls: calls, results: map[string]agentik.ToolResult{}, waiting: waiting}
+		for i, tc := range calls {
+			if !waiting[tc.ID] {
+				p.results[tc.ID] = results[i]
+			}
+		}
+		c.mu.Lock()
+		c.pending = p
+		c.mu.Unlock()
+		return errWaitingForClient
+	}
+	if err := c.appendMemory(r.ctx, agentik.Write{Memory: roundMemory(r.t.user.ID, resp.Text, resp.Reasoning, calls, results)}); err != nil {
+		return r.storeErr(err)
+	}
+	return nil
+}
+
+// runCalls runs the calls run says to (all when run is nil) concurrently
+// and records each result as it arrives; results are in call order.
+func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(agentik.ToolCall) bool) ([]agentik.ToolResult, error) {
+	c := r.c
 	results := make([]agentik.ToolResult, len(calls))
 	var wg sync.WaitGroup
 	var commitErr error
 	var commitMu sync.Mutex
-	waiting := map[string]bool{}
 	for i, tc := range calls {
-		if r.isClientTool(set, tc.Name) {
-			waiting[tc.ID] = true
+		if run != nil && !run(tc) {
 			continue
 		}
 		wg.Add(1)
@@ -256,28 +326,12 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	}
 	wg.Wait()
 	if r.ctx.Err() != nil {
-		return r.ctx.Err()
+		return nil, r.ctx.Err()
 	}
 	if commitErr != nil {
-		return r.storeErr(commitErr)
+		return nil, r.storeErr(commitErr)
 	}
-	if len(waiting) > 0 {
-		p := &pendingRound{user: r.t.user, client: r.client, text: resp.Text, reasoning: resp.Reasoning,
-			calls: calls, results: map[string]agentik.ToolResult{}, waiting: waiting}
-		for i, tc := range calls {
-			if !waiting[tc.ID] {
-				p.results[tc.ID] = results[i]
-			}
-		}
-		c.mu.Lock()
-		c.pending = p
-		c.mu.Unlock()
-		return errWaitingForClient
-	}
-	if err := c.appendMemory(r.ctx, agentik.Write{Memory: roundMemory(r.t.user.ID, resp.Text, resp.Reasoning, calls, results)}); err != nil {
-		return r.storeErr(err)
-	}
-	return nil
+	return results, nil
 }
 
 // roundMemory is a tool round as working memory: the model's message with
@@ -297,6 +351,15 @@ func roundMemory(replyTo, text, reasoning string, calls []agentik.ToolCall, resu
 // client's tools whose names do not clash with them.
 func (r *turnRun) offered(set *tools.Set) []agentik.ToolSpec {
 	specs := set.Specs()
+	if len(r.c.e.opts.Approval) > 0 {
+		kept := make([]agentik.ToolSpec, 0, len(specs))
+		for _, s := range specs {
+			if !r.c.e.denied(s.Name) { // deny hides the tool (SPEC §10)
+				kept = append(kept, s)
+			}
+		}
+		specs = kept
+	}
 	if len(r.client) == 0 {
 		return specs
 	}
@@ -327,7 +390,7 @@ func (r *turnRun) isClientTool(set *tools.Set, name string) bool {
 // callTool runs one tool with the tool timeout; every failure is a result.
 func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.ToolResult) {
 	tool, ok := set.Lookup(tc.Name)
-	if !ok {
+	if !ok || r.c.e.denied(tc.Name) {
 		return agentik.ErrorResult(fmt.Sprintf("unknown tool %q", tc.Name))
 	}
 	if !json.Valid(tc.Arguments) || len(tc.Arguments) == 0 || tc.Arguments[0] != '{' {

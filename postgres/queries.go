@@ -21,8 +21,10 @@ const (
 		ORDER BY seq LIMIT $3 OFFSET $4`
 	qMessagesBefore = `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2 AND seq < $3
 		ORDER BY seq DESC LIMIT $4 OFFSET $5`
-	qMessage     = `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`
-	qEvents      = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
+	qMessage        = `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`
+	qEvents         = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
+	qApprovalEvents = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2
+		AND type IN ('approval_requested', 'approval_resolved') ORDER BY cursor`
 	qLastCursor  = `SELECT last_cursor FROM conversations WHERE id = $1`
 	qAgentEvents = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > $1 ORDER BY cursor LIMIT $2`
 	// The agent-event counter: every numbered agent event has a cursor up

@@ -309,3 +309,18 @@ func queryEach(ctx context.Context, q querier, fn func(pgx.Rows) error, query st
 	}
 	return rows.Err()
 }
+
+// ApprovalEvents returns the conversation's approval events after the
+// cursor, ascending (the events_approvals index).
+func (s *Store) ApprovalEvents(ctx context.Context, conversationID string, after int64) ([]agentik.Event, error) {
+	evs := []agentik.Event{}
+	var withImages []storeutil.Pending
+	err := s.read(ctx, "approval events "+conversationID, func(q querier) error {
+		evs = evs[:0]
+		return queryEach(ctx, q, scanEvents(&evs, &withImages), qApprovalEvents, conversationID, after)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}

@@ -21,8 +21,10 @@ const (
 		ORDER BY seq LIMIT ? OFFSET ?`
 	qMessagesBefore = `SELECT payload, images FROM messages WHERE conversation_id = ? AND seq > ? AND seq < ?
 		ORDER BY seq DESC LIMIT ? OFFSET ?`
-	qMessage    = `SELECT payload, images FROM messages WHERE id = ? AND conversation_id = ?`
-	qEvents     = `SELECT cursor, payload, images FROM events WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
+	qMessage        = `SELECT payload, images FROM messages WHERE id = ? AND conversation_id = ?`
+	qEvents         = `SELECT cursor, payload, images FROM events WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
+	qApprovalEvents = `SELECT cursor, payload FROM events WHERE conversation_id = ? AND cursor > ?
+		AND type IN ('approval_requested', 'approval_resolved') ORDER BY cursor`
 	qLastCursor = `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?),
 		COALESCE((SELECT MAX(cursor) FROM events WHERE conversation_id = ?), 0)`
 	qAgentEvents     = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > ? ORDER BY cursor LIMIT ?`
@@ -71,6 +73,7 @@ const (
 var readQueries = []string{
 	qExists, qGetConversation, qList, qListBefore, qMessagesAfter, qMessagesBefore, qMessage,
 	qEvents, qLastCursor, qAgentEvents, qLastAgentCursor, qMemory, qOpenTurns, qOpenTurnsOf, qImage,
+	qApprovalEvents,
 }
 
 var writeQueries = []string{

@@ -261,3 +261,28 @@ func queryEach(ctx context.Context, q queryer, fn func(*sql.Rows) error, query s
 	}
 	return rows.Err()
 }
+
+// ApprovalEvents returns the conversation's approval events after the
+// cursor, ascending (the events_approvals index).
+func (s *Store) ApprovalEvents(ctx context.Context, conversationID string, after int64) ([]agentik.Event, error) {
+	evs := []agentik.Event{}
+	err := s.read(ctx, "approval events "+conversationID, func(r *reader) error {
+		return queryEach(ctx, r, func(rows *sql.Rows) error {
+			var cursor int64
+			var payload []byte
+			if err := rows.Scan(&cursor, &payload); err != nil {
+				return err
+			}
+			ev, err := storeutil.DecodeEvent(cursor, payload, "")
+			if err != nil {
+				return err
+			}
+			evs = append(evs, ev)
+			return nil
+		}, qApprovalEvents, conversationID, after)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}

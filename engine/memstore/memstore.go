@@ -288,6 +288,16 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		}
 		ids[ev.Message.ID] = true
 	}
+	answered := map[string]bool{}
+	for _, ev := range w.Events {
+		if ev.Type != agentik.EvApprovalResolved {
+			continue
+		}
+		if answered[ev.CallID] || c.answered(ev.CallID) {
+			return nil, nil, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.EConflict, "call %s already answered", ev.CallID))
+		}
+		answered[ev.CallID] = true
+	}
 
 	// Nothing fails from here on.
 	out := make([]agentik.Event, len(w.Events))
@@ -555,4 +565,36 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.convs, s.msgs, s.agentEvs = nil, nil, nil
 	return nil
+}
+
+// answered reports whether the conversation has an approval_resolved event
+// for the call. Caller holds s.mu.
+func (c *conversation) answered(callID string) bool {
+	for _, ev := range c.events {
+		if ev.Type == agentik.EvApprovalResolved && ev.CallID == callID {
+			return true
+		}
+	}
+	return false
+}
+
+// ApprovalEvents returns the conversation's approval events after the
+// cursor, ascending.
+func (s *Store) ApprovalEvents(ctx context.Context, conversationID string, after int64) ([]agentik.Event, error) {
+	op := "approval events " + conversationID
+	if err := s.lock(ctx, op); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	c, ok := s.convs[conversationID]
+	if !ok {
+		return []agentik.Event{}, nil
+	}
+	out := []agentik.Event{}
+	for _, ev := range c.events {
+		if ev.Cursor > after && (ev.Type == agentik.EvApprovalRequested || ev.Type == agentik.EvApprovalResolved) {
+			out = append(out, clone(ev))
+		}
+	}
+	return out, nil
 }

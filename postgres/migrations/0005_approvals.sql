@@ -1,0 +1,10 @@
+-- 0005: tool approvals (SPEC §10). A pending approval is an
+-- approval_requested event without an approval_resolved event for the same
+-- call id. This partial index finds a conversation's approval events
+-- without reading its other events; the unique one makes a second answer to
+-- a call impossible, whichever process commits it (unique_violation, which
+-- the store reports as EConflict).
+CREATE INDEX events_approvals ON events (conversation_id, cursor)
+	WHERE type IN ('approval_requested', 'approval_resolved');
+CREATE UNIQUE INDEX events_approval_answered ON events (conversation_id, ((payload::jsonb) ->> 'call_id'))
+	WHERE type = 'approval_resolved';

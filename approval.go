@@ -153,6 +153,9 @@ func DecodeResolution(b []byte) (Resolution, error) {
 		Reason    string          `json:"reason"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
+	if !json.Valid(b) {
+		return Resolution{}, Errorf(EMalformed, "approval: the body is not JSON")
+	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return Resolution{}, Errorf(EInvalid, "approval: want {\"approved\": bool, \"reason\"?: string, \"arguments\"?: object}")
 	}

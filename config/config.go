@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentik/agentik"
 )
 
 // LLM backends.
@@ -47,6 +49,10 @@ type Config struct {
 	DrainTimeout time.Duration // AGENTIK_DRAIN_TIMEOUT
 	TemporalIdle time.Duration // AGENTIK_TEMPORAL_IDLE
 	KeepAlive    time.Duration // AGENTIK_SSE_KEEPALIVE
+
+	// Tool approval (SPEC §10, docs/approvals.md).
+	ToolApproval    agentik.ApprovalPolicy // AGENTIK_TOOL_APPROVAL: "send_*=ask,delete_*=deny"
+	ApprovalTimeout time.Duration          // AGENTIK_APPROVAL_TIMEOUT (0: calls wait until answered)
 
 	MaxBodyBytes int64  // AGENTIK_MAX_BODY_BYTES
 	OnRestart    string // AGENTIK_ON_RESTART: resume or interrupt
@@ -221,6 +227,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	duration("AGENTIK_DRAIN_TIMEOUT", &c.DrainTimeout)
 	duration("AGENTIK_TEMPORAL_IDLE", &c.TemporalIdle)
 	duration("AGENTIK_SSE_KEEPALIVE", &c.KeepAlive)
+	if v := getenv("AGENTIK_TOOL_APPROVAL"); v != "" {
+		p, err := agentik.ParseApprovalPolicy(v)
+		if err != nil {
+			bad("AGENTIK_TOOL_APPROVAL", v, agentik.ErrorMessage(err))
+		}
+		c.ToolApproval = p
+	}
+	if getenv("AGENTIK_APPROVAL_TIMEOUT") != "" {
+		duration("AGENTIK_APPROVAL_TIMEOUT", &c.ApprovalTimeout)
+	}
 	if s := getenv("AGENTIK_MAX_BODY_BYTES"); s != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil || n < 1024 || n > 1<<30 {

@@ -31,6 +31,8 @@ func (s *server) routes(mux *http.ServeMux, p string) {
 		{"GET", p + "/conversations/{id}/messages", s.messages, private},
 		{"POST", p + "/conversations/{id}/interrupt", s.interrupt, private},
 		{"GET", p + "/conversations/{id}/events", s.conversationEvents, stream},
+		{"GET", p + "/conversations/{id}/approvals", s.approvals, private},
+		{"POST", p + "/conversations/{id}/approvals/{call_id}", s.resolveApproval, private},
 		{"GET", p + "/conversations/{id}/messages/{seq}/images/{n}", s.image, private},
 	}
 	allowed := map[string][]string{}

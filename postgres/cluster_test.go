@@ -33,6 +33,7 @@ type nodeOptions struct {
 	scan      time.Duration // Coordinator scan interval; 0: 50ms
 	onRestart string
 	tools     *tools.Registry
+	approval  agentik.ApprovalPolicy
 }
 
 // newNode starts an engine on the database at dsn, answering through llm.
@@ -55,7 +56,7 @@ func newNode(t testing.TB, dsn string, llm *llmtest.Server, o nodeOptions) *node
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Options{Store: st, Bus: b, LLM: model, Cluster: co, OnRestart: o.onRestart, Tools: o.tools})
+	eng, err := engine.New(engine.Options{Store: st, Bus: b, LLM: model, Cluster: co, OnRestart: o.onRestart, Tools: o.tools, Approval: o.approval})
 	if err != nil {
 		t.Fatal(err)
 	}

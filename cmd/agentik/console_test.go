@@ -91,6 +91,8 @@ func TestConsoleBrowser(t *testing.T) {
 	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test-model",
 		"AGENTIK_IMAGE_INPUT=on", "AGENTIK_AUTH_TOKENS=alice:"+alice+",bob:"+bob)
 	demo := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "demo.db"), "AGENTIK_LLM_BACKEND=demo")
+	// A demo agent with a tiny context compacts after a few messages.
+	compact := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "compact.db"), "AGENTIK_LLM_BACKEND=demo", "AGENTIK_CONTEXT_TOKENS=400")
 
 	// The browser reaches the server through a loopback TCP proxy, so the
 	// test can drop every connection at once (a network cut mid-answer).
@@ -128,7 +130,7 @@ func TestConsoleBrowser(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "console.e2e.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AGENTIK_URL=http://"+proxy.addr(), "AGENTIK_DEMO_URL="+demo.url, "ALICE_TOKEN="+alice, "BOB_TOKEN="+bob,
+	cmd.Env = append(os.Environ(), "AGENTIK_URL=http://"+proxy.addr(), "AGENTIK_DEMO_URL="+demo.url, "AGENTIK_COMPACT_URL="+compact.url, "ALICE_TOKEN="+alice, "BOB_TOKEN="+bob,
 		"CONTROL_URL=http://"+ln.Addr().String(), "SHOTS_DIR="+shots, "DOCS_DIR="+docs, "CHROMIUM="+chromium)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

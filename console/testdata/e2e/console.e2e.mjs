@@ -296,6 +296,28 @@ await step("the demo backend says it is a demo and streams a summary", async () 
   current = page;
 });
 
+await step("a compaction shows its marker and summary", async () => {
+  const ctxC = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const pc = await newPage(ctxC);
+  current = pc;
+  await pc.goto(env.AGENTIK_COMPACT_URL + "/");
+  await pc.click("#new-conv");
+  await pc.locator("#conv").waitFor();
+  const topics = ["a weekend in Lisbon", "the train to Porto", "a dinner by the river", "a museum on Sunday", "the flight home", "a hotel near the sea"];
+  for (let i = 0; i < topics.length && (await pc.locator(".marker.compaction").count()) === 0; i++) {
+    await send(pc, "Tell me about " + topics[i]);
+    await pc.locator(".msg.assistant:not(.live)").nth(i).waitFor();
+  }
+  const marker = pc.locator(".marker.compaction");
+  await marker.waitFor();
+  assert((await marker.innerText()).includes("summarised"), "marker: " + (await marker.innerText()));
+  await marker.locator("summary").click();
+  assert((await marker.innerText()).includes("Tell me about a weekend in Lisbon"), "the summary names what was said");
+  assert(await pc.locator("#events .etype", { hasText: "compaction_triggered" }).count() === 1, "inspector shows the compaction");
+  await ctxC.close();
+  current = page;
+});
+
 await step("no errors in the browser console", async () => {
   // Expected: the refused sign-in (401), bob's look at alice's conversation
   // (404), and the connections the test cut.

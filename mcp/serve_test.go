@@ -38,6 +38,10 @@ type serveEnv struct {
 }
 
 func newServeEnv(t testing.TB, opts ...func(*ServeOptions)) *serveEnv {
+	return newServeEnvWith(t, nil, opts...)
+}
+
+func newServeEnvWith(t testing.TB, eopt func(*engine.Options), opts ...func(*ServeOptions)) *serveEnv {
 	t.Helper()
 	e := &serveEnv{t: t, llm: llmtest.NewServer()}
 	t.Cleanup(e.llm.Close)
@@ -50,9 +54,13 @@ func newServeEnv(t testing.TB, opts ...func(*ServeOptions)) *serveEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.eng, err = engine.New(engine.Options{Store: st, Bus: bus.New(), LLM: llm, Tools: tools.NewRegistry(tools.CurrentTime{}),
+	eo := engine.Options{Store: st, Bus: bus.New(), LLM: llm, Tools: tools.NewRegistry(tools.CurrentTime{}),
 		Info:         agentik.AgentInfo{ID: "helper", Name: "Helper", Description: "answers test questions"},
-		SystemPrompt: "You are a test agent.", ToolTimeout: 5 * time.Second})
+		SystemPrompt: "You are a test agent.", ToolTimeout: 5 * time.Second}
+	if eopt != nil {
+		eopt(&eo)
+	}
+	e.eng, err = engine.New(eo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -886,5 +894,83 @@ func TestServeHostileHTTP(t *testing.T) {
 	list, err := e.eng.ListConversations(agentik.WithPrincipal(ctx, "alice"), agentik.ListRequest{})
 	if err != nil || len(list.Conversations) != 0 || len(e.llm.Requests()) != 0 {
 		t.Fatalf("hostile requests changed something: %v %v", list.Conversations, err)
+	}
+}
+
+// TestServeApproval: a turn that parks for approval asks a client that takes
+// elicitations (the previous revision with a session) and goes on with its
+// answer; any other client gets a tool error saying where to answer, and
+// the turn waits for that answer.
+func TestServeApproval(t *testing.T) {
+	e := newServeEnvWith(t, func(o *engine.Options) {
+		p, err := agentik.ParseApprovalPolicy("current_time=ask")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.Approval = p
+	})
+	ctx := serveCtx(t)
+	t.Run("elicitation", func(t *testing.T) {
+		for _, answer := range []struct {
+			action   string
+			approved bool
+			want     string
+		}{{"accept", true, "It is noon."}, {"accept", false, "Not allowed."}, {"decline", false, "Declined."}} {
+			e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)), llmtest.Text(answer.want))
+			var asked []string
+			cs := e.connect("tok-alice", ProtocolPrevious, func(o *sdk.ClientOptions) {
+				o.ElicitationHandler = func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+					asked = append(asked, r.Params.Message)
+					return &sdk.ElicitResult{Action: answer.action, Content: map[string]any{"approved": answer.approved, "reason": "no clocks"}}, nil
+				}
+			})
+			res, out := ask(t, ctx, cs, map[string]any{"message": "time?", "new_conversation": true}, nil)
+			if res.IsError || out.Answer != answer.want || len(asked) != 1 || !strings.Contains(asked[0], "current_time") {
+				t.Fatalf("%+v: %v %q, asked %q", answer, res.IsError, resultText(res), asked)
+			}
+			msgs := e.journal("alice", out.ConversationID)
+			if got := types(msgs); got != "user_message,tool_call,tool_result,assistant_message" {
+				t.Fatalf("journal %s", got)
+			}
+			if denied := msgs[2].IsError; denied == answer.approved {
+				t.Fatalf("%+v: tool result %+v", answer, msgs[2])
+			}
+		}
+	})
+	for _, v := range protocols {
+		t.Run(v+"/elsewhere", func(t *testing.T) {
+			e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)), llmtest.Text("Approved elsewhere."))
+			cs := e.connect("tok-alice", v) // declares no elicitation
+			res, out := ask(t, ctx, cs, map[string]any{"message": "time?", "new_conversation": true}, nil)
+			if !res.IsError || !strings.Contains(resultText(res), "cannot answer approvals") || !strings.Contains(resultText(res), "current_time") {
+				t.Fatalf("%v %q", res.IsError, resultText(res))
+			}
+			actx := agentik.WithPrincipal(ctx, "alice")
+			conv, err := e.eng.Conversation(actx, out.ConversationID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conv.Close()
+			st := e.events(t, "alice", out.ConversationID)
+			ap := conv.(agentik.Approver)
+			pending, err := ap.Approvals(actx)
+			if err != nil || len(pending) != 1 {
+				t.Fatalf("pending %v %v", pending, err)
+			}
+			if err := ap.Resolve(actx, pending[0].CallID, agentik.Resolution{Approved: true}); err != nil {
+				t.Fatal(err)
+			}
+			e.waitEnd(t, st, agentik.EndCompleted)
+			var read ReadOutput
+			r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: ToolReadConversation, Arguments: map[string]any{"conversation_id": out.ConversationID}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(r.StructuredContent)
+			json.Unmarshal(b, &read)
+			if n := len(read.Messages); n != 4 || read.Messages[n-1].Text != "Approved elsewhere." {
+				t.Fatalf("read %+v", read)
+			}
+		})
 	}
 }

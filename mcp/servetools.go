@@ -257,7 +257,20 @@ func (f *front) ask(ctx context.Context, req *sdk.CallToolRequest, in AskInput) 
 		prog = startProgress(ctx, req.Session, token)
 	}
 	t := &turn{userID: res.MessageID, userSeq: res.Seq}
-	stream, err = f.follow(ctx, conv, stream, t, prog)
+	for {
+		stream, err = f.follow(ctx, conv, stream, t, prog)
+		if err != nil || ctx.Err() != nil || !t.awaiting {
+			break
+		}
+		t.awaiting = false
+		if waiting := f.approve(ctx, req, conv, t); waiting != nil {
+			// The turn stays parked: someone answers it elsewhere.
+			if prog != nil {
+				prog.stop()
+			}
+			return waiting, AskOutput{ConversationID: conv.ID(), MessageID: t.userID}, nil
+		}
+	}
 	var sent float64
 	if prog != nil {
 		sent = prog.stop()
@@ -315,10 +328,14 @@ type turn struct {
 
 	answers []agentik.Message // the turn's assistant messages, in order
 	seen    map[string]bool   // their ids
-	ended   bool
-	reason  string // end reason
-	errCode string // of the turn's error entry
-	errText string
+	// pending are the turn's calls waiting for approval, by call id;
+	// awaiting is set when the turn parks for them.
+	pending  map[string]agentik.PendingApproval
+	awaiting bool
+	ended    bool
+	reason   string // end reason
+	errCode  string // of the turn's error entry
+	errText  string
 }
 
 func (t *turn) mine(m *agentik.Message) bool { return m != nil && m.ReplyTo == t.userID }
@@ -351,6 +368,26 @@ func (t *turn) event(ev agentik.Event) string {
 	case agentik.EvError:
 		if t.mine(ev.Message) {
 			t.errCode, t.errText = ev.Message.Code, ev.Message.Details
+		}
+	case agentik.EvApprovalRequested:
+		if ev.ReplyTo == t.userID {
+			if t.pending == nil {
+				t.pending = map[string]agentik.PendingApproval{}
+			}
+			t.pending[ev.CallID] = agentik.PendingApproval{ConversationID: ev.ConversationID, CallID: ev.CallID, Name: ev.Name, Arguments: ev.Arguments, ReplyTo: ev.ReplyTo}
+			if ev.Cursor == 0 {
+				// Repeated to a stream that joined a parked turn (after a
+				// gap): awaiting_approval is not.
+				t.awaiting = true
+			}
+		}
+	case agentik.EvApprovalResolved:
+		if ev.ReplyTo == t.userID {
+			delete(t.pending, ev.CallID)
+		}
+	case agentik.EvAwaitingApproval:
+		if ev.ReplyTo == t.userID && len(t.pending) > 0 {
+			t.awaiting = true
 		}
 	case agentik.EvInterrupted:
 		if ev.ReplyTo == t.userID {
@@ -424,7 +461,7 @@ func (t *turn) result(convID string) (*sdk.CallToolResult, AskOutput, error) {
 // ended on, for the caller to close.
 func (f *front) follow(ctx context.Context, conv agentik.Conversation, stream agentik.Stream[agentik.Event], t *turn, prog *progress) (agentik.Stream[agentik.Event], error) {
 	var last int64
-	for !t.ended {
+	for !t.ended && !t.awaiting {
 		select {
 		case <-ctx.Done():
 			return stream, nil
@@ -666,4 +703,68 @@ func transcriptEntry(m agentik.Message) TranscriptEntry {
 		e.Text = agentik.TurnErrorMessage(m.Code, m.Details)
 	}
 	return e
+}
+
+// approvalSchema is what an elicitation asks for an approval.
+var approvalSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"approved": map[string]any{"type": "boolean", "title": "Allow this call", "description": "true runs the call, false denies it"},
+		"reason":   map[string]any{"type": "string", "title": "Reason", "description": "optional; the model sees it on a denial"},
+	},
+	"required": []string{"approved"},
+}
+
+// approve handles a turn parked for approval. A client that takes
+// elicitations (a session at a previous revision that declared the
+// capability) is asked about each pending call, and its answers resolve
+// them; the turn then goes on and nil is returned. Any other client gets a
+// tool error saying where the approval is needed, and the turn stays
+// parked for an answer through another front door.
+func (f *front) approve(ctx context.Context, req *sdk.CallToolRequest, conv agentik.Conversation, t *turn) *sdk.CallToolResult {
+	ap, ok := conv.(agentik.Approver)
+	caps := req.ClientCapabilities()
+	canAsk := ok && req.Session != nil && req.Session.ID() != "" && req.ProtocolVersion() < ProtocolCurrent &&
+		caps != nil && caps.Elicitation != nil
+	for id, p := range t.pending {
+		if !canAsk {
+			return waitingElsewhere(conv.ID(), p)
+		}
+		res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: p.Prompt() + ". Allow it?", RequestedSchema: approvalSchema})
+		if err != nil {
+			if ctx.Err() == nil {
+				f.h.log.Warn("mcp facade: elicitation failed", "conversation", conv.ID(), "call", id, "err", err)
+			}
+			return waitingElsewhere(conv.ID(), p)
+		}
+		var r agentik.Resolution
+		switch res.Action {
+		case "accept":
+			r.Approved, _ = res.Content["approved"].(bool)
+			r.Reason, _ = res.Content["reason"].(string)
+			if r.Approved {
+				r.Reason = ""
+			}
+		case "decline":
+			r.Reason = "declined in the MCP client"
+		default: // cancel: no answer; it may come from elsewhere
+			return waitingElsewhere(conv.ID(), p)
+		}
+		if len(r.Reason) > agentik.MaxApprovalReason {
+			r.Reason = r.Reason[:agentik.MaxApprovalReason]
+		}
+		if err := ap.Resolve(f.ctx(ctx), id, r); err != nil && agentik.ErrorCode(err) != agentik.EConflict {
+			// EConflict: answered elsewhere meanwhile, which is as good.
+			return f.coreError(ctx, "resolve approval", err)
+		}
+		delete(t.pending, id)
+	}
+	return nil
+}
+
+func waitingElsewhere(conv string, p agentik.PendingApproval) *sdk.CallToolResult {
+	return toolError("%s, and waits for a person to allow it. This MCP client cannot answer approvals: "+
+		"allow or deny call %s of conversation %s through the agent's native API (GET and POST …/conversations/%s/approvals), "+
+		"then read the answer with read_conversation. The turn goes on once it is answered.",
+		p.Prompt(), p.CallID, conv, conv)
 }

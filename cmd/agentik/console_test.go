@@ -62,6 +62,9 @@ func TestConsoleBrowser(t *testing.T) {
 	t.Cleanup(llm.Close)
 	llm.Handle(func(r llmtest.Request) llmtest.Reply {
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "tool" {
+			if bytes.Contains(r.Messages[n-1].Content, []byte("denied")) {
+				return llmtest.Text("Understood, I will not look at the clock.")
+			}
 			return llmtest.Text("It is tea time.")
 		}
 		switch text := r.LastUserText(); text {
@@ -91,6 +94,9 @@ func TestConsoleBrowser(t *testing.T) {
 	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test-model",
 		"AGENTIK_IMAGE_INPUT=on", "AGENTIK_AUTH_TOKENS=alice:"+alice+",bob:"+bob)
 	demo := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "demo.db"), "AGENTIK_LLM_BACKEND=demo")
+	// An agent that asks before every current_time call (SPEC §10).
+	approve := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "approve.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test-model",
+		"AGENTIK_TOOL_APPROVAL=current_time=ask")
 	// A demo agent with a tiny context compacts after a few messages.
 	compact := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "compact.db"), "AGENTIK_LLM_BACKEND=demo", "AGENTIK_CONTEXT_TOKENS=400")
 
@@ -130,7 +136,7 @@ func TestConsoleBrowser(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "console.e2e.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AGENTIK_URL=http://"+proxy.addr(), "AGENTIK_DEMO_URL="+demo.url, "AGENTIK_COMPACT_URL="+compact.url, "ALICE_TOKEN="+alice, "BOB_TOKEN="+bob,
+	cmd.Env = append(os.Environ(), "AGENTIK_URL=http://"+proxy.addr(), "AGENTIK_DEMO_URL="+demo.url, "AGENTIK_COMPACT_URL="+compact.url, "AGENTIK_APPROVE_URL="+approve.url, "ALICE_TOKEN="+alice, "BOB_TOKEN="+bob,
 		"CONTROL_URL=http://"+ln.Addr().String(), "SHOTS_DIR="+shots, "DOCS_DIR="+docs, "CHROMIUM="+chromium)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -582,6 +582,8 @@
     const ul = $("approval-list");
     ul.replaceChildren();
     for (const a of items) {
+      const card = state.cards.get(a.call_id);
+      if (card && !card.res.childNodes.length) card.st.textContent = "waiting for your approval";
       const li = el("li", "approval");
       const h = el("p");
       h.appendChild(document.createTextNode("The agent wants to call "));

@@ -318,6 +318,37 @@ await step("a compaction shows its marker and summary", async () => {
   current = page;
 });
 
+await step("approve and deny a tool call", async () => {
+  const ctxP = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const pp = await newPage(ctxP);
+  current = pp;
+  await pp.goto(env.AGENTIK_APPROVE_URL + "/");
+  await pp.click("#new-conv");
+  await pp.locator("#conv").waitFor();
+  assert(await pp.isHidden("#approvals"), "nothing pending yet");
+  await send(pp, "time?");
+  const pending = pp.locator("#approvals");
+  await pending.locator("code", { hasText: "current_time" }).waitFor();
+  assert((await pending.innerText()).includes('"zone": "UTC"'), "the arguments are shown");
+  assert(await pp.isVisible("#busy"), "the turn waits, working");
+  await pp.locator(".tool .tool-state", { hasText: "waiting for your approval" }).waitFor();
+  await shot(pp, "approval");
+  await pending.locator("button", { hasText: "Approve" }).click();
+  await pp.locator(".tool .tool-state", { hasText: "done" }).waitFor();
+  await pp.locator(".msg.assistant", { hasText: "It is tea time." }).waitFor();
+  await pending.waitFor({ state: "hidden" });
+  await send(pp, "time?");
+  await pending.locator("button", { hasText: "Deny" }).waitFor();
+  await pending.locator("button", { hasText: "Deny" }).click();
+  await pp.locator(".tool.failed").waitFor();
+  await pp.locator(".msg.assistant", { hasText: "Understood, I will not look at the clock." }).waitFor();
+  await pending.waitFor({ state: "hidden" });
+  const types = await pp.locator("#events .etype").allInnerTexts();
+  assert(types.filter((t) => t === "approval_requested").length === 2 && types.filter((t) => t === "approval_resolved").length === 2, "approval events: " + types);
+  await ctxP.close();
+  current = page;
+});
+
 await step("no errors in the browser console", async () => {
   // Expected: the refused sign-in (401), bob's look at alice's conversation
   // (404), and the connections the test cut.

@@ -74,6 +74,7 @@ type Config struct {
 
 	MCPServer MCPServerConfig // the MCP server facade (MCP is the tool source)
 	HTTP      HTTPConfig
+	Obs       ObsConfig // metrics and the admin API
 }
 
 // Default returns the configuration used when no variable is set.
@@ -258,6 +259,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.Auth.read(r)
 	c.MCPServer.read(r)
 	c.HTTP.read(r)
+	c.Obs.read(r)
 
 	if c.Backend == "" {
 		c.Backend = BackendDemo

@@ -38,6 +38,10 @@ type Options struct {
 	CORSOrigins []string
 	// Logger receives refusals and the access log; nil means slog.Default().
 	Logger *slog.Logger
+	// Observe, when set, is told of every request Handler served: its
+	// method, the ServeMux pattern that matched ("" for none), the status
+	// and the duration (metrics).
+	Observe func(method, route string, status int, d time.Duration)
 }
 
 // Edge is the HTTP edge of one process. Safe for concurrent use.
@@ -46,11 +50,12 @@ type Edge struct {
 	bodyTimeout time.Duration
 	cors        map[string]bool
 	log         *slog.Logger
+	observe     func(method, route string, status int, d time.Duration)
 }
 
 // New returns an edge.
 func New(opts Options) *Edge {
-	e := &Edge{tokens: opts.Tokens, bodyTimeout: opts.BodyTimeout, cors: map[string]bool{}, log: opts.Logger}
+	e := &Edge{tokens: opts.Tokens, bodyTimeout: opts.BodyTimeout, cors: map[string]bool{}, log: opts.Logger, observe: opts.Observe}
 	if e.bodyTimeout <= 0 {
 		e.bodyTimeout = DefaultBodyTimeout
 	}
@@ -191,12 +196,18 @@ func (e *Edge) Handler(next http.Handler) http.Handler {
 		if !e.cross(rec, r) {
 			next.ServeHTTP(rec, r)
 		}
+		d := time.Since(start)
+		// r.Pattern is the route the ServeMux matched (it sets it on the
+		// request it was given).
+		if e.observe != nil {
+			e.observe(r.Method, r.Pattern, rec.status, d)
+		}
 		level := slog.LevelDebug
 		if rec.status >= 500 {
 			level = slog.LevelWarn
 		}
-		e.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
-			"duration", time.Since(start).Round(time.Microsecond), "principal", n.principal)
+		e.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "route", r.Pattern, "status", rec.status,
+			"duration", d.Round(time.Microsecond), "principal", n.principal)
 	})
 }
 

@@ -80,6 +80,10 @@ type Options struct {
 	// nil: this engine is the store's only user, and a local Coordinator
 	// runs them here (coordinator.go).
 	Cluster agentik.Coordinator
+
+	// Observer receives turns, model calls and tool calls for metrics and
+	// traces; nil: agentik.NopObserver.
+	Observer agentik.Observer
 }
 
 func (o *Options) setDefaults() error {
@@ -129,6 +133,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Observer == nil {
+		o.Observer = agentik.NopObserver{}
 	}
 	if o.Info.ID == "" {
 		o.Info.ID = "agentik"

@@ -20,7 +20,16 @@ const finalWriteTimeout = 10 * time.Second
 
 // runTurn answers one user message and always closes its turn.
 func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
-	r := &turnRun{c: c, t: t, ctx: ctx, client: q.client}
+	r := &turnRun{c: c, t: t, ctx: ctx, client: q.client, start: time.Now()}
+	obs, agent := c.e.opts.Observer, c.e.opts.Info.ID
+	obs.TurnStarted(agent)
+	defer func() {
+		outcome := r.outcome
+		if outcome == "" {
+			outcome = "lease_lost" // fenced: another process runs the turn
+		}
+		obs.TurnEnded(agent, outcome, time.Since(r.start))
+	}()
 	err := r.run(q.resume)
 	switch {
 	case err == nil:
@@ -32,6 +41,7 @@ func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
 		// Parked: the turn stays open (working) and nothing is held; an
 		// answer kicks the loop, which resumes it from the journal.
 		c.parkRunning(t, r.parked)
+		r.outcome = "approval_pending" // this run ends; an answer resumes the turn
 	case ctx.Err() != nil:
 		r.closeInterrupted()
 	default:
@@ -49,6 +59,10 @@ type turnRun struct {
 	text   string        // the response text of the current model call
 	reason string        // reasoning of the current model call
 	parked *pendingRound // the round that waits for approvals
+
+	start     time.Time // for the observer
+	outcome   string    // the end reason, once ended
+	firstSeen bool      // the first token was reported
 }
 
 // errWaitingForClient ends a turn that waits for client tool results.
@@ -129,7 +143,9 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 		r.text, r.reason = "", ""
 		// The LLM bounds its own waiting (connect, retries, silence between
 		// chunks); the turn's context adds interrupts and shutdown.
+		began := time.Now()
 		resp, err := c.e.opts.LLM.Generate(r.ctx, req, r.onDelta)
+		c.e.opts.Observer.ModelCall(c.e.opts.Info.ID, c.e.opts.LLM.Info().Name, modelOutcome(r.ctx, err), time.Since(began), resp.Tokens)
 		if err == nil {
 			r.tokens = r.tokens.Add(resp.Tokens)
 			return resp, nil
@@ -158,10 +174,29 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 	}
 }
 
+// modelOutcome is the bounded outcome label of a model call.
+func modelOutcome(ctx context.Context, err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case ctx.Err() != nil:
+		return "interrupted"
+	case errors.Is(err, agentik.ErrContextOverflow):
+		return "context_overflow"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "error"
+}
+
 // onDelta publishes one streamed piece; the model adapter calls it in order.
 func (r *turnRun) onDelta(d agentik.ModelDelta) {
 	if d.Text == "" {
 		return
+	}
+	if !r.firstSeen {
+		r.firstSeen = true
+		r.c.e.opts.Observer.FirstToken(r.c.e.opts.Info.ID, time.Since(r.start))
 	}
 	c := r.c
 	c.mu.Lock()
@@ -389,6 +424,17 @@ func (r *turnRun) isClientTool(set *tools.Set, name string) bool {
 
 // callTool runs one tool with the tool timeout; every failure is a result.
 func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.ToolResult) {
+	began := time.Now()
+	defer func() {
+		outcome, name := "ok", tc.Name
+		if res.IsError {
+			outcome = "error"
+		}
+		if _, known := set.Lookup(name); !known {
+			name = "unknown" // the model's invention: not a label
+		}
+		r.c.e.opts.Observer.ToolCall(r.c.e.opts.Info.ID, name, outcome, time.Since(began))
+	}()
 	tool, ok := set.Lookup(tc.Name)
 	if !ok || r.c.e.denied(tc.Name) {
 		return agentik.ErrorResult(fmt.Sprintf("unknown tool %q", tc.Name))
@@ -488,6 +534,7 @@ func (r *turnRun) closeFailed(err error) {
 }
 
 func (r *turnRun) end(reason string) {
+	r.outcome = reason
 	ev := agentik.Event{Type: agentik.EvEnd, ReplyTo: r.t.user.ID, Reason: reason}
 	if r.tokens != (agentik.TurnTokens{}) {
 		tok := r.tokens

@@ -81,6 +81,9 @@ func (a *app) newEdge() {
 	if a.tokens != nil {
 		opts.Tokens = a.tokens
 	}
+	if a.metrics != nil {
+		opts.Observe = a.metrics.HTTPRequest
+	}
 	a.edge = edge.New(opts)
 }
 

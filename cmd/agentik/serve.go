@@ -22,6 +22,7 @@ import (
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/mcp"
 	"github.com/agentik/agentik/openai"
+	"github.com/agentik/agentik/telemetry"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -43,6 +44,8 @@ type app struct {
 	edge   *edge.Edge
 
 	httpAddr string // the HTTP listener's address, once listening
+
+	metrics *telemetry.Metrics // nil outside serve (metrics.go)
 
 	// onStart runs once the engine has started (facades with listeners
 	// of their own begin serving); onShutdown runs before the engine
@@ -126,6 +129,7 @@ func (a *app) buildEngine(ctx context.Context) error {
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		ImageInput:      a.llm.Info().ImageInput,
 		Logger:          a.log,
+		Observer:        a.observer(),
 
 		ContextTokens: cfg.ContextTokensFor(a.llm.Info().Name),
 		SendReasoning: cfg.ReasoningToModel,
@@ -150,6 +154,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	a := &app{cfg: cfg, log: log}
 	defer a.close()
+	a.newMetrics()
 	var err error
 	if err := a.setupAuth(ctx); err != nil {
 		return err
@@ -166,7 +171,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Guard:        a.guard(""),
 		Logger:       log,
 	})
-	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer, a.mountIRC, a.mountConsole} {
+	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer, a.mountIRC, a.mountConsole, a.mountMetrics} {
 		if err := mount(ctx); err != nil {
 			return err
 		}

@@ -127,9 +127,16 @@ await step("a tool call card shows arguments and result", async () => {
   await page.locator(".msg.assistant", { hasText: "It is tea time." }).waitFor();
 });
 
-await step("Escape interrupts an answer mid-stream", async () => {
+await step("busy policy reject, then Escape interrupts an answer mid-stream", async () => {
   await send(page, "hang");
   await page.locator(".msg.live", { hasText: "partial answer" }).waitFor();
+  // The busy policy: with "reject" a message sent meanwhile is refused.
+  await page.selectOption("#if-busy", "reject");
+  await send(page, "are you there?");
+  await page.locator("#status", { hasText: "still answering" }).waitFor();
+  assert((await page.inputValue("#composer-text")) === "are you there?", "the refused text stays in the box");
+  await page.selectOption("#if-busy", "enqueue");
+  await page.fill("#composer-text", "");
   await page.keyboard.press("Escape");
   await page.locator(".marker.interrupted").waitFor();
   await page.locator(".msg.assistant:not(.live)", { hasText: "partial answer" }).waitFor();
@@ -351,8 +358,8 @@ await step("approve and deny a tool call", async () => {
 
 await step("no errors in the browser console", async () => {
   // Expected: the refused sign-in (401), bob's look at alice's conversation
-  // (404), and the connections the test cut.
-  const real = consoleErrors.filter((e) => !/401|404|Unauthorized|Not Found|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e));
+  // (404), the busy refusal (409), and the connections the test cut.
+  const real = consoleErrors.filter((e) => !/401|404|409|Unauthorized|Not Found|Conflict|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e));
   assert(real.length === 0, "console errors: " + real.join("\n"));
 });
 

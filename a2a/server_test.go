@@ -1,13 +1,16 @@
 package a2a
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -200,6 +203,11 @@ func TestStreamAndCancel(t *testing.T) {
 			r := e.rpc(v.send, map[string]any{"message": v.msg("slow", ""), "configuration": cfg})
 			id := taskIDOf(t, r.Result)
 			<-gate.Reached()
+			// The model has written "partial"; wait until the engine has
+			// read it (a subscriber joining a running turn gets the text so
+			// far), so the interrupt keeps it rather than racing it.
+			convID, _, _ := parseTaskID(id)
+			waitForText(t, e, convID, "partial")
 			got := e.rpc(v.get, map[string]any{"id": id})
 			if _, state, _ := kindOf(t, got.Result); state != "working" {
 				t.Fatalf("running task reads %s", got.raw)
@@ -350,4 +358,32 @@ func TestCardIgnoresHostHeader(t *testing.T) {
 			t.Fatalf("%s with Host evil.example.com: %d %s", path, resp.StatusCode, b)
 		}
 	}
+}
+
+// waitForText returns once the conversation's running turn has streamed
+// want (as the partial text a joining subscriber gets, or a later delta).
+func waitForText(t *testing.T, e *env, convID, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conv, err := e.eng.Conversation(ctx, convID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close()
+	st, err := conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var text string
+	for ev := range st.C() {
+		if ev.Type == agentik.EvAppendText {
+			text += ev.Text
+			if strings.Contains(text, want) {
+				return
+			}
+		}
+	}
+	t.Fatalf("the turn never streamed %q (got %q): %v", want, text, st.Err())
 }

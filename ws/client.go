@@ -181,6 +181,11 @@ func (c *Conn) SendMessage(ctx context.Context, m *UserMessage) error {
 // follows on Messages.
 func (c *Conn) Interrupt(ctx context.Context) error { return c.write(ctx, &Interrupt{}) }
 
+// Answer answers an *ApprovalRequest with APPROVAL (extension, SPEC §10).
+// A refused answer (not_found, conflict, invalid) comes back as an *Error
+// on Messages; an accepted one lets the turn go on.
+func (c *Conn) Answer(ctx context.Context, m *Approval) error { return c.write(ctx, m) }
+
 func (c *Conn) write(ctx context.Context, m ClientMessage) error {
 	b, err := EncodeClientMessage(m)
 	if err != nil {

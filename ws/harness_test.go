@@ -32,8 +32,9 @@ type stack struct {
 	url   string // ws://…/agentik/ws
 }
 
-// tokens maps bearer tokens to principals when the stack has auth.
-func newStack(t *testing.T, opts Options, tokens map[string]string) *stack {
+// tokens maps bearer tokens to principals when the stack has auth; eopts
+// adjust the engine's options (tools, approval policy).
+func newStack(t *testing.T, opts Options, tokens map[string]string, eopts ...func(*engine.Options)) *stack {
 	t.Helper()
 	ctx := testCtx(t)
 	llm := llmtest.NewServer()
@@ -47,8 +48,12 @@ func newStack(t *testing.T, opts Options, tokens map[string]string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Options{Store: store, Bus: bus.New(), LLM: model,
-		Tools: tools.NewRegistry(tools.CurrentTime{})})
+	eo := engine.Options{Store: store, Bus: bus.New(), LLM: model,
+		Tools: tools.NewRegistry(tools.CurrentTime{})}
+	for _, f := range eopts {
+		f(&eo)
+	}
+	eng, err := engine.New(eo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -236,6 +236,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := sess.write(sctx, st); err != nil {
 		return
 	}
+	// What waits for approval now, after STATUS; a request that also
+	// arrives on the stream (committed between Events and here) is sent once.
+	sess.asked = map[string]bool{}
+	if ap, ok := conv.(agentik.Approver); ok {
+		pending, err := ap.Approvals(sctx)
+		if err != nil {
+			sess.reject(ctx, err)
+			return
+		}
+		for _, p := range pending {
+			if err := sess.write(sctx, approvalRequest(p.CallID, p.Name, p.Arguments, p.ExpiresAt)); err != nil {
+				return
+			}
+			sess.asked[p.CallID] = true
+		}
+	}
 	sess.run(sctx, stream)
 }
 
@@ -286,6 +302,7 @@ type session struct {
 	ext      map[string]bool
 	log      *slog.Logger
 	activity chan struct{} // a client message arrived
+	asked    map[string]bool // call ids sent as APPROVAL_REQUEST and not yet resolved (run's goroutine only)
 
 	wmu    sync.Mutex // serialises writes with the decision to say goodbye
 	closed bool       // GRACEFUL_DISCONNECT or a closing ERROR was sent
@@ -481,6 +498,14 @@ func (ss *session) translate(ev agentik.Event, phase string, turnSeen bool) Serv
 		if ev.Message != nil {
 			return &Error{Code: ev.Message.Code, Details: agentik.TurnErrorMessage(ev.Message.Code, ev.Message.Details), ReplyTo: ev.Message.ReplyTo}
 		}
+	case agentik.EvApprovalRequested:
+		if ss.asked[ev.CallID] {
+			return nil
+		}
+		ss.asked[ev.CallID] = true
+		return approvalRequest(ev.CallID, ev.Name, ev.Arguments, ev.ExpiresAt)
+	case agentik.EvApprovalResolved:
+		delete(ss.asked, ev.CallID)
 	case agentik.EvToolCall:
 		if ss.ext[ExtTools] && ev.Message != nil {
 			return &ToolCall{CallID: ev.Message.CallID, Name: ev.Message.Name, Arguments: json.RawMessage(ev.Message.Arguments)}
@@ -563,8 +588,26 @@ func (ss *session) handle(ctx context.Context, m ClientMessage) error {
 	case *Interrupt:
 		_, err := ss.conv.Interrupt(ctx)
 		return err
+	case *Approval:
+		ap, ok := ss.conv.(agentik.Approver)
+		if !ok {
+			return agentik.Errorf(agentik.ENotFound, "no tool call %q waits for approval in this conversation", m.CallID)
+		}
+		return ap.Resolve(ctx, m.CallID, m.Resolution())
 	}
 	return nil
+}
+
+// approvalRequest is the APPROVAL_REQUEST of a pending call.
+func approvalRequest(callID, name string, args agentik.RawJSON, expires agentik.Time) *ApprovalRequest {
+	m := &ApprovalRequest{CallID: callID, Name: name, Arguments: json.RawMessage(args)}
+	if len(m.Arguments) == 0 {
+		m.Arguments = json.RawMessage("{}")
+	}
+	if !expires.IsZero() {
+		m.ExpiresAt = expires.String()
+	}
+	return m
 }
 
 // pingLoop pings the peer; one that does not answer in time is dropped.

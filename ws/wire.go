@@ -18,6 +18,9 @@ const (
 	// TypeInterrupt is an extension: the client asks to cancel the running
 	// turn. Its partial answer is kept; the turn ends with END.
 	TypeInterrupt = "INTERRUPT"
+	// TypeApproval is an extension (SPEC §10): the client answers an
+	// APPROVAL_REQUEST.
+	TypeApproval = "APPROVAL"
 )
 
 // AGENT_EVENT subtypes.
@@ -29,6 +32,9 @@ const (
 	SubtypeReasoningChunk = "REASONING_CHUNK"
 	SubtypeToolCall       = "TOOL_CALL"
 	SubtypeToolResult     = "TOOL_RESULT"
+	// SubtypeApprovalRequest (extension, SPEC §10) is sent to every
+	// connection: a tool call waits for a person's APPROVAL.
+	SubtypeApprovalRequest = "APPROVAL_REQUEST"
 )
 
 // Extensions a client may ask for with ?events= (comma-separated).
@@ -119,6 +125,17 @@ type ToolResult struct {
 	IsError bool   `json:"is_error"`
 }
 
+// ApprovalRequest says a tool call waits for a person's answer (extension,
+// SPEC §10): answer it with APPROVAL{call_id, approved, reason?,
+// arguments?}. ExpiresAt (extra field, RFC 3339) is when it counts as
+// denied, if ever.
+type ApprovalRequest struct {
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	ExpiresAt string          `json:"expires_at,omitempty"`
+}
+
 // Unknown is a server message of a type or subtype this SDK does not know;
 // Raw is the frame as received. Newer servers may add messages.
 type Unknown struct {
@@ -135,6 +152,7 @@ func (*GracefulDisconnect) serverMessage() {}
 func (*ReasoningChunk) serverMessage()     {}
 func (*ToolCall) serverMessage()           {}
 func (*ToolResult) serverMessage()         {}
+func (*ApprovalRequest) serverMessage()    {}
 func (*Unknown) serverMessage()            {}
 
 // header is the discriminator of every frame.
@@ -187,6 +205,11 @@ func EncodeServerMessage(m ServerMessage) ([]byte, error) {
 			header
 			*ToolResult
 		}{header{TypeAgentEvent, SubtypeToolResult}, m}
+	case *ApprovalRequest:
+		v = struct {
+			header
+			*ApprovalRequest
+		}{header{TypeAgentEvent, SubtypeApprovalRequest}, m}
 	case *Unknown:
 		return m.Raw, nil
 	default:
@@ -226,6 +249,8 @@ func DecodeServerMessage(b []byte) (ServerMessage, error) {
 			m = &ToolCall{}
 		case SubtypeToolResult:
 			m = &ToolResult{}
+		case SubtypeApprovalRequest:
+			m = &ApprovalRequest{}
 		}
 	}
 	if m == nil {
@@ -237,7 +262,8 @@ func DecodeServerMessage(b []byte) (ServerMessage, error) {
 	return m, nil
 }
 
-// ClientMessage is a message from the client: *UserMessage or *Interrupt.
+// ClientMessage is a message from the client: *UserMessage, *Interrupt or
+// *Approval.
 type ClientMessage interface{ clientMessage() }
 
 // UserMessage is the user's text. IfBusy (extra field) overrides the
@@ -250,8 +276,22 @@ type UserMessage struct {
 // Interrupt asks the server to cancel the running turn (extension).
 type Interrupt struct{}
 
+// Approval answers an APPROVAL_REQUEST (extension, SPEC §10). Arguments,
+// only with Approved, replace the call's arguments: a JSON object that
+// must satisfy the tool's schema.
+type Approval struct {
+	CallID    string          `json:"call_id"`
+	Approved  bool            `json:"approved"`
+	Reason    string          `json:"reason,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// MaxCallID bounds the call_id of an APPROVAL, in bytes.
+const MaxCallID = 256
+
 func (*UserMessage) clientMessage() {}
 func (*Interrupt) clientMessage()   {}
+func (*Approval) clientMessage()    {}
 
 // EncodeClientMessage returns the JSON frame of m.
 func EncodeClientMessage(m ClientMessage) ([]byte, error) {
@@ -263,6 +303,11 @@ func EncodeClientMessage(m ClientMessage) ([]byte, error) {
 		}{header{Type: TypeUserMessage}, m})
 	case *Interrupt:
 		return json.Marshal(header{Type: TypeInterrupt})
+	case *Approval:
+		return json.Marshal(struct {
+			header
+			*Approval
+		}{header{Type: TypeApproval}, m})
 	}
 	return nil, fmt.Errorf("ws: cannot encode %T", m)
 }
@@ -303,8 +348,49 @@ func DecodeClientMessage(b []byte) (ClientMessage, error) {
 		return m, nil
 	case TypeInterrupt:
 		return &Interrupt{}, nil
+	case TypeApproval:
+		return decodeApproval(fields)
 	}
-	return nil, &Error{Code: CodeUnknownType, Details: fmt.Sprintf("unknown message type %q; the server takes USER_MESSAGE and INTERRUPT", truncate(typ, 64))}
+	return nil, &Error{Code: CodeUnknownType, Details: fmt.Sprintf("unknown message type %q; the server takes USER_MESSAGE, INTERRUPT and APPROVAL", truncate(typ, 64))}
+}
+
+// decodeApproval checks an APPROVAL's fields: call_id a non-empty string,
+// approved a boolean, reason a string, arguments (only with approved) a
+// JSON object; what agentik.Resolution.Validate refuses is invalid too.
+func decodeApproval(fields map[string]json.RawMessage) (ClientMessage, error) {
+	m := &Approval{}
+	raw, ok := fields["call_id"]
+	if !ok || isNull(raw) || json.Unmarshal(raw, &m.CallID) != nil || m.CallID == "" {
+		return nil, &Error{Code: CodeInvalid, Details: `APPROVAL needs a string "call_id"`}
+	}
+	if len(m.CallID) > MaxCallID {
+		return nil, &Error{Code: CodeInvalid, Details: fmt.Sprintf(`"call_id" is longer than %d bytes`, MaxCallID)}
+	}
+	raw, ok = fields["approved"]
+	if !ok || isNull(raw) || json.Unmarshal(raw, &m.Approved) != nil {
+		return nil, &Error{Code: CodeInvalid, Details: `APPROVAL needs a boolean "approved"`}
+	}
+	if raw, ok := fields["reason"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &m.Reason) != nil {
+			return nil, &Error{Code: CodeInvalid, Details: `"reason" must be a string`}
+		}
+	}
+	if raw, ok := fields["arguments"]; ok && !isNull(raw) {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) != nil {
+			return nil, &Error{Code: CodeInvalid, Details: `"arguments" must be a JSON object`}
+		}
+		m.Arguments = json.RawMessage(b.Bytes())
+	}
+	if err := m.Resolution().Validate(); err != nil {
+		return nil, &Error{Code: CodeInvalid, Details: agentik.ErrorMessage(err)}
+	}
+	return m, nil
+}
+
+// Resolution is the answer m gives, for agentik.Approver.Resolve.
+func (m *Approval) Resolution() agentik.Resolution {
+	return agentik.Resolution{Approved: m.Approved, Reason: m.Reason, Arguments: agentik.RawJSON(m.Arguments)}
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

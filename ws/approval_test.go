@@ -164,3 +164,17 @@ func TestApprovalDeniedOverWebSocket(t *testing.T) {
 		t.Fatalf("model got %+v", m)
 	}
 }
+
+func TestDecodeApprovalLimits(t *testing.T) {
+	long := `{"type":"APPROVAL","call_id":"c","approved":false,"reason":"` + strings.Repeat("r", agentik.MaxApprovalReason+1) + `"}`
+	if _, err := DecodeClientMessage([]byte(long)); err == nil || err.(*Error).Code != CodeInvalid {
+		t.Fatalf("long reason: %v", err)
+	}
+	m, err := DecodeClientMessage([]byte(`{"type":"APPROVAL","call_id":"c","approved":true,"arguments":{ "to" : "x" }}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := m.(*Approval); string(a.Arguments) != `{"to":"x"}` || !a.Approved || a.CallID != "c" {
+		t.Fatalf("decoded %+v", a)
+	}
+}

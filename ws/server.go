@@ -301,7 +301,7 @@ type session struct {
 	conv     agentik.Conversation
 	ext      map[string]bool
 	log      *slog.Logger
-	activity chan struct{} // a client message arrived
+	activity chan struct{}   // a client message arrived
 	asked    map[string]bool // call ids sent as APPROVAL_REQUEST and not yet resolved (run's goroutine only)
 
 	wmu    sync.Mutex // serialises writes with the decision to say goodbye

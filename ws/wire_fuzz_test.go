@@ -18,6 +18,16 @@ func FuzzDecodeClientMessage(f *testing.F) {
 		`{"type":"USER_MESSAGE","text":42}`,
 		`{"type":"USER_MESSAGE"}`,
 		`{"type":"INTERRUPT"}`,
+		`{"type":"APPROVAL","call_id":"call_1","approved":true}`,
+		`{"type":"APPROVAL","call_id":"call_1","approved":false,"reason":"not now"}`,
+		`{"type":"APPROVAL","call_id":"call_1","approved":true,"arguments":{ "to" : "<b>" }}`,
+		`{"type":"APPROVAL","call_id":"call_1","approved":false,"arguments":{}}`,
+		`{"type":"APPROVAL","call_id":"call_1","approved":true,"arguments":[1]}`,
+		`{"type":"APPROVAL","call_id":"","approved":true}`,
+		`{"type":"APPROVAL","call_id":7,"approved":true}`,
+		`{"type":"APPROVAL","call_id":"c","approved":"yes"}`,
+		`{"type":"APPROVAL","call_id":"c"}`,
+		`{"type":"APPROVAL","call_id":"c","approved":null}`,
 		`{"type":"NOPE"}`,
 		`{"type":null}`,
 		`[1]`, `null`, `"x"`, ``, `{`, `{"type":"USER_MESSAGE","text":"\ud800"}`,
@@ -41,11 +51,29 @@ func FuzzDecodeClientMessage(f *testing.F) {
 		if um, ok := m.(*UserMessage); ok && um.Text == "" {
 			t.Fatal("empty text accepted")
 		}
+		if a, ok := m.(*Approval); ok {
+			if a.CallID == "" || len(a.CallID) > MaxCallID {
+				t.Fatalf("bad call_id %q accepted", a.CallID)
+			}
+			if err := a.Resolution().Validate(); err != nil {
+				t.Fatalf("decoded an invalid resolution: %v", err)
+			}
+		}
 		enc, err := EncodeClientMessage(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m2, err := DecodeClientMessage(enc)
+		if a, ok := m.(*Approval); ok && err == nil {
+			// Encoding escapes HTML in the arguments; compare their values.
+			a2, ok := m2.(*Approval)
+			if !ok || !sameJSON(a.Arguments, a2.Arguments) {
+				t.Fatalf("round trip: %#v -> %s -> %#v", m, enc, m2)
+			}
+			c1, c2 := *a, *a2
+			c1.Arguments, c2.Arguments = nil, nil
+			m, m2 = &c1, &c2
+		}
 		if err != nil || !reflect.DeepEqual(m, m2) {
 			t.Fatalf("round trip: %#v -> %s -> %#v %v", m, enc, m2, err)
 		}
@@ -63,6 +91,9 @@ func FuzzDecodeServerMessage(f *testing.F) {
 		`{"type":"AGENT_EVENT","subtype":"TOOL_CALL","call_id":"c","name":"n","arguments":{"a":1}}`,
 		`{"type":"AGENT_EVENT","subtype":"TOOL_RESULT","call_id":"c","name":"n","text":"t","is_error":true}`,
 		`{"type":"AGENT_EVENT","subtype":"REASONING_CHUNK","text":"r"}`,
+		`{"type":"AGENT_EVENT","subtype":"APPROVAL_REQUEST","call_id":"c","name":"send_mail","arguments":{"to":"bob"}}`,
+		`{"type":"AGENT_EVENT","subtype":"APPROVAL_REQUEST","call_id":"c","name":"n","arguments":{},"expires_at":"2026-12-01T14:00:00Z"}`,
+		`{"type":"AGENT_EVENT","subtype":"APPROVAL_REQUEST","call_id":1}`,
 		`{"type":"AGENT_EVENT","subtype":"FUTURE"}`,
 		`{"type":"ERROR","code":"error_code","details":"d"}`,
 		`{"type":"GRACEFUL_DISCONNECT"}`,
@@ -90,6 +121,13 @@ func FuzzDecodeServerMessage(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode %s: %v", enc, err)
 		}
+		if ar, ok := m2.(*ApprovalRequest); ok {
+			a := m.(*ApprovalRequest)
+			if a.CallID != ar.CallID || a.Name != ar.Name || a.ExpiresAt != ar.ExpiresAt || !sameJSON(a.Arguments, ar.Arguments) {
+				t.Fatalf("round trip: %#v -> %s -> %#v", m, enc, m2)
+			}
+			return
+		}
 		if tc, ok := m2.(*ToolCall); ok && tc.Arguments != nil {
 			// RawMessage keeps the input's spacing; compare compacted.
 			var a, b2 bytes.Buffer
@@ -104,4 +142,17 @@ func FuzzDecodeServerMessage(f *testing.F) {
 			t.Fatalf("round trip: %#v -> %s -> %#v", m, enc, m2)
 		}
 	})
+}
+
+// sameJSON reports whether a and b are the same JSON value (both absent
+// counts as the same).
+func sameJSON(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
 }

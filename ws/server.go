@@ -236,8 +236,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := sess.write(sctx, st); err != nil {
 		return
 	}
-	// What waits for approval now, after STATUS; a request that also
-	// arrives on the stream (committed between Events and here) is sent once.
+	// What waits for approval now, after STATUS. The engine's stream also
+	// replays pending requests to a joining subscriber, and a request may be
+	// committed between Events and here: each call id is sent once (asked).
+	// The listing covers agents whose streams do not replay.
 	sess.asked = map[string]bool{}
 	if ap, ok := conv.(agentik.Approver); ok {
 		pending, err := ap.Approvals(sctx)

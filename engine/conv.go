@@ -33,6 +33,9 @@ type conv struct {
 	partial    strings.Builder        // text of the current phase so far
 	lastActive time.Time
 	streams    map[*stream[agentik.Event]]struct{}
+	withdrawn  map[string]bool // turns withdrawn before they started (withdraw.go)
+	leased     bool            // the loop holds the lease (of epoch): this process starts the turns
+	epoch      int64
 
 	// writeMu orders each commit with the publication of its events, so
 	// subscribers get a conversation's durable events in cursor order.
@@ -93,6 +96,7 @@ func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
 		shared:     e.opts.Cluster != nil && !rec.Temporal,
 		lastActive: time.Now(),
 		streams:    make(map[*stream[agentik.Event]]struct{}),
+		withdrawn:  make(map[string]bool),
 	}
 }
 
@@ -565,50 +569,10 @@ func (h *handle) Interrupt(ctx context.Context) (bool, error) {
 
 var _ agentik.TurnInterrupter = (*handle)(nil)
 
-// InterruptTurn interrupts the turn answering replyTo: here (running or
-// queued), or — when another process runs exactly that turn — there. A turn
-// queued in a shared store but not started here is not withdrawn: false.
+// InterruptTurn interrupts the turn answering replyTo wherever it is: see
+// withdraw.go.
 func (h *handle) InterruptTurn(ctx context.Context, replyTo string) (bool, error) {
-	c := h.c
-	if ok, err := c.interruptTurn(ctx, replyTo); ok || err != nil {
-		return ok, err
-	}
-	if rt, running := c.coord.Running(c.id); !running || rt.ReplyTo != replyTo {
-		return false, nil
-	}
-	ok, err := c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: c.id, Reason: agentik.ReasonUser, ReplyTo: replyTo})
-	if err != nil {
-		return false, c.readErr(err)
-	}
-	return ok, nil
-}
-
-// interruptTurn interrupts the turn of user message replyTo: cancels it when
-// it runs, withdraws and closes it when it waits in the queue.
-func (c *conv) interruptTurn(ctx context.Context, replyTo string) (bool, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.running != nil && c.running.user.ID == replyTo {
-		return c.interruptLocked(agentik.ReasonUser), nil
-	}
-	if c.parked != nil && c.parked.replyTo == replyTo && c.running == nil {
-		c.mu.Unlock()
-		ok, err := c.interruptParked(ctx, agentik.ReasonUser, agentik.PrincipalFrom(ctx))
-		c.mu.Lock()
-		return ok, err
-	}
-	for i, q := range c.queue {
-		if q.user.ID != replyTo || q.resume != nil {
-			continue
-		}
-		if err := c.closeInterrupted(ctx, replyTo, agentik.ReasonUser); err != nil {
-			return false, err
-		}
-		c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
-		c.publishLocked(agentik.Event{Type: agentik.EvEnd, ReplyTo: replyTo, Reason: agentik.EndInterrupted})
-		return true, nil
-	}
-	return false, nil
+	return h.c.interruptTurn(ctx, replyTo)
 }
 
 func (h *handle) Messages(ctx context.Context, req agentik.MessagesRequest) (agentik.MessagePage, error) {

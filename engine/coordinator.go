@@ -66,7 +66,8 @@ func (e *Engine) kick(id string) {
 }
 
 // remoteInterrupt cancels the running turn another process asked to
-// interrupt, if it is the one req targets.
+// interrupt, if it is the one req targets; a targeted turn that does not
+// run here is withdrawn before it starts (withdraw.go).
 func (e *Engine) remoteInterrupt(id string, req agentik.InterruptRequest) bool {
 	e.mu.Lock()
 	c := e.live[id]
@@ -76,10 +77,13 @@ func (e *Engine) remoteInterrupt(id string, req agentik.InterruptRequest) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running == nil || !req.Matches(c.running.user.ID) {
-		return false
+	if c.running != nil && req.Matches(c.running.user.ID) {
+		return c.interruptLocked(req.Reason)
 	}
-	return c.interruptLocked(req.Reason)
+	if req.ReplyTo != "" && req.Reason == agentik.ReasonUser {
+		c.remoteWithdraw(req.ReplyTo) // not running here: withdrawn before it starts
+	}
+	return false
 }
 
 // leasesLost stops every turn of a shared conversation at once, leaving it

@@ -115,7 +115,13 @@ func (c *conv) loop() {
 			if !lease.Continued {
 				c.memoryLoaded = false // another process answered turns since we last ran
 			}
+			c.mu.Lock()
+			c.leased, c.epoch = true, lease.Epoch
+			c.mu.Unlock()
 			stuck = c.runPending(ctx, lease.Epoch)
+			c.mu.Lock()
+			c.leased, c.epoch = false, 0
+			c.mu.Unlock()
 			c.coord.Release(context.WithoutCancel(ctx), c.id)
 			if c.shared && !stuck {
 				// A process that stored a message while we held the lease
@@ -136,6 +142,7 @@ func (c *conv) loop() {
 		if c.shared || c.parked == nil {
 			c.queue = nil
 		} // alone on the store, what waits behind a parked turn stays listed
+		c.forgetWithdrawnLocked()
 		c.looping = false
 		c.e.limits.stopped(c.owner)
 		c.mu.Unlock()
@@ -165,10 +172,18 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		if len(q.Open) == 0 {
 			return false
 		}
+		if c.withdrawMarked(ctx, q) {
+			last = ""
+			continue // turns withdrawn through another process: read again
+		}
 		user := q.Open[0]
 		if user.ID == last && !c.awaited(user.ID) {
 			c.e.log.Warn("a turn stayed open after it ran; it is retried at the next message", "conversation", c.id, "reply_to", user.ID)
 			return true
+		}
+		if c.withdrawnTurn(user.ID) {
+			last = ""
+			continue // closed here since the queue was read
 		}
 		last = user.ID
 		item, local := c.take(user.ID)
@@ -194,6 +209,12 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		tctx, cancel := context.WithCancel(fctx)
 		t := &turn{user: user, cancel: cancel}
 		c.mu.Lock()
+		if c.isWithdrawnLocked(user.ID) {
+			c.mu.Unlock()
+			cancel()
+			last = ""
+			continue // withdrawn just now: it never starts
+		}
 		c.running = t
 		if c.parked != nil && c.parked.replyTo == user.ID {
 			c.parked = nil // resumed: every call has its answer

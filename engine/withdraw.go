@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"slices"
+
+	"github.com/agentik/agentik"
+)
+
+// Interrupting one turn, wherever it is (agentik.TurnInterrupter).
+//
+// A running turn is cancelled by the process running it. A turn that is
+// open but has not started (queued, or waiting for client tool results) is
+// withdrawn: closed with interrupted{reason:user} without running. Only the
+// process that starts the conversation's turns may withdraw one — the lease
+// holder, or this process alone on its store — or the close could race with
+// the turn's start elsewhere. The holder marks the turn in c.withdrawn and
+// closes it under c.mu, where its loop also checks c.withdrawn just before
+// starting a turn: a withdrawn turn never starts.
+//
+// Another process asks the holder through the Coordinator
+// (InterruptRequest.ReplyTo) and marks the turn too, so that whichever
+// process holds the lease next withdraws it; when no process holds the
+// lease it kicks its own loop, which takes the lease and withdraws it.
+//
+// c.withdrawn maps a user message id to whether this process closed that
+// turn (true) or only knows it is to be withdrawn (false).
+
+// interruptTurn interrupts the turn answering replyTo. It reports false
+// when that turn is not open (over, or unknown).
+func (c *conv) interruptTurn(ctx context.Context, replyTo string) (bool, error) {
+	c.mu.Lock()
+	if c.running != nil && c.running.user.ID == replyTo {
+		ok := c.interruptLocked(agentik.ReasonUser)
+		c.mu.Unlock()
+		return ok, nil
+	}
+	c.mu.Unlock()
+	q, err := c.coord.Pending(ctx, c.id)
+	if err != nil {
+		return false, c.readErr(err)
+	}
+	if !slices.ContainsFunc(q.Open, func(m agentik.Message) bool { return m.ID == replyTo }) {
+		return false, nil
+	}
+	if q.Open[0].ID == replyTo {
+		round, err := c.openRound(ctx, q.Open[0], q.Turn)
+		if err != nil {
+			return false, err
+		}
+		if round != nil && len(round.asking) > 0 {
+			// Waiting for approvals: its pending calls are denied and it
+			// is closed, by whichever process is asked (approval.go).
+			return c.interruptParked(ctx, agentik.ReasonUser, agentik.PrincipalFrom(ctx))
+		}
+	}
+	c.mu.Lock()
+	if c.running != nil && c.running.user.ID == replyTo {
+		ok := c.interruptLocked(agentik.ReasonUser)
+		c.mu.Unlock()
+		return ok, nil
+	}
+	if !c.shared || c.leased {
+		defer c.mu.Unlock()
+		if err := c.withdrawLocked(ctx, replyTo); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	// Another process holds the lease, or none does.
+	if _, known := c.withdrawn[replyTo]; !known {
+		c.withdrawn[replyTo] = false
+	}
+	c.sent++ // work for a loop of this process, should it run
+	c.mu.Unlock()
+	held, err := c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: c.id, Reason: agentik.ReasonUser, ReplyTo: replyTo})
+	if err != nil {
+		return false, c.readErr(err)
+	}
+	if !held {
+		// No process runs the conversation's turns: this one takes the
+		// lease and withdraws the turn.
+		c.mu.Lock()
+		c.kickLocked()
+		c.mu.Unlock()
+	}
+	return true, nil
+}
+
+// withdrawLocked closes the open turn answering id without running it. The
+// caller holds c.mu and starts the conversation's turns (holds its lease,
+// or is alone on the store); ctx carries no fence, the lease's is used.
+func (c *conv) withdrawLocked(ctx context.Context, id string) error {
+	if c.withdrawn[id] {
+		return nil // closed here already
+	}
+	c.withdrawn[id] = true // from here on the loop cannot start it
+	if c.shared {
+		ctx = withFence(ctx, c.epoch)
+	}
+	if err := c.closeInterrupted(ctx, id, agentik.ReasonUser); err != nil {
+		delete(c.withdrawn, id)
+		return err
+	}
+	for i, q := range c.queue {
+		if q.user.ID == id {
+			c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
+			break
+		}
+	}
+	if c.pending != nil && c.pending.user.ID == id {
+		c.pending = nil
+	}
+	c.publishLocked(agentik.Event{Type: agentik.EvEnd, ReplyTo: id, Reason: agentik.EndInterrupted})
+	return nil
+}
+
+// withdrawMarked closes, while the loop holds the lease, the open turns of
+// q that another process asked to withdraw before this one held it. It
+// reports whether it closed any (the queue is then read again).
+func (c *conv) withdrawMarked(ctx context.Context, q agentik.TurnQueue) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	closed := false
+	for _, m := range q.Open {
+		if done, marked := c.withdrawn[m.ID]; !marked || done {
+			continue
+		}
+		if err := c.withdrawLocked(ctx, m.ID); err != nil {
+			c.e.log.Warn("withdraw a turn", "conversation", c.id, "reply_to", m.ID, "err", err)
+			continue
+		}
+		closed = true
+	}
+	return closed
+}
+
+func (c *conv) withdrawnTurn(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.isWithdrawnLocked(id)
+}
+
+// isWithdrawnLocked reports whether this process closed or is to close the turn
+// answering id. The caller holds c.mu.
+func (c *conv) isWithdrawnLocked(id string) bool {
+	_, ok := c.withdrawn[id]
+	return ok
+}
+
+// forgetWithdrawnLocked drops what the loop no longer needs once it ends:
+// the turns it closed (no stale read of the queue can show them again).
+// The caller holds c.mu.
+func (c *conv) forgetWithdrawnLocked() {
+	for id, done := range c.withdrawn {
+		if done {
+			delete(c.withdrawn, id)
+		}
+	}
+}
+
+// remoteWithdraw is the holder's side of another process's InterruptTurn
+// of a turn that does not run here: it is marked and, when this process
+// holds the lease, closed at once (the Coordinator's callback must not
+// block, so the close runs on its own goroutine).
+func (c *conv) remoteWithdraw(id string) {
+	if _, known := c.withdrawn[id]; !known {
+		c.withdrawn[id] = false
+		c.sent++
+	}
+	if !c.leased {
+		return
+	}
+	e := c.e
+	e.mu.Lock()
+	draining := e.draining
+	if !draining {
+		e.turns.Add(1)
+	}
+	e.mu.Unlock()
+	if draining {
+		return
+	}
+	go func() {
+		defer e.turns.Done()
+		ctx, cancel := context.WithTimeout(e.baseCtx, finalWriteTimeout)
+		defer cancel()
+		q, err := c.coord.Pending(ctx, c.id)
+		if err != nil {
+			e.log.Warn("withdraw a turn: read open turns", "conversation", c.id, "reply_to", id, "err", err)
+			return
+		}
+		if !slices.ContainsFunc(q.Open, func(m agentik.Message) bool { return m.ID == id }) {
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.leased || (c.running != nil && c.running.user.ID == id) {
+			return // the lease moved on (its next holder withdraws it), or it started: cancelled by remoteInterrupt
+		}
+		if err := c.withdrawLocked(ctx, id); err != nil {
+			e.log.Warn("withdraw a turn", "conversation", c.id, "reply_to", id, "err", err)
+		}
+	}()
+}

@@ -205,7 +205,7 @@ func (c *Coordinator) unlockLocked(ctx context.Context, conversationID string) {
 // Pending returns the conversation's open turns in seq order and the
 // journal of the first one so far.
 func (c *Coordinator) Pending(ctx context.Context, conversationID string) (agentik.TurnQueue, error) {
-	return agentik.ReadTurnQueue(ctx, c.s, conversationID)
+	return c.s.queue(ctx, conversationID)
 }
 
 // Join subscribes to the conversation's events and returns, at the same

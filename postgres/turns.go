@@ -98,8 +98,6 @@ func (b *Bus) expireTurns(open []string, since time.Time) {
 
 // queue reads a conversation's open turns and the journal of the first one,
 // in one query (one round trip on every turn of the lease holder).
-//
-//lint:ignore U1000 the one-query queue of the lease holder; the Coordinator refactor left it without a caller until it is wired back
 func (s *Store) queue(ctx context.Context, conversationID string) (agentik.TurnQueue, error) {
 	var msgs []agentik.Message
 	var turn []bool // msgs[i] answers the first open turn

@@ -159,16 +159,22 @@ func (c *conv) forgetWithdrawnLocked() {
 	}
 }
 
-// remoteWithdraw is the holder's side of another process's InterruptTurn
-// of a turn that does not run here: it is marked and, when this process
-// holds the lease, closed at once (the Coordinator's callback must not
-// block, so the close runs on its own goroutine).
+// remoteWithdraw is this process's side of another's InterruptTurn of a
+// turn that does not run here: it is marked and, when this process holds
+// the lease, closed at once (the Coordinator's callback must not block, so
+// the close runs on its own goroutine); otherwise this process's loop tries
+// to take the lease, so that the turn is withdrawn even when the holder
+// asked had just let the lease go. The caller holds c.mu.
 func (c *conv) remoteWithdraw(id string) {
 	if _, known := c.withdrawn[id]; !known {
 		c.withdrawn[id] = false
 		c.sent++
 	}
 	if !c.leased {
+		// This process may take the lease next (its loop, running or
+		// kicked now, reads the queue again and withdraws the turn): the
+		// holder that was asked may have been past its last read.
+		c.kickLocked()
 		return
 	}
 	e := c.e

@@ -580,3 +580,17 @@ func validTitle(t string) error {
 	}
 	return nil
 }
+
+// RunsHere reports whether this process runs (or holds parked) a turn of
+// conversation id: for administration (GET /admin/turns).
+func (e *Engine) RunsHere(id string) bool {
+	e.mu.Lock()
+	c := e.live[id]
+	e.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running != nil || c.parked != nil
+}

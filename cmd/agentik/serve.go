@@ -171,7 +171,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		Guard:        a.guard(""),
 		Logger:       log,
 	})
-	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer, a.mountIRC, a.mountConsole, a.mountMetrics} {
+	for _, mount := range []func(context.Context) error{a.mountTools, a.mountAGUI, a.mountA2A, a.mountWS, a.mountMCPServer, a.mountIRC, a.mountConsole, a.mountMetrics, a.mountAdmin} {
 		if err := mount(ctx); err != nil {
 			return err
 		}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
+)
+
+// adminTurn is one open turn as GET /admin/turns lists it.
+type adminTurn struct {
+	ConversationID string  `json:"conversation_id"`
+	ReplyTo        string  `json:"reply_to"`
+	Principal      string  `json:"principal"`
+	Agent          string  `json:"agent"`
+	State          string  `json:"state"` // running, queued, approval_pending
+	Since          string  `json:"since"`
+	AgeSeconds     float64 `json:"age_seconds"`
+	// Process is this process's host name for the turns it runs; "" for a
+	// turn another process sharing the store runs or has not yet taken.
+	Process string `json:"process,omitempty"`
+	// PendingApprovals counts the tool calls waiting for an answer.
+	PendingApprovals int `json:"pending_approvals,omitempty"`
+}
+
+// mountAdmin serves the admin API to the principals of AGENTIK_ADMINS;
+// anyone else gets 404 (docs/observability.md).
+func (a *app) mountAdmin(ctx context.Context) error {
+	a.mux.Handle("GET /admin/turns", a.adminOnly(http.HandlerFunc(a.adminTurns)))
+	a.mux.Handle("POST /admin/turns/{reply_to}/cancel", a.adminOnly(http.HandlerFunc(a.adminCancel)))
+	return nil
+}
+
+// openTurns lists every open turn in the store (on PostgreSQL: of every
+// process): the first open turn of a conversation runs (or waits for
+// approvals), the others are queued behind it.
+func (a *app) openTurns(ctx context.Context) ([]adminTurn, error) {
+	open, err := a.store.OpenTurns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pending := map[string]int{}
+	for _, p := range a.eng.PendingApprovals() {
+		pending[p.ReplyTo]++
+	}
+	host, _ := os.Hostname()
+	owners := map[string]string{}
+	out := make([]adminTurn, 0, len(open))
+	now := time.Now()
+	for i, m := range open {
+		owner, ok := owners[m.ConversationID]
+		if !ok {
+			if rec, err := a.store.GetConversation(ctx, m.ConversationID); err == nil {
+				owner = rec.Owner
+			}
+			owners[m.ConversationID] = owner
+		}
+		t := adminTurn{ConversationID: m.ConversationID, ReplyTo: m.ID, Principal: owner, Agent: a.eng.Info().ID,
+			State: "queued", Since: m.Date.String(), AgeSeconds: now.Sub(m.Date.Time).Seconds()}
+		if i == 0 || open[i-1].ConversationID != m.ConversationID {
+			t.State = "running"
+			if n := pending[m.ID]; n > 0 {
+				t.State, t.PendingApprovals = "approval_pending", n
+			}
+		}
+		if a.eng.RunsHere(m.ConversationID) {
+			t.Process = host
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (a *app) adminTurns(w http.ResponseWriter, r *http.Request) {
+	turns, err := a.openTurns(r.Context())
+	if err != nil {
+		edge.WriteError(w, r, a.log, err)
+		return
+	}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"turns": turns})
+}
+
+// adminCancel interrupts a running turn, or withdraws a queued one, with
+// reason user, for whoever owns it.
+func (a *app) adminCancel(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	replyTo := r.PathValue("reply_to")
+	turns, err := a.openTurns(ctx)
+	if err != nil {
+		edge.WriteError(w, r, a.log, err)
+		return
+	}
+	for _, t := range turns {
+		if t.ReplyTo != replyTo {
+			continue
+		}
+		conv, err := a.eng.Conversation(agentik.WithPrincipal(ctx, t.Principal), t.ConversationID)
+		if err != nil {
+			edge.WriteError(w, r, a.log, err)
+			return
+		}
+		ti, ok := conv.(agentik.TurnInterrupter)
+		if !ok {
+			edge.WriteError(w, r, a.log, agentik.Errorf(agentik.EUnavailable, "turns of this conversation cannot be cancelled"))
+			return
+		}
+		done, err := ti.InterruptTurn(agentik.WithPrincipal(ctx, t.Principal), replyTo)
+		if err != nil {
+			edge.WriteError(w, r, a.log, err)
+			return
+		}
+		edge.WriteJSON(w, http.StatusOK, map[string]any{"cancelled": done, "conversation_id": t.ConversationID, "reply_to": replyTo})
+		return
+	}
+	edge.WriteError(w, r, a.log, agentik.Errorf(agentik.ENotFound, "no open turn %s", replyTo))
+}

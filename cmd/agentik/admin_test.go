@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/llmtest"
+)
+
+func adminDo(t *testing.T, method, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestAdminTurnsAndCancel: an admin sees a running and a queued turn of
+// another principal and cancels both; nobody else learns the routes exist.
+func TestAdminTurnsAndCancel(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	llm.Enqueue(llmtest.Stream().Role().Content("half").Pause(gate).Finish("stop").Done())
+	db := filepath.Join(t.TempDir(), "agentik.db")
+	const root, bob = "tok-root-secret", "tok-bob-secret"
+	p := startProc(t, "AGENTIK_DB_PATH="+db, "OPENAI_BASE_URL="+llm.URL(),
+		"AGENTIK_AUTH_TOKENS=root:"+root+",bob:"+bob, "AGENTIK_ADMINS=root")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := httpapi.NewClient(p.url+"/agentik", httpapi.WithToken(bob))
+	info, err := client.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := client.Conversation(ctx, info.ID)
+	s, err := conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first, err := conv.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("one")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-gate.Reached()
+	second, err := conv.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("two")}, IfBusy: agentik.BusyEnqueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Isolation: without a token 401; a non-admin 404 with nothing of the
+	// turns in it, exactly as for a route that does not exist.
+	for _, rt := range []struct{ method, path string }{
+		{http.MethodGet, "/admin/turns"},
+		{http.MethodPost, "/admin/turns/" + first.MessageID + "/cancel"},
+		{http.MethodGet, "/metrics"},
+	} {
+		if code, _ := adminDo(t, rt.method, p.url+rt.path, ""); code != http.StatusUnauthorized {
+			t.Errorf("%s %s without a token: %d", rt.method, rt.path, code)
+		}
+		code, body := adminDo(t, rt.method, p.url+rt.path, bob)
+		want := `{"error":{"code":"not_found","message":"no such endpoint: ` + rt.method + " " + rt.path + `"}}`
+		if code != http.StatusNotFound || strings.TrimSpace(body) != want || strings.Contains(body, info.ID) {
+			t.Errorf("%s %s as bob: %d %s", rt.method, rt.path, code, body)
+		}
+	}
+
+	code, body := adminDo(t, http.MethodGet, p.url+"/admin/turns", root)
+	if code != http.StatusOK {
+		t.Fatalf("admin turns: %d %s", code, body)
+	}
+	var list struct{ Turns []adminTurn }
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Turns) != 2 || list.Turns[0].ReplyTo != first.MessageID || list.Turns[0].State != "running" ||
+		list.Turns[1].ReplyTo != second.MessageID || list.Turns[1].State != "queued" ||
+		list.Turns[0].Principal != "bob" || list.Turns[0].ConversationID != info.ID || list.Turns[0].Process == "" ||
+		list.Turns[0].AgeSeconds < 0 {
+		t.Fatalf("admin turns: %s", body)
+	}
+
+	// Cancel the queued turn, then the running one.
+	for _, id := range []string{second.MessageID, first.MessageID} {
+		code, body := adminDo(t, http.MethodPost, p.url+"/admin/turns/"+id+"/cancel", root)
+		if code != http.StatusOK || !strings.Contains(body, `"cancelled":true`) {
+			t.Fatalf("cancel %s: %d %s", id, code, body)
+		}
+	}
+	closed := map[string]bool{}
+	for ev := range s.C() {
+		if ev.Type == agentik.EvInterrupted {
+			closed[ev.ReplyTo] = true
+		}
+		if closed[first.MessageID] && closed[second.MessageID] {
+			break
+		}
+	}
+	if !closed[first.MessageID] || !closed[second.MessageID] {
+		t.Fatalf("not both interrupted (%v): %v\n%s", closed, s.Err(), p.log())
+	}
+	if code, body := adminDo(t, http.MethodGet, p.url+"/admin/turns", root); code != http.StatusOK || !strings.Contains(body, `"turns":[]`) {
+		t.Fatalf("after cancel: %d %s", code, body)
+	}
+	if code, _ := adminDo(t, http.MethodPost, p.url+"/admin/turns/"+first.MessageID+"/cancel", root); code != http.StatusNotFound {
+		t.Fatalf("cancel of a closed turn: %d", code)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -115,7 +116,9 @@ func (c *conv) armAll(p *pendingRound) {
 
 func (c *conv) parkLocked(p *pendingRound, how int) {
 	fresh := c.parked == nil || c.parked.replyTo != p.user.ID
-	c.parked = &parkedTurn{replyTo: p.user.ID, asking: p.asking}
+	// A copy: Resolve deletes from the parked set under c.mu while the
+	// turn arms expiry timers from p.asking outside it.
+	c.parked = &parkedTurn{replyTo: p.user.ID, asking: maps.Clone(p.asking)}
 	if how == parkRejoin && fresh {
 		for _, ev := range parkedJoin(c.id, c.parked) {
 			c.publishLocked(ev)

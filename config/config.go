@@ -64,6 +64,16 @@ type Config struct {
 	DBPoolSize         int           // AGENTIK_DB_POOL_SIZE
 	DBStatementTimeout time.Duration // AGENTIK_DB_STATEMENT_TIMEOUT
 
+	// File is the configuration file the agents come from ("" when the
+	// environment alone describes the one agent). Agents holds every agent
+	// of the process, the default first; Tokens the file's auth.tokens;
+	// Warnings what start-up should log about the file (secrets written in
+	// it). See file.go and agent.go.
+	File     string
+	Agents   []Agent
+	Tokens   []TokenEntry
+	Warnings []string
+
 	// One struct per area, each declared and read in its own file.
 	MCP  MCPConfig
 	A2A  A2AConfig
@@ -277,6 +287,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.OpenAIBaseURL != "" && !strings.HasPrefix(c.OpenAIBaseURL, "http://") && !strings.HasPrefix(c.OpenAIBaseURL, "https://") {
 		bad("OPENAI_BASE_URL", c.OpenAIBaseURL, "want an http:// or https:// URL")
 	}
+	c.Agents = []Agent{c.AgentFromEnv()}
 	return c, errors.Join(r.errs...)
 }
 
@@ -334,5 +345,18 @@ func (c Config) Redacted() Config {
 		}
 		c.A2A.AgentTokens = tokens
 	}
+	agents := make([]Agent, len(c.Agents))
+	for i, a := range c.Agents {
+		agents[i] = a.redacted()
+	}
+	c.Agents = agents
+	tokens := make([]TokenEntry, len(c.Tokens))
+	for i, t := range c.Tokens {
+		if t.Inline != "" {
+			t.Inline = "[redacted]"
+		}
+		tokens[i] = t
+	}
+	c.Tokens = tokens
 	return c
 }

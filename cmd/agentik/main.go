@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,10 +32,12 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-const usage = `usage: agentik <command>
+const usage = `usage: agentik <command> [--config FILE]
 
 commands:
-  serve          run the agent server (configured by AGENTIK_* and OPENAI_* variables)
+  serve          run the agent server (configured by a file, --config or AGENTIK_CONFIG,
+                 and AGENTIK_* and OPENAI_* variables)
+  config         check a configuration file, or print an example
   chat           talk to the agent in the terminal
   conversations  list, show, rename or delete conversations
   tools          list every tool the model would see
@@ -56,26 +57,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return exitOK
+	case "config":
+		return configCommand(args[1:], getenv, stdout, stderr)
 	case "serve", "tools", "chat", "conversations", "mcp":
 	default:
 		fmt.Fprintf(stderr, "agentik: unknown command %q\n\n%s", args[0], usage)
 		return exitConfig
 	}
 
-	cfg, err := config.FromEnv(getenv)
+	path, rest, err := configPath(args[1:], getenv)
 	if err != nil {
-		fmt.Fprintln(stderr, "agentik: invalid configuration:")
-		var joined interface{ Unwrap() []error }
-		if errors.As(err, &joined) {
-			for _, e := range joined.Unwrap() {
-				fmt.Fprintln(stderr, "  "+e.Error())
-			}
-		} else {
-			fmt.Fprintln(stderr, "  "+err.Error())
-		}
+		fmt.Fprintln(stderr, "agentik:", err)
+		return exitConfig
+	}
+	args = append(args[:1:1], rest...)
+	cfg, err := loadConfig(path, getenv)
+	if err != nil {
+		printConfigErrors(stderr, err)
 		return exitConfig
 	}
 	log := newLogger(cfg, stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
 	switch args[0] {
 	case "tools":
 		return listTools(ctx, cfg, stdout, log)

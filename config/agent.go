@@ -1,0 +1,178 @@
+package config
+
+import (
+	_ "embed"
+	"strings"
+	"time"
+)
+
+// Agent is one agent of the process, resolved: from an agents: entry of the
+// configuration file, or — without a file — from the environment (AgentFromEnv
+// describes today's single agent exactly as before).
+type Agent struct {
+	// ID is URL-safe and unique: the agent's paths are /agents/{id}/….
+	ID          string
+	Name        string
+	Description string
+	// Default: the first agent of the file; it also answers at the
+	// historical paths (/agentik, /agui, /a2a, …).
+	Default bool
+
+	SystemPrompt     string
+	SystemPromptFile string // where SystemPrompt was read from ("" when inline); re-read on SIGHUP
+
+	// The model.
+	Backend       string // BackendOpenAI or BackendDemo
+	BaseURL       string
+	Model         string
+	APIKey        string // secret
+	MaxRetries    int
+	LLMTimeout    time.Duration
+	ContextTokens int    // 0: by model name
+	ImageInput    string // auto, on, off
+	SendReasoning bool
+
+	// Tools.
+	Builtin       []string // built-in tools by name
+	MCPConfig     string   // path to an mcp.json ("" none)
+	MCPServers    []byte   // inline servers as an mcp.json document ({"mcpServers":{…}}), nil none
+	A2AAgents     []Remote // remote A2A agents offered as tools
+	Allow         []string // tool name patterns (path.Match); empty allows all
+	Deny          []string
+	ToolTimeout   time.Duration
+	MaxToolRounds int
+
+	// Approval is the tool approval policy (SPEC §10): tool-name glob →
+	// ask, allow or deny. Parsed and validated here; not enforced yet.
+	Approval map[string]string
+
+	// IfBusy is the busy policy of this agent's facades that do not name
+	// one per message (AG-UI, WebSocket, MCP); "" leaves each facade's own
+	// default (AGENTIK_AGUI_IF_BUSY, …).
+	IfBusy string
+
+	// Per-principal limits on this agent (see AuthConfig for their meaning).
+	MaxConcurrentTurns     int
+	MessagesPerMinute      int
+	ConversationsPerMinute int
+	MaxImageBytes          int
+	TemporalIdle           time.Duration
+}
+
+// Remote is a remote A2A agent offered as a tool.
+type Remote struct {
+	URL   string
+	Token string // bearer token, secret ("" none)
+}
+
+// Approval decisions.
+const (
+	ApprovalAsk   = "ask"
+	ApprovalAllow = "allow"
+	ApprovalDeny  = "deny"
+)
+
+// BuiltinTools are the built-in tools an agent may name.
+var BuiltinTools = []string{"current_time"}
+
+// DefaultAgentID is the id of the one agent the environment describes.
+const DefaultAgentID = "agentik"
+
+// AgentFromEnv is the single agent today's environment variables describe.
+func (c Config) AgentFromEnv() Agent {
+	a := Agent{
+		ID:            DefaultAgentID,
+		Name:          "Agentik",
+		Description:   "An Agentik agent",
+		Default:       true,
+		SystemPrompt:  c.SystemPrompt,
+		Backend:       c.Backend,
+		BaseURL:       c.OpenAIBaseURL,
+		Model:         c.OpenAIModel,
+		APIKey:        c.OpenAIAPIKey,
+		MaxRetries:    c.LLMMaxRetries,
+		LLMTimeout:    c.LLMTimeout,
+		ContextTokens: c.ContextTokens,
+		ImageInput:    c.ImageInput,
+		SendReasoning: c.ReasoningToModel,
+		Builtin:       append([]string(nil), BuiltinTools...),
+		MCPConfig:     c.MCP.ConfigPath,
+		ToolTimeout:   c.ToolTimeout,
+		MaxToolRounds: c.MaxToolRounds,
+
+		MaxConcurrentTurns:     c.Auth.MaxConcurrentTurns,
+		MessagesPerMinute:      c.Auth.MessagesPerMinute,
+		ConversationsPerMinute: c.Auth.ConversationsPerMinute,
+		MaxImageBytes:          c.MaxImageBytes,
+		TemporalIdle:           c.TemporalIdle,
+	}
+	for i, u := range c.A2A.Agents {
+		a.A2AAgents = append(a.A2AAgents, Remote{URL: u, Token: c.A2A.AgentToken(i)})
+	}
+	return a
+}
+
+// DefaultAgent returns the default agent (the first).
+func (c Config) DefaultAgent() Agent {
+	if len(c.Agents) == 0 {
+		return c.AgentFromEnv()
+	}
+	return c.Agents[0]
+}
+
+// ImageInputFor resolves the agent's image_input for a model name.
+func (a Agent) ImageInputFor(model string) bool {
+	return Config{ImageInput: a.ImageInput}.ImageInputFor(model)
+}
+
+// ContextTokensFor resolves the agent's context budget for a model name.
+func (a Agent) ContextTokensFor(model string) int {
+	return Config{ContextTokens: a.ContextTokens}.ContextTokensFor(model)
+}
+
+// ValidAgentID reports whether id can name an agent: 1 to 64 lower-case
+// letters, digits, '-' and '_', starting with a letter or digit — safe in a
+// URL path, an IRC channel name and a file name.
+func ValidAgentID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// redacted returns a copy of a safe to print.
+func (a Agent) redacted() Agent {
+	if a.APIKey != "" {
+		a.APIKey = "[redacted]"
+	}
+	remotes := make([]Remote, len(a.A2AAgents))
+	for i, r := range a.A2AAgents {
+		remotes[i] = r
+		if r.Token != "" {
+			remotes[i].Token = "[redacted]"
+		}
+	}
+	a.A2AAgents = remotes
+	if a.MCPServers != nil {
+		a.MCPServers = []byte(`"[redacted]"`) // may hold header secrets
+	}
+	return a
+}
+
+func validPattern(p string) bool {
+	return p != "" && !strings.ContainsAny(p, "\x00\n")
+}
+
+// Example is a commented configuration file of three agents (agentik config
+// example prints it).
+//
+//go:embed example.yaml
+var Example string

@@ -618,7 +618,7 @@ func (b *Bus) catchUpAgent(to int64) {
 			ev, err := scanAgentEvent(rows)
 			evs = append(evs, ev)
 			return err
-		}, qAgentEventsRange, b.agentDelivered, to, catchUpPage)
+		}, qAgentEventsRange, b.agentDelivered, to, catchUpPage, b.s.agent)
 		if err != nil {
 			if b.ctx.Err() == nil {
 				b.log.Warn("bus: cannot read agent events from the store; cutting off subscribers", "err", err)

@@ -283,8 +283,9 @@ func (c *Coordinator) checkSession() {
 	}
 }
 
-const qOpenConversations = `SELECT DISTINCT conversation_id FROM messages
-	WHERE type = 'user_message' AND NOT closed`
+// qOpenConversations: those of the Coordinator's agent (its Store's view).
+const qOpenConversations = `SELECT DISTINCT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
+	WHERE m.type = 'user_message' AND NOT m.closed AND c.agent_id = $1`
 
 // scanOpenTurns kicks every conversation with open turns whose lease this
 // process does not hold; the engine's loop takes the lease if it is free.
@@ -298,7 +299,7 @@ func (c *Coordinator) scanOpenTurns() {
 		err := rows.Scan(&id)
 		ids = append(ids, id)
 		return err
-	}, qOpenConversations)
+	}, qOpenConversations, c.s.agent)
 	if err != nil {
 		if c.ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
 			c.log.Debug("cluster: scan open turns", "err", err)

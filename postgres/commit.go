@@ -39,10 +39,10 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		if quiet(w) {
 			lock.Queue("SET LOCAL synchronous_commit = off")
 		}
-		var owner string
+		var owner, agent string
 		var nextSeq, nextOrd, epoch, lastCursor int64
 		lock.Queue(qCommitConversation, w.ConversationID).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&owner, &nextSeq, &nextOrd, &epoch, &lastCursor)
+			err := row.Scan(&owner, &agent, &nextSeq, &nextOrd, &epoch, &lastCursor)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return notFound(w.ConversationID)
 			}
@@ -125,7 +125,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 					UpdatedAt:      at,
 					Owner:          owner,
 				}
-				if err := queueAgentEvent(batch, touched); err != nil {
+				if err := queueAgentEvent(batch, agent, touched); err != nil {
 					return nil, err
 				}
 			}
@@ -210,11 +210,11 @@ func (s *Store) pipelined(ctx context.Context, op string, lock func(b *pgx.Batch
 
 // queueAgentEvent queues the insert of ev, unnumbered: the sequencer gives
 // it its cursor after commit (qSequence), so ev.Cursor stays 0.
-func queueAgentEvent(b *pgx.Batch, ev *agentik.AgentEvent) error {
+func queueAgentEvent(b *pgx.Batch, agent string, ev *agentik.AgentEvent) error {
 	payload, err := storeutil.AgentPayload(ev)
 	if err != nil {
 		return err
 	}
-	b.Queue(qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ev.Date.Time, payload)
+	b.Queue(qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ev.Date.Time, payload, agent)
 	return nil
 }

@@ -27,10 +27,10 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 	}
 	err := s.write(ctx, "create conversation "+c.ID, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, qInsertConversation,
-			c.ID, c.Owner, c.Title, c.Temporal, c.CreatedAt.Time, c.UpdatedAt.Time, c.Tokens.Input, c.Tokens.Output); err != nil {
+			c.ID, c.Owner, c.Title, c.Temporal, c.CreatedAt.Time, c.UpdatedAt.Time, c.Tokens.Input, c.Tokens.Output, s.agent); err != nil {
 			return err
 		}
-		return insertAgentEvent(ctx, tx, &ev)
+		return insertAgentEvent(ctx, tx, s.agent, &ev)
 	})
 	if err != nil {
 		return agentik.AgentEvent{}, err
@@ -43,7 +43,7 @@ func (s *Store) GetConversation(ctx context.Context, id string) (agentik.Convers
 	var c agentik.ConversationRecord
 	err := s.read(ctx, "get conversation "+id, func(q querier) error {
 		var err error
-		c, err = scanConversation(q.QueryRow(ctx, qGetConversation, id))
+		c, err = scanConversation(q.QueryRow(ctx, qGetConversation, id, s.agent))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound(id)
 		}
@@ -67,13 +67,13 @@ func scanConversation(row pgx.Row) (agentik.ConversationRecord, error) {
 func (s *Store) ListConversations(ctx context.Context, owner string, limit int, before string) ([]agentik.ConversationRecord, string, error) {
 	limit = storeutil.ListLimit(limit)
 	// One more than the limit tells whether a next page exists.
-	query, args := qList, []any{owner, limit + 1}
+	query, args := qList, []any{s.agent, owner, limit + 1}
 	if before != "" {
 		at, id, err := agentik.ParseListToken(before)
 		if err != nil {
 			return nil, "", err
 		}
-		query, args = qListBefore, []any{owner, at.Time, id, limit + 1}
+		query, args = qListBefore, []any{s.agent, owner, at.Time, id, limit + 1}
 	}
 	list := []agentik.ConversationRecord{}
 	err := s.read(ctx, "list conversations", func(q querier) error {
@@ -105,7 +105,7 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 	var ev agentik.AgentEvent
 	err := s.write(ctx, "rename conversation "+id, func(tx pgx.Tx) error {
 		var err error
-		c, err = scanConversation(tx.QueryRow(ctx, qRename, title, id))
+		c, err = scanConversation(tx.QueryRow(ctx, qRename, title, id, s.agent))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound(id)
 		}
@@ -119,7 +119,7 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 			Title:          title,
 			Owner:          c.Owner,
 		}
-		return insertAgentEvent(ctx, tx, &ev)
+		return insertAgentEvent(ctx, tx, s.agent, &ev)
 	})
 	if err != nil {
 		return agentik.ConversationRecord{}, agentik.AgentEvent{}, err
@@ -148,7 +148,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 		if _, err := tx.Exec(ctx, qLockImages, id); err != nil {
 			return err
 		}
-		err = tx.QueryRow(ctx, qDelete, id).Scan(&owner)
+		err = tx.QueryRow(ctx, qDelete, id, s.agent).Scan(&owner)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound(id)
 		}
@@ -161,7 +161,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 			ConversationID: id,
 			Owner:          owner,
 		}
-		return insertAgentEvent(ctx, tx, &ev)
+		return insertAgentEvent(ctx, tx, s.agent, &ev)
 	})
 	if err != nil {
 		return agentik.AgentEvent{}, err
@@ -172,11 +172,11 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 // insertAgentEvent stores ev unnumbered: the sequencer gives it its cursor
 // once committed (qSequence), so ev.Cursor stays 0. The payload is the
 // event's JSON without the cursor and the owner (both columns).
-func insertAgentEvent(ctx context.Context, tx pgx.Tx, ev *agentik.AgentEvent) error {
+func insertAgentEvent(ctx context.Context, tx pgx.Tx, agent string, ev *agentik.AgentEvent) error {
 	payload, err := storeutil.AgentPayload(ev)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ev.Date.Time, payload)
+	_, err = tx.Exec(ctx, qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ev.Date.Time, payload, agent)
 	return err
 }

@@ -55,7 +55,47 @@ type Options struct {
 
 // Store is an agentik.Store backed by PostgreSQL. Safe for concurrent use;
 // Close is idempotent.
+//
+// A Store is the view of one agent (ForAgent): its conversations, and its
+// agent events, are the agent's own — another agent's conversation is not
+// found. The Store Open returns is the view of agent "", which holds the
+// conversations of a database written before agents existed until
+// AdoptConversations gives them to an agent. Methods that take a
+// conversation id the caller got from the view (Commit, Messages, Events,
+// Memory, …) do not check its agent again. A Bus or a Coordinator made on
+// a view serves that agent's agent events and open turns.
 type Store struct {
+	*shared
+	agent string
+	view  bool // a ForAgent view: Close leaves the pool open
+}
+
+// ForAgent returns the view of agent id on the same pool. Closing a view
+// does nothing: close the Store Open returned, after its views are done.
+func (s *Store) ForAgent(id string) *Store { return &Store{shared: s.shared, agent: id, view: true} }
+
+// Agent is the id of the agent s is the view of.
+func (s *Store) Agent() string { return s.agent }
+
+// AdoptConversations gives the conversations and agent events that belong
+// to no agent (written before agents existed) to agent id, and returns how
+// many conversations it moved. Idempotent.
+func (s *Store) AdoptConversations(ctx context.Context, id string) (int64, error) {
+	var n int64
+	err := s.write(ctx, "adopt conversations", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, qAdoptConversations, id)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, qAdoptAgentEvents, id)
+		return err
+	})
+	return n, err
+}
+
+// shared is what every view of one Open shares.
+type shared struct {
 	pool    *pgxpool.Pool
 	cfg     *pgx.ConnConfig // for the Bus's and Coordinator's own connections
 	schema  string          // current_schema() at Open: scopes notifications and locks
@@ -100,13 +140,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", unavailable(err))
 	}
-	s := &Store{
+	s := &Store{shared: &shared{
 		pool:    pool,
 		cfg:     pc.ConnConfig.Copy(),
 		node:    agentik.NewID(),
 		timeout: opts.StatementTimeout,
 		closed:  make(chan struct{}),
-	}
+	}}
 	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&s.schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", classify(err))
@@ -125,8 +165,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // Schema is the schema the store works in.
 func (s *Store) Schema() string { return s.schema }
 
-// Close closes the pool. It is idempotent.
+// Close closes the pool (of a view: nothing). It is idempotent.
 func (s *Store) Close() error {
+	if s.view {
+		return nil
+	}
 	s.closeOnce.Do(func() {
 		close(s.closed)
 		s.pool.Close()

@@ -8,15 +8,16 @@ const conversationColumns = "id, owner, title, temporal, created_at, updated_at,
 
 // Reads.
 const (
-	qExists          = `SELECT 1 FROM conversations WHERE id = $1`
-	qGetConversation = "SELECT " + conversationColumns + " FROM conversations WHERE id = $1"
-	qList            = "SELECT " + conversationColumns + ` FROM conversations WHERE owner = $1
-		ORDER BY updated_at DESC, id DESC LIMIT $2`
-	// The row comparison walks the (owner, updated_at DESC, id DESC) index
-	// from the page token on.
+	qExists = `SELECT 1 FROM conversations WHERE id = $1`
+	// Conversations are scoped to one agent (the Store's view, see ForAgent).
+	qGetConversation = "SELECT " + conversationColumns + " FROM conversations WHERE id = $1 AND agent_id = $2"
+	qList            = "SELECT " + conversationColumns + ` FROM conversations WHERE agent_id = $1 AND owner = $2
+		ORDER BY updated_at DESC, id DESC LIMIT $3`
+	// The row comparison walks the (agent_id, owner, updated_at DESC, id
+	// DESC) index from the page token on.
 	qListBefore = "SELECT " + conversationColumns + ` FROM conversations
-		WHERE owner = $1 AND (updated_at, id) < ($2, $3)
-		ORDER BY updated_at DESC, id DESC LIMIT $4`
+		WHERE agent_id = $1 AND owner = $2 AND (updated_at, id) < ($3, $4)
+		ORDER BY updated_at DESC, id DESC LIMIT $5`
 	qMessagesAfter = `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2
 		ORDER BY seq LIMIT $3 OFFSET $4`
 	qMessagesBefore = `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2 AND seq < $3
@@ -26,14 +27,14 @@ const (
 	qApprovalEvents = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2
 		AND type IN ('approval_requested', 'approval_resolved') ORDER BY cursor`
 	qLastCursor  = `SELECT last_cursor FROM conversations WHERE id = $1`
-	qAgentEvents = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > $1 ORDER BY cursor LIMIT $2`
+	qAgentEvents = `SELECT cursor, owner, payload FROM agent_events WHERE agent_id = $3 AND cursor > $1 ORDER BY cursor LIMIT $2`
 	// The agent-event counter: every numbered agent event has a cursor up
 	// to it, and every event committed before the last sequencer run is
 	// numbered (see qSequence).
 	qAgentCounter = `SELECT last FROM cursors WHERE name = 'agent_events'`
 	qMemory       = `SELECT ord, payload, images FROM memory WHERE conversation_id = $1 ORDER BY ord`
-	qOpenTurns    = `SELECT payload, images FROM messages
-		WHERE type = 'user_message' AND NOT closed ORDER BY conversation_id, seq`
+	qOpenTurns    = `SELECT m.payload, m.images FROM messages m JOIN conversations c ON c.id = m.conversation_id
+		WHERE m.type = 'user_message' AND NOT m.closed AND c.agent_id = $1 ORDER BY m.conversation_id, m.seq`
 	// Used by the Coordinator: one conversation's open turns, in seq order.
 	qOpenTurnsOf = `SELECT payload, images FROM messages
 		WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed ORDER BY seq`
@@ -60,19 +61,23 @@ const (
 			ORDER BY cursor LIMIT $4) e
 		ORDER BY s.n, e.cursor`
 	qAgentEventsRange = `SELECT cursor, owner, payload FROM agent_events
-		WHERE cursor > $1 AND cursor <= $2 ORDER BY cursor LIMIT $3`
+		WHERE agent_id = $4 AND cursor > $1 AND cursor <= $2 ORDER BY cursor LIMIT $3`
 )
 
 // Writes.
 const (
 	qInsertConversation = `INSERT INTO conversations
-		(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
-	qRename = "UPDATE conversations SET title = $1 WHERE id = $2 RETURNING " + conversationColumns
-	qDelete = `DELETE FROM conversations WHERE id = $1 RETURNING owner`
+		(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out, agent_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	qRename = "UPDATE conversations SET title = $1 WHERE id = $2 AND agent_id = $3 RETURNING " + conversationColumns
+	qDelete = `DELETE FROM conversations WHERE id = $1 AND agent_id = $2 RETURNING owner`
 	// An agent event is stored unnumbered; qSequence gives it its cursor.
-	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload) VALUES ($1, $2, $3, $4, $5)`
-	qCommitConversation = `SELECT owner, next_seq, next_ord, lease_epoch, last_cursor FROM conversations WHERE id = $1 FOR UPDATE`
+	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id) VALUES ($1, $2, $3, $4, $5, $6)`
+	qCommitConversation = `SELECT owner, agent_id, next_seq, next_ord, lease_epoch, last_cursor FROM conversations WHERE id = $1 FOR UPDATE`
+	// The conversations and agent events of before agents (agent_id '')
+	// go to the default agent.
+	qAdoptConversations = `UPDATE conversations SET agent_id = $1 WHERE agent_id = ''`
+	qAdoptAgentEvents   = `UPDATE agent_events SET agent_id = $1 WHERE agent_id = ''`
 	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	// An event's cursor comes from a sequence, drawn under the

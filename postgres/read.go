@@ -178,7 +178,7 @@ func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, e
 func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agentik.AgentEvent, error) {
 	evs := []agentik.AgentEvent{}
 	err := s.sequenced(ctx, "agent events", func(b *pgx.Batch) {
-		b.Queue(qAgentEvents, after, limitArg(limit)).Query(func(rows pgx.Rows) error {
+		b.Queue(qAgentEvents, after, limitArg(limit), s.agent).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				ev, err := scanAgentEvent(rows)
 				if err != nil {
@@ -260,7 +260,7 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 // maintains, so start-up cost follows the number of open turns, not the size
 // of the journals.
 func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
-	return s.openTurns(ctx, qOpenTurns)
+	return s.openTurns(ctx, qOpenTurns, s.agent)
 }
 
 // OpenTurnsOf returns the open turns of one conversation in seq order: the

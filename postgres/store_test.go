@@ -135,3 +135,25 @@ func TestBadDSN(t *testing.T) {
 		t.Fatalf("bad DSN: %v", err)
 	}
 }
+
+func TestAgents(t *testing.T) {
+	contract := freshSchema(t) // the contract's checks share one schema, as TestContract's do
+	storetest.RunAgents(t, func(t *testing.T) storetest.Agents {
+		dsn := contract
+		if !strings.Contains(t.Name(), "/Contract/") {
+			dsn = freshSchema(t)
+		}
+		s := openDSN(t, dsn)
+		return storetest.Agents{
+			Base: s,
+			For:  func(id string) agentik.Store { return s.ForAgent(id) },
+			Adopt: func(t *testing.T, id string) int64 {
+				n, err := s.AdoptConversations(t.Context(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			},
+		}
+	})
+}

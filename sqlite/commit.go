@@ -27,9 +27,9 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	images := storeutil.ExtractImages(&w)
 
 	err := s.write(ctx, op, func(tx *wtx) error {
-		var owner string
+		var owner, agent string
 		var nextSeq, nextOrd int64
-		err := tx.QueryRowContext(ctx, qCommitConversation, w.ConversationID).Scan(&owner, &nextSeq, &nextOrd)
+		err := tx.QueryRowContext(ctx, qCommitConversation, w.ConversationID).Scan(&owner, &agent, &nextSeq, &nextOrd)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(w.ConversationID)
 		}
@@ -111,7 +111,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 				UpdatedAt:      at,
 				Owner:          owner,
 			}
-			return insertAgentEvent(ctx, tx, touched)
+			return insertAgentEvent(ctx, tx, agent, touched)
 		}
 		return nil
 	})

@@ -27,10 +27,10 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 	}
 	err := s.write(ctx, "create conversation "+c.ID, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, qInsertConversation,
-			c.ID, c.Owner, c.Title, c.Temporal, ms(c.CreatedAt), ms(c.UpdatedAt), c.Tokens.Input, c.Tokens.Output); err != nil {
+			c.ID, c.Owner, c.Title, c.Temporal, ms(c.CreatedAt), ms(c.UpdatedAt), c.Tokens.Input, c.Tokens.Output, s.agent); err != nil {
 			return err
 		}
-		return insertAgentEvent(ctx, tx, &ev)
+		return insertAgentEvent(ctx, tx, s.agent, &ev)
 	})
 	if err != nil {
 		return agentik.AgentEvent{}, err
@@ -43,14 +43,14 @@ func (s *Store) GetConversation(ctx context.Context, id string) (agentik.Convers
 	var c agentik.ConversationRecord
 	err := s.read(ctx, "get conversation "+id, func(r *reader) error {
 		var err error
-		c, err = getConversation(ctx, r, id)
+		c, err = getConversation(ctx, r, s.agent, id)
 		return err
 	})
 	return c, err
 }
 
-func getConversation(ctx context.Context, q queryer, id string) (agentik.ConversationRecord, error) {
-	c, err := scanConversation(q.QueryRowContext(ctx, qGetConversation, id))
+func getConversation(ctx context.Context, q queryer, agent, id string) (agentik.ConversationRecord, error) {
+	c, err := scanConversation(q.QueryRowContext(ctx, qGetConversation, id, agent))
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, notFound(id)
 	}
@@ -74,13 +74,13 @@ func scanConversation(row scanner) (agentik.ConversationRecord, error) {
 func (s *Store) ListConversations(ctx context.Context, owner string, limit int, before string) ([]agentik.ConversationRecord, string, error) {
 	limit = storeutil.ListLimit(limit)
 	// One more than the limit tells whether a next page exists.
-	query, args := qList, []any{owner, limit + 1}
+	query, args := qList, []any{s.agent, owner, limit + 1}
 	if before != "" {
 		at, id, err := agentik.ParseListToken(before)
 		if err != nil {
 			return nil, "", err
 		}
-		query, args = qListBefore, []any{owner, ms(at), ms(at), id, limit + 1}
+		query, args = qListBefore, []any{s.agent, owner, ms(at), ms(at), id, limit + 1}
 	}
 
 	list := []agentik.ConversationRecord{}
@@ -113,7 +113,7 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 	var c agentik.ConversationRecord
 	var ev agentik.AgentEvent
 	err := s.write(ctx, "rename conversation "+id, func(tx *wtx) error {
-		res, err := tx.ExecContext(ctx, qRename, title, id)
+		res, err := tx.ExecContext(ctx, qRename, title, id, s.agent)
 		if err != nil {
 			return err
 		}
@@ -122,7 +122,7 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 		} else if n == 0 {
 			return notFound(id)
 		}
-		if c, err = getConversation(ctx, tx, id); err != nil {
+		if c, err = getConversation(ctx, tx, s.agent, id); err != nil {
 			return err
 		}
 		ev = agentik.AgentEvent{
@@ -132,7 +132,7 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 			Title:          title,
 			Owner:          c.Owner,
 		}
-		return insertAgentEvent(ctx, tx, &ev)
+		return insertAgentEvent(ctx, tx, s.agent, &ev)
 	})
 	if err != nil {
 		return agentik.ConversationRecord{}, agentik.AgentEvent{}, err
@@ -146,7 +146,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 	var ev agentik.AgentEvent
 	err := s.write(ctx, "delete conversation "+id, func(tx *wtx) error {
 		var owner string
-		err := tx.QueryRowContext(ctx, qDelete, id).Scan(&owner)
+		err := tx.QueryRowContext(ctx, qDelete, id, s.agent).Scan(&owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)
 		}
@@ -159,7 +159,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 			ConversationID: id,
 			Owner:          owner,
 		}
-		return insertAgentEvent(ctx, tx, &ev)
+		return insertAgentEvent(ctx, tx, s.agent, &ev)
 	})
 	if err != nil {
 		return agentik.AgentEvent{}, err
@@ -170,13 +170,13 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 // insertAgentEvent stores ev and sets its cursor. The payload is the event's
 // JSON without the cursor (a column) and without the owner (not on the wire,
 // a column too).
-func insertAgentEvent(ctx context.Context, tx *wtx, ev *agentik.AgentEvent) error {
+func insertAgentEvent(ctx context.Context, tx *wtx, agent string, ev *agentik.AgentEvent) error {
 	ev.Cursor = 0
 	payload, err := storeutil.AgentPayload(ev)
 	if err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ms(ev.Date), payload)
+	res, err := tx.ExecContext(ctx, qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ms(ev.Date), payload, agent)
 	if err != nil {
 		return err
 	}

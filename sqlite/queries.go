@@ -8,14 +8,15 @@ const conversationColumns = "id, owner, title, temporal, created_at, updated_at,
 
 // Reads.
 const (
-	qExists          = `SELECT 1 FROM conversations WHERE id = ?`
-	qGetConversation = "SELECT " + conversationColumns + " FROM conversations WHERE id = ?"
-	// List queries walk the (owner, updated_at, id) index; with a page token
-	// the leading updated_at <= ? keeps it a range scan.
-	qList = "SELECT " + conversationColumns + ` FROM conversations WHERE owner = ?
+	qExists = `SELECT 1 FROM conversations WHERE id = ?`
+	// Conversations are scoped to one agent (the Store's view, see ForAgent).
+	qGetConversation = "SELECT " + conversationColumns + " FROM conversations WHERE id = ? AND agent_id = ?"
+	// List queries walk the (agent_id, owner, updated_at, id) index; with a
+	// page token the leading updated_at <= ? keeps it a range scan.
+	qList = "SELECT " + conversationColumns + ` FROM conversations WHERE agent_id = ? AND owner = ?
 		ORDER BY updated_at DESC, id DESC LIMIT ?`
 	qListBefore = "SELECT " + conversationColumns + ` FROM conversations
-		WHERE owner = ? AND updated_at <= ? AND (updated_at < ? OR id < ?)
+		WHERE agent_id = ? AND owner = ? AND updated_at <= ? AND (updated_at < ? OR id < ?)
 		ORDER BY updated_at DESC, id DESC LIMIT ?`
 	qMessagesAfter = `SELECT payload, images FROM messages WHERE conversation_id = ? AND seq > ?
 		ORDER BY seq LIMIT ? OFFSET ?`
@@ -27,13 +28,17 @@ const (
 		AND type IN ('approval_requested', 'approval_resolved') ORDER BY cursor`
 	qLastCursor = `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?),
 		COALESCE((SELECT MAX(cursor) FROM events WHERE conversation_id = ?), 0)`
-	qAgentEvents     = `SELECT cursor, owner, payload FROM agent_events WHERE cursor > ? ORDER BY cursor LIMIT ?`
+	qAgentEvents     = `SELECT cursor, owner, payload FROM agent_events WHERE agent_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
 	qLastAgentCursor = `SELECT COALESCE(MAX(cursor), 0) FROM agent_events`
 	qMemory          = `SELECT ord, payload, images FROM memory WHERE conversation_id = ? ORDER BY ord`
 	// INDEXED BY: the partial index is the whole point; fail loudly rather
 	// than scan the journals if it ever went missing.
-	qOpenTurns = `SELECT payload, images FROM messages INDEXED BY messages_open_turns
-		WHERE type = 'user_message' AND closed = 0 ORDER BY conversation_id, seq`
+	// CROSS JOIN keeps the partial index the outer loop (SQLite does not
+	// reorder it), so the rows come in index order, without a sort.
+	qOpenTurns = `SELECT m.payload, m.images FROM messages AS m INDEXED BY messages_open_turns
+		CROSS JOIN conversations AS c ON c.id = m.conversation_id
+		WHERE m.type = 'user_message' AND m.closed = 0 AND c.agent_id = ?
+		ORDER BY m.conversation_id, m.seq`
 	qOpenTurnsOf = `SELECT payload, images FROM messages INDEXED BY messages_open_turns
 		WHERE conversation_id = ? AND type = 'user_message' AND closed = 0 ORDER BY seq`
 	// One stored image, only read for rows that reference images.
@@ -43,12 +48,16 @@ const (
 // Writes.
 const (
 	qInsertConversation = `INSERT INTO conversations
-		(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
-	qRename             = `UPDATE conversations SET title = ? WHERE id = ?`
-	qDelete             = `DELETE FROM conversations WHERE id = ? RETURNING owner`
-	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload) VALUES (?, ?, ?, ?, ?)`
-	qCommitConversation = `SELECT owner, next_seq, next_ord FROM conversations WHERE id = ?`
+		(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out, agent_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	qRename             = `UPDATE conversations SET title = ? WHERE id = ? AND agent_id = ?`
+	qDelete             = `DELETE FROM conversations WHERE id = ? AND agent_id = ? RETURNING owner`
+	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id) VALUES (?, ?, ?, ?, ?, ?)`
+	qCommitConversation = `SELECT owner, agent_id, next_seq, next_ord FROM conversations WHERE id = ?`
+	// The conversations and agent events of before agents (agent_id '')
+	// go to the default agent.
+	qAdoptConversations = `UPDATE conversations SET agent_id = ? WHERE agent_id = ''`
+	qAdoptAgentEvents   = `UPDATE agent_events SET agent_id = ? WHERE agent_id = ''`
 	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 	qInsertEvent = `INSERT INTO events (conversation_id, type, date, payload, images) VALUES (?, ?, ?, ?, ?)`

@@ -157,7 +157,7 @@ func (s *Store) AgentEvents(ctx context.Context, after int64, limit int) ([]agen
 			ev, err := storeutil.DecodeAgentEvent(cursor, owner, payload)
 			evs = append(evs, ev)
 			return err
-		}, qAgentEvents, after, limit)
+		}, qAgentEvents, s.agent, after, limit)
 	})
 	if err != nil {
 		return nil, err
@@ -213,7 +213,7 @@ func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.Me
 // maintains, so start-up cost follows the number of open turns, not the size
 // of the journals.
 func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
-	return s.openTurns(ctx, qOpenTurns)
+	return s.openTurns(ctx, qOpenTurns, s.agent)
 }
 
 // OpenTurnsOf returns the open turns of one conversation in seq order.

@@ -37,7 +37,22 @@ const readers = 4
 
 // Store is an agentik.Store backed by one SQLite file. Safe for concurrent
 // use; Close is idempotent.
+//
+// A Store is the view of one agent (ForAgent): its conversations, and its
+// agent events, are the agent's own — another agent's conversation is not
+// found. The Store Open returns is the view of agent "", which holds the
+// conversations of a database written before agents existed until
+// AdoptConversations gives them to an agent. Methods that take a
+// conversation id the caller got from the view (Commit, Messages, Events,
+// Memory, …) do not check its agent again.
 type Store struct {
+	*db
+	agent string
+	view  bool // a ForAgent view: Close leaves the database open
+}
+
+// db is the database every view of one Open shares.
+type db struct {
 	w  *sql.DB // the single writer connection
 	r  *sql.DB // read-only pool
 	ws stmts   // prepared on w
@@ -45,6 +60,33 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// ForAgent returns the view of agent id on the same database. Closing a
+// view does nothing: close the Store Open returned, after its views are
+// done.
+func (s *Store) ForAgent(id string) *Store { return &Store{db: s.db, agent: id, view: true} }
+
+// Agent is the id of the agent s is the view of.
+func (s *Store) Agent() string { return s.agent }
+
+// AdoptConversations gives the conversations and agent events that belong
+// to no agent (written before agents existed) to agent id, and returns how
+// many conversations it moved. Idempotent.
+func (s *Store) AdoptConversations(ctx context.Context, id string) (int64, error) {
+	var n int64
+	err := s.write(ctx, "adopt conversations", func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, qAdoptConversations, id)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, qAdoptAgentEvents, id)
+		return err
+	})
+	return n, err
 }
 
 // Open opens (creating if needed) the database at path, applies pending
@@ -101,7 +143,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
 	}
-	return &Store{w: w, r: r, ws: ws, rs: rs}, nil
+	return &Store{db: &db{w: w, r: r, ws: ws, rs: rs}}, nil
 }
 
 // dsn builds a file: URI so that any path (with '?', '#', spaces) survives,
@@ -119,8 +161,11 @@ func cloneValues(v url.Values) url.Values {
 	return c
 }
 
-// Close closes both connection pools. It is idempotent.
+// Close closes both connection pools (of a view: nothing). It is idempotent.
 func (s *Store) Close() error {
+	if s.view {
+		return nil
+	}
 	s.closeOnce.Do(func() {
 		s.ws.close()
 		s.rs.close()

@@ -30,3 +30,20 @@ func TestShared(t *testing.T) {
 		return openPath(t, path), openPath(t, path)
 	})
 }
+
+func TestAgents(t *testing.T) {
+	storetest.RunAgents(t, func(t *testing.T) storetest.Agents {
+		s := open(t).(*Store)
+		return storetest.Agents{
+			Base: s,
+			For:  func(id string) agentik.Store { return s.ForAgent(id) },
+			Adopt: func(t *testing.T, id string) int64 {
+				n, err := s.AdoptConversations(t.Context(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			},
+		}
+	})
+}

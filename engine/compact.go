@@ -92,7 +92,7 @@ func (c *conv) modelMessages() []agentik.ModelMessage {
 
 // request builds the model request of the current working memory.
 func (r *turnRun) request(offered []agentik.ToolSpec) agentik.ModelRequest {
-	return agentik.ModelRequest{System: r.c.e.opts.SystemPrompt, Tools: offered, Messages: r.c.modelMessages()}
+	return agentik.ModelRequest{System: r.c.e.SystemPrompt(), Tools: offered, Messages: r.c.modelMessages()}
 }
 
 // cut is a planned compaction.

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -148,11 +149,25 @@ func (o *Options) setDefaults() error {
 	return nil
 }
 
+// SystemPrompt is the system prompt of the engine's model calls.
+func (e *Engine) SystemPrompt() string {
+	if p := e.prompt.Load(); p != nil {
+		return *p
+	}
+	return e.opts.SystemPrompt
+}
+
+// SetSystemPrompt replaces the system prompt from the next model call on
+// (a configuration reload); running turns keep theirs for the calls already
+// made. Safe for concurrent use.
+func (e *Engine) SetSystemPrompt(p string) { e.prompt.Store(&p) }
+
 // Engine is the agent. Create it with New, call Start, and Shutdown at the end.
 type Engine struct {
-	opts Options
-	log  *slog.Logger
-	temp *memstore.Store // temporal conversations: memory only
+	opts   Options
+	prompt atomic.Pointer[string] // set by SetSystemPrompt; nil: opts.SystemPrompt
+	log    *slog.Logger
+	temp   *memstore.Store // temporal conversations: memory only
 
 	coord     agentik.Coordinator // of Store: Options.Cluster, else local
 	tempCoord agentik.Coordinator // of temp: always local

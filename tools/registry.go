@@ -19,6 +19,7 @@ type Registry struct {
 	mu      sync.RWMutex
 	builtin []agentik.Tool
 	sources []namedSource
+	keep    func(name string) bool // nil: every tool
 }
 
 type namedSource struct {
@@ -38,6 +39,15 @@ func (r *Registry) AddSource(name string, src agentik.ToolSource) {
 	r.mu.Unlock()
 }
 
+// SetFilter makes Snapshot keep only the tools whose final name keep
+// accepts (an agent's allow and deny lists); nil keeps every tool. It can
+// change while the registry is in use: the next Snapshot applies it.
+func (r *Registry) SetFilter(keep func(name string) bool) {
+	r.mu.Lock()
+	r.keep = keep
+	r.mu.Unlock()
+}
+
 // Set is a snapshot of the tools offered for one model call.
 type Set struct {
 	specs  []agentik.ToolSpec
@@ -47,7 +57,7 @@ type Set struct {
 // Snapshot lists every tool now available, with unique names.
 func (r *Registry) Snapshot(ctx context.Context) *Set {
 	r.mu.RLock()
-	builtin, sources := r.builtin, r.sources
+	builtin, sources, keep := r.builtin, r.sources, r.keep
 	r.mu.RUnlock()
 
 	s := &Set{byName: make(map[string]agentik.Tool)}
@@ -63,7 +73,23 @@ func (r *Registry) Snapshot(ctx context.Context) *Set {
 			s.add(name, "", t)
 		}
 	}
+	if keep != nil {
+		s.filter(keep)
+	}
 	return s
+}
+
+// filter drops the tools keep refuses.
+func (s *Set) filter(keep func(name string) bool) {
+	specs := s.specs[:0]
+	for _, sp := range s.specs {
+		if keep(sp.Name) {
+			specs = append(specs, sp)
+		} else {
+			delete(s.byName, sp.Name)
+		}
+	}
+	s.specs = specs
 }
 
 func (s *Set) add(name, source string, t agentik.Tool) {

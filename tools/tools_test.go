@@ -77,3 +77,20 @@ func TestRegistryPrefixesClashingNames(t *testing.T) {
 		t.Fatal("unknown tool found")
 	}
 }
+
+func TestRegistryFilter(t *testing.T) {
+	r := NewRegistry(CurrentTime{})
+	ctx := context.Background()
+	if _, ok := r.Snapshot(ctx).Lookup("current_time"); !ok {
+		t.Fatal("no filter: current_time missing")
+	}
+	r.SetFilter(func(name string) bool { return name != "current_time" })
+	s := r.Snapshot(ctx)
+	if _, ok := s.Lookup("current_time"); ok || len(s.Specs()) != 0 {
+		t.Fatalf("denied tool offered: %v", s.Specs())
+	}
+	r.SetFilter(nil)
+	if len(r.Snapshot(ctx).Specs()) != 1 {
+		t.Fatal("filter not lifted")
+	}
+}

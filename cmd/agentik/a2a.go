@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -18,67 +19,80 @@ import (
 // agent that does not answer in time is retried in the background.
 const a2aDialTimeout = 10 * time.Second
 
-// setupA2AAgents adds the remote agents of AGENTIK_A2A_AGENTS as tools.
-func (a *app) setupA2AAgents(ctx context.Context) error {
-	cfg := a.cfg.A2A
-	if len(cfg.Agents) == 0 {
+// setupA2AAgents adds an agent's remote A2A agents (AGENTIK_A2A_AGENTS, or
+// tools.a2a_agents) to its registry as tools.
+func (a *app) setupA2AAgents(ctx context.Context, ag *agent) error {
+	if len(ag.cfg.A2AAgents) == 0 {
 		return nil
 	}
-	remotes := make([]a2a.Remote, len(cfg.Agents))
-	for i, u := range cfg.Agents {
-		remotes[i] = a2a.Remote{URL: u, Token: cfg.AgentToken(i)}
+	remotes := make([]a2a.Remote, len(ag.cfg.A2AAgents))
+	for i, r := range ag.cfg.A2AAgents {
+		remotes[i] = a2a.Remote{URL: r.URL, Token: r.Token}
 	}
 	dctx, cancel := context.WithTimeout(ctx, a2aDialTimeout)
 	defer cancel()
 	src := a2a.NewSource(dctx, a2a.SourceOptions{
 		Agents:          remotes,
-		Logger:          a.log,
+		Logger:          a.log.With("agent", ag.ID),
 		ConversationKey: agentik.ConversationFrom, // one remote context per local conversation
 	})
 	a.onClose = append(a.onClose, func() { src.Close() })
-	a.reg.AddSource("a2a", src)
+	ag.reg.AddSource("a2a", src)
 	return nil
 }
 
-// mountA2A serves the A2A facade: the card (public) and the JSON-RPC
-// endpoint (behind the bearer tokens when they are configured), on the main
-// port and, when AGENTIK_A2A_PORT is set, on a port of its own.
-func (a *app) mountA2A(ctx context.Context) error {
+// mountA2A serves an agent's A2A facade: its card (public) and its JSON-RPC
+// endpoint (behind the edge). The default agent's, at today's paths, is
+// also served on AGENTIK_A2A_PORT when that is set, and its card says what
+// AGENTIK_A2A_NAME, _DESCRIPTION and _SKILLS say.
+func (a *app) mountA2A(mux *http.ServeMux, prefix string, ag *agent) {
 	cfg := a.cfg.A2A
 	if !cfg.Enabled {
-		return nil
+		return
 	}
-	skills := make([]a2a.Skill, len(cfg.Skills))
-	for i, s := range cfg.Skills {
-		skills[i] = a2a.Skill{ID: s.ID, Name: s.Name, Description: s.Description, Tags: s.Tags, Examples: s.Examples}
-	}
-	srv := a2a.NewServer(a.eng, a2a.Options{
-		Name:         cfg.Name,
-		Description:  cfg.Description,
-		URL:          cfg.PublicURL,
-		Path:         cfg.Path,
-		Skills:       skills,
+	p := a.paths(prefix)
+	opts := a2a.Options{
+		Path:         p.A2A,
 		Bearer:       !a.edge.Open(),
 		MaxBodyBytes: a.cfg.MaxBodyBytes,
 		KeepAlive:    a.cfg.KeepAlive,
 		Logger:       a.log,
-	})
+	}
+	if cfg.PublicURL != "" {
+		// The public URL names the default endpoint; the agent's own is
+		// beside it.
+		opts.URL = strings.TrimSuffix(cfg.PublicURL, cfg.Path) + p.A2A
+	}
+	if prefix == "" {
+		opts.Name, opts.Description = cfg.Name, cfg.Description
+		for _, s := range cfg.Skills {
+			opts.Skills = append(opts.Skills, a2a.Skill{ID: s.ID, Name: s.Name, Description: s.Description, Tags: s.Tags, Examples: s.Examples})
+		}
+	}
+	srv := a2a.NewServer(ag.eng, opts)
 	route := func(mux *http.ServeMux) {
-		mux.Handle("GET "+a2a.CardPath, srv.CardHandler())
-		mux.Handle("GET "+a2a.LegacyCardPath, srv.CardHandler())
-		mux.Handle(cfg.Path, a.edge.Guard(srv, edge.Route{Refuse: srv.Refuse}))
+		mux.Handle("GET "+p.Card, srv.CardHandler())
+		mux.Handle("GET "+p.LegacyCard, srv.CardHandler())
+		mux.Handle(p.A2A, a.edge.Guard(srv, edge.Route{Agent: ag.ID, Refuse: srv.Refuse}))
 	}
-	route(a.mux)
-	if cfg.Port == 0 {
-		return nil
-	}
-	mux := http.NewServeMux()
 	route(mux)
+	if prefix != "" || cfg.Port == 0 {
+		return
+	}
+	own := http.NewServeMux()
+	route(own)
+	a.serveA2APort(own)
+}
+
+// serveA2APort serves mux on AGENTIK_A2A_PORT.
+func (a *app) serveA2APort(mux *http.ServeMux) {
+	cfg := a.cfg.A2A
 	ln, err := net.Listen("tcp", net.JoinHostPort(a.cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
-		return fmt.Errorf("AGENTIK_A2A_PORT: %w", err)
+		a.fatal(fmt.Errorf("AGENTIK_A2A_PORT: %w", err))
+		return
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: a.edge.Handler(mux), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -96,5 +110,4 @@ func (a *app) mountA2A(ctx context.Context) error {
 		hs.Close()
 		<-done
 	})
-	return nil
 }

@@ -1,28 +1,29 @@
 package main
 
 import (
-	"context"
+	"net/http"
 	"strings"
 
 	"github.com/agentik/agentik/agui"
 	"github.com/agentik/agentik/edge"
 )
 
-// mountAGUI serves the AG-UI facade at AGENTIK_AGUI_PATH (POST, behind the
-// same authentication as the native API).
-func (a *app) mountAGUI(ctx context.Context) error {
+// mountAGUI serves an agent's AG-UI facade at POST {prefix}/agui (the
+// default agent's also at AGENTIK_AGUI_PATH), behind the edge. One handler
+// per agent serves both paths: it serialises the runs of one thread.
+func (a *app) mountAGUI(mux *http.ServeMux, prefix string, ag *agent) {
 	c := a.cfg.AGUI
 	if !c.Enabled {
-		return nil
+		return
 	}
-	h := agui.NewHandler(a.eng, agui.Options{
-		MaxBodyBytes: a.cfg.MaxBodyBytes,
-		KeepAlive:    a.cfg.KeepAlive,
-		IfBusy:       c.IfBusy,
-		OnDisconnect: c.OnDisconnect,
-		Logger:       a.log,
+	ag.once.agui.Do(func() {
+		ag.agui = agui.NewHandler(ag.eng, agui.Options{
+			MaxBodyBytes: a.cfg.MaxBodyBytes,
+			KeepAlive:    a.cfg.KeepAlive,
+			IfBusy:       ifBusy(ag, c.IfBusy),
+			OnDisconnect: c.OnDisconnect,
+			Logger:       a.log,
+		})
 	})
-	a.mux.Handle("POST /"+strings.Trim(c.Path, "/"), a.edge.Guard(h, edge.Route{}))
-	a.log.Info("AG-UI facade mounted", "path", c.Path)
-	return nil
+	mux.Handle("POST /"+strings.Trim(a.paths(prefix).AGUI, "/"), a.edge.Guard(ag.agui, edge.Route{Agent: ag.ID}))
 }

@@ -5,74 +5,70 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/agentik/agentik/auth"
+	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/edge"
 )
 
-// setupAuth builds the HTTP edge, with the tokens of AGENTIK_AUTH_TOKENS and
-// AGENTIK_AUTH_TOKENS_FILE (reloaded on SIGHUP). Without tokens the server
-// is open and says so loudly.
+// setupAuth builds the HTTP edge, with the tokens of AGENTIK_AUTH_TOKENS,
+// AGENTIK_AUTH_TOKENS_FILE and the configuration file's auth.tokens (all
+// re-read on SIGHUP, see reload.go). Without tokens the server is open and
+// says so loudly.
 func (a *app) setupAuth(ctx context.Context) error {
-	cfg := a.cfg.Auth
-	if !cfg.Enabled() {
-		a.log.Warn("AUTHENTICATION IS OFF: anyone who can reach this port can use the agent; set AGENTIK_AUTH_TOKENS or AGENTIK_AUTH_TOKENS_FILE (and AGENTIK_AUTH=required to refuse to start without them)")
+	if !authConfigured(a.cfg) {
+		a.log.Warn("AUTHENTICATION IS OFF: anyone who can reach this port can use the agent; set AGENTIK_AUTH_TOKENS or AGENTIK_AUTH_TOKENS_FILE, or auth.tokens in the configuration file (and AGENTIK_AUTH=required to refuse to start without them)")
 		a.newEdge()
 		return nil
 	}
-	load := func() (map[string]string, error) {
-		pairs, err := auth.ParsePairs(cfg.Tokens)
-		if err != nil {
-			return nil, fmt.Errorf("AGENTIK_AUTH_TOKENS: %w", err)
-		}
-		if cfg.TokensFile != "" {
-			filePairs, err := auth.ReadFile(cfg.TokensFile)
-			if err != nil {
-				return nil, fmt.Errorf("AGENTIK_AUTH_TOKENS_FILE: %w", err)
-			}
-			if err := auth.Merge(pairs, filePairs); err != nil {
-				return nil, fmt.Errorf("AGENTIK_AUTH_TOKENS and AGENTIK_AUTH_TOKENS_FILE: %w", err)
-			}
-		}
-		if len(pairs) == 0 {
-			return nil, fmt.Errorf("no tokens configured")
-		}
-		return pairs, nil
-	}
-	pairs, err := load()
+	pairs, limits, err := tokenSet(a.cfg, a.getenv)
 	if err != nil {
 		return err
 	}
-	tokens := auth.NewTokens(pairs)
-	a.tokens = tokens
+	a.tokens = auth.NewTokens(nil)
+	a.tokens.ReplaceLimited(pairs, limits)
 	a.newEdge()
-	a.log.Info("authentication on", "tokens", tokens.Len())
-
-	if cfg.TokensFile != "" {
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		done := make(chan struct{})
-		go func() {
-			for {
-				select {
-				case <-done:
-					return
-				case <-hup:
-					pairs, err := load()
-					if err != nil {
-						a.log.Error("token reload failed; keeping the old tokens", "err", err)
-						continue
-					}
-					tokens.Replace(pairs)
-					a.log.Info("tokens reloaded", "tokens", tokens.Len())
-				}
-			}
-		}()
-		a.onClose = append(a.onClose, func() { signal.Stop(hup); close(done) })
-	}
+	a.log.Info("authentication on", "tokens", a.tokens.Len())
 	return nil
+}
+
+// authConfigured reports whether any token is configured.
+func authConfigured(cfg config.Config) bool { return cfg.Auth.Enabled() || len(cfg.Tokens) > 0 }
+
+// tokenSet reads every token of cfg (token → principal) and the agents the
+// file limits principals to. The errors name where a token comes from,
+// never the token.
+func tokenSet(cfg config.Config, getenv func(string) string) (map[string]string, map[string][]string, error) {
+	pairs, err := auth.ParsePairs(cfg.Auth.Tokens)
+	if err != nil {
+		return nil, nil, fmt.Errorf("AGENTIK_AUTH_TOKENS: %w", err)
+	}
+	if cfg.Auth.TokensFile != "" {
+		filePairs, err := auth.ReadFile(cfg.Auth.TokensFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("AGENTIK_AUTH_TOKENS_FILE: %w", err)
+		}
+		if err := auth.Merge(pairs, filePairs); err != nil {
+			return nil, nil, fmt.Errorf("AGENTIK_AUTH_TOKENS and AGENTIK_AUTH_TOKENS_FILE: %w", err)
+		}
+	}
+	limits := map[string][]string{}
+	for i, t := range cfg.Tokens {
+		tok, err := t.Value(getenvOr(getenv))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: auth.tokens[%d]: %w", cfg.File, i, err)
+		}
+		if err := auth.Merge(pairs, map[string]string{tok: t.Principal}); err != nil {
+			return nil, nil, fmt.Errorf("%s: auth.tokens[%d]: %w", cfg.File, i, err)
+		}
+		if len(t.Agents) > 0 {
+			limits[t.Principal] = t.Agents
+		}
+	}
+	if len(pairs) == 0 {
+		return nil, nil, fmt.Errorf("no tokens configured")
+	}
+	return pairs, limits, nil
 }
 
 // newEdge builds the HTTP edge on a.tokens.
@@ -93,4 +89,11 @@ func (a *app) guard(agent string) func(http.Handler, edge.Access) http.Handler {
 	return func(h http.Handler, access edge.Access) http.Handler {
 		return a.edge.Guard(h, edge.Route{Access: access, Agent: agent})
 	}
+}
+
+func getenvOr(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return os.Getenv
+	}
+	return getenv
 }

@@ -49,6 +49,7 @@ commands:
 
 flags (every command):
   --url URL            a running server (token from AGENTIK_TOKEN); default: the local database
+  --agent ID           the agent whose conversations these are (default: the default agent)
   --json               machine-readable output
   --limit N            list: how many conversations; show: how many messages (default 50)
 `
@@ -60,15 +61,24 @@ type target struct {
 	close func()
 }
 
-// connect returns the remote agent at rawURL, or the local one.
-func connect(ctx context.Context, cfg config.Config, rawURL string, getenv func(string) string, log *slog.Logger, start bool) (*target, error) {
+// connect returns the agent agentID ("" for the default agent) of the
+// server at rawURL, or the local one.
+func connect(ctx context.Context, cfg config.Config, rawURL, agentID string, getenv func(string) string, log *slog.Logger, start bool) (*target, error) {
+	if agentID != "" && !config.ValidAgentID(agentID) {
+		return nil, fmt.Errorf("--agent %q: want an agent id (lower-case letters, digits, - and _)", agentID)
+	}
 	if rawURL != "" {
 		u, err := url.Parse(rawURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("--url %q: want http://host:port (optionally with the mount prefix, default /agentik)", rawURL)
 		}
-		if u.Path == "" || u.Path == "/" {
+		switch {
+		case (u.Path == "" || u.Path == "/") && agentID != "":
+			u.Path = "/agents/" + agentID
+		case u.Path == "" || u.Path == "/":
 			u.Path = "/agentik"
+		case agentID != "":
+			return nil, fmt.Errorf("--agent %q: the --url %q already names an agent's path", agentID, rawURL)
 		}
 		var opts []httpapi.ClientOption
 		if tok := getenv("AGENTIK_TOKEN"); tok != "" {
@@ -80,13 +90,13 @@ func connect(ctx context.Context, cfg config.Config, rawURL string, getenv func(
 		}
 		return &target{agent: c, close: func() {}}, nil
 	}
-	return localAgent(ctx, cfg, log, start)
+	return localAgent(ctx, cfg, agentID, log, start)
 }
 
 // localAgent runs the engine in-process on the configured database, wired
 // like serve. With start it also resumes turns left unclosed, as a server
 // would; the conversation commands leave that to the server.
-func localAgent(ctx context.Context, cfg config.Config, log *slog.Logger, start bool) (*target, error) {
+func localAgent(ctx context.Context, cfg config.Config, agentID string, log *slog.Logger, start bool) (*target, error) {
 	a := &app{cfg: cfg, log: log}
 	ok := false
 	defer func() {
@@ -94,7 +104,10 @@ func localAgent(ctx context.Context, cfg config.Config, log *slog.Logger, start 
 			a.close()
 		}
 	}()
-	if err := a.buildEngine(ctx); err != nil {
+	if agentID == "" {
+		agentID = cfg.DefaultAgent().ID
+	}
+	if err := a.buildAgents(ctx, agentID); err != nil {
 		return nil, err
 	}
 	eng := a.eng
@@ -151,6 +164,7 @@ func chat(ctx context.Context, cfg config.Config, args []string, getenv func(str
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, chatUsage); fs.PrintDefaults() }
 	rawURL := fs.String("url", "", "a running server, e.g. http://localhost:8080 (token from AGENTIK_TOKEN); default: in-process on the local database")
+	agentID := fs.String("agent", "", "the agent to talk to (its id; default: the default agent)")
 	convID := fs.String("conversation", "", "resume this conversation (its last messages are shown)")
 	history := fs.Int("history", 10, "with --conversation: how many of the last messages to show")
 	title := fs.String("title", "", "title of the new conversation")
@@ -177,7 +191,7 @@ func chat(ctx context.Context, cfg config.Config, args []string, getenv func(str
 	if *rawURL == "" {
 		log = quietLogger(cfg, stderr)
 	}
-	t, err := connect(ctx, cfg, *rawURL, getenv, log, true)
+	t, err := connect(ctx, cfg, *rawURL, *agentID, getenv, log, true)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentik chat:", err)
 		return exitFail
@@ -490,6 +504,7 @@ func conversations(ctx context.Context, cfg config.Config, args []string, getenv
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, conversationsUsage) }
 	rawURL := fs.String("url", "", "")
+	agentID := fs.String("agent", "", "")
 	asJSON := fs.Bool("json", false, "")
 	limit := fs.Int("limit", 50, "")
 	pos, err := parseInterspersed(fs, args)
@@ -519,7 +534,7 @@ func conversations(ctx context.Context, cfg config.Config, args []string, getenv
 	if *rawURL == "" {
 		log = quietLogger(cfg, stderr)
 	}
-	t, err := connect(ctx, cfg, *rawURL, getenv, log, false)
+	t, err := connect(ctx, cfg, *rawURL, *agentID, getenv, log, false)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentik conversations:", err)
 		return exitFail

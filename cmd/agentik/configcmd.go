@@ -58,7 +58,11 @@ func loadConfig(path string, getenv func(string) string) (config.Config, error) 
 	for i, a := range cfg.Agents {
 		if a.MCPConfig != "" {
 			if _, err := mcp.LoadConfig(a.MCPConfig, getenv); err != nil {
-				errs = append(errs, fmt.Errorf("%s: agents[%d].tools.mcp_config: %w", path, i, err))
+				if path == "" {
+					errs = append(errs, fmt.Errorf("AGENTIK_MCP_CONFIG: %w", err))
+				} else {
+					errs = append(errs, fmt.Errorf("%s: agents[%d].tools.mcp_config: %w", path, i, err))
+				}
 			}
 		}
 		if a.MCPServers != nil {

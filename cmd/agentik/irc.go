@@ -35,8 +35,10 @@ func (a *app) mountIRC(ctx context.Context) error {
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
 	opts := irc.Options{
-		// Every agent of the process is a nick; today there is one.
-		Agents:         []irc.Agent{{ID: a.eng.Info().ID, Agent: a.eng}},
+		// Every agent of the process is a nick; a principal limited to some
+		// agents sees only those.
+		Agents:         ircAgents(a.agents),
+		MayUse:         a.edge.Allows,
 		ServerName:     cfg.ServerName,
 		Version:        versionString(),
 		HistoryLines:   cfg.HistoryLines,
@@ -104,4 +106,12 @@ func (a *app) imageURL(agentID, conversationID string, seq int64, n int) string 
 		base = "http://" + net.JoinHostPort(host, port)
 	}
 	return fmt.Sprintf("%s/agentik/conversations/%s/messages/%d/images/%d", base, conversationID, seq, n)
+}
+
+func ircAgents(agents []*agent) []irc.Agent {
+	out := make([]irc.Agent, len(agents))
+	for i, ag := range agents {
+		out[i] = irc.Agent{ID: ag.ID, Agent: ag.Agent}
+	}
+	return out
 }

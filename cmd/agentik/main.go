@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	switch args[0] {
 	case "tools":
-		return listTools(ctx, cfg, stdout, log)
+		return listTools(ctx, cfg, args[1:], stdout, stderr, log)
 	case "chat":
 		return chat(ctx, cfg, args[1:], getenv, stdout, stderr, log)
 	case "conversations":
@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "mcp":
 		return mcpBridge(ctx, args[1:], getenv, os.Stdin, os.Stdout, stderr, log)
 	default:
-		if err := serve(ctx, cfg, log); err != nil {
+		if err := serve(ctx, cfg, getenv, log); err != nil {
 			log.Error("agentik stopped", "err", err)
 			return exitFail
 		}

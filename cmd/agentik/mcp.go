@@ -11,20 +11,34 @@ import (
 	"github.com/agentik/agentik/mcp"
 )
 
-// setupMCP adds the MCP servers of AGENTIK_MCP_CONFIG to the registry. A
-// bad file stops start-up with an error naming the field; servers that
-// cannot start do not: they are retried in the background.
-func (a *app) setupMCP(ctx context.Context) error {
-	cfg := a.cfg.MCP
-	if cfg.ConfigPath == "" {
+// setupMCP adds an agent's MCP servers to its registry: those of its
+// mcp.json (AGENTIK_MCP_CONFIG, or tools.mcp_config) and those written
+// inline (tools.mcp_servers). A bad file stops start-up with an error
+// naming the field; servers that cannot start do not: they are retried in
+// the background.
+func (a *app) setupMCP(ctx context.Context, ag *agent) error {
+	c := ag.cfg
+	if c.MCPConfig == "" && c.MCPServers == nil {
 		return nil
 	}
-	file, err := mcp.LoadConfig(cfg.ConfigPath, nil)
-	if err != nil {
-		return fmt.Errorf("AGENTIK_MCP_CONFIG: %w", err)
+	file := &mcp.Config{}
+	if c.MCPConfig != "" {
+		f, err := mcp.LoadConfig(c.MCPConfig, a.getenv)
+		if err != nil {
+			return fmt.Errorf("MCP config (%s): %w", c.MCPConfig, err)
+		}
+		file.Servers = append(file.Servers, f.Servers...)
 	}
+	if c.MCPServers != nil {
+		f, err := mcp.ParseConfig(c.MCPServers, a.getenv)
+		if err != nil {
+			return fmt.Errorf("tools.mcp_servers: %w", err)
+		}
+		file.Servers = append(file.Servers, f.Servers...)
+	}
+	cfg := a.cfg.MCP
 	src := mcp.New(file, mcp.Options{
-		Logger:         a.log,
+		Logger:         a.log.With("agent", ag.ID),
 		ClientVersion:  versionString(),
 		ConnectTimeout: cfg.ConnectTimeout,
 		StartupWait:    cfg.StartupWait,
@@ -32,46 +46,45 @@ func (a *app) setupMCP(ctx context.Context) error {
 		MaxBackoff:     cfg.MaxBackoff,
 		KeepAlive:      cfg.KeepAlive,
 	})
-	a.reg.AddSource("mcp", src)
-	a.mcp = src
+	ag.reg.AddSource("mcp", src)
+	ag.mcp = src
 	a.onClose = append(a.onClose, func() {
 		if err := src.Close(); err != nil {
-			a.log.Warn("MCP shutdown", "err", err)
+			a.log.Warn("MCP shutdown", "agent", ag.ID, "err", err)
 		}
 	})
-	a.log.Info("MCP servers configured", "file", cfg.ConfigPath, "servers", len(file.Servers))
+	a.log.Info("MCP servers configured", "agent", ag.ID, "file", c.MCPConfig, "servers", len(file.Servers))
 	return nil
 }
 
-// toolsResponse is the body of GET /agentik/tools.
+// toolsResponse is the body of GET {API}/tools.
 type toolsResponse struct {
 	Tools   []agentik.ToolSpec `json:"tools"`
 	Servers []mcp.ServerHealth `json:"servers"`
 }
 
-// mountTools serves GET /agentik/tools: every tool the model would see now
-// (name, source, description, JSON Schema) and the health of each MCP
-// server.
-func (a *app) mountTools(ctx context.Context) error {
-	a.mux.Handle("GET /agentik/tools", a.edge.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp := toolsResponse{Tools: a.reg.Snapshot(r.Context()).Specs(), Servers: []mcp.ServerHealth{}}
+// mountTools serves GET {API}/tools: every tool the agent's model would
+// see now (name, source, description, JSON Schema) and the health of each
+// of its MCP servers.
+func (a *app) mountTools(mux *http.ServeMux, prefix string, ag *agent) {
+	mux.Handle("GET "+a.paths(prefix).Tools, a.edge.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp := toolsResponse{Tools: ag.reg.Snapshot(r.Context()).Specs(), Servers: []mcp.ServerHealth{}}
 		if resp.Tools == nil {
 			resp.Tools = []agentik.ToolSpec{}
 		}
-		if a.mcp != nil {
-			resp.Servers = a.mcp.Health()
+		if ag.mcp != nil {
+			resp.Servers = ag.mcp.Health()
 		}
 		edge.WriteJSON(w, http.StatusOK, resp)
-	}), edge.Route{}))
-	return nil
+	}), edge.Route{Agent: ag.ID}))
 }
 
-// writeToolHealth prints the health of each MCP server (agentik tools).
-func (a *app) writeToolHealth(w io.Writer) {
-	if a.mcp == nil {
+// writeToolHealth prints the health of each MCP server of ag (agentik tools).
+func writeToolHealth(w io.Writer, ag *agent) {
+	if ag.mcp == nil {
 		return
 	}
-	for _, h := range a.mcp.Health() {
+	for _, h := range ag.mcp.Health() {
 		fmt.Fprintf(w, "mcp server %s (%s): %s, %d tools", h.Name, h.Transport, h.State, h.Tools)
 		if h.Error != "" {
 			fmt.Fprintf(w, ", error: %s", h.Error)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"os/signal"
 	"strings"
@@ -17,35 +18,36 @@ import (
 	"github.com/agentik/agentik/mcp"
 )
 
-// mountMCPServer serves the agent as an MCP server at
-// AGENTIK_MCP_SERVER_PATH (default /mcp; GET, POST and DELETE of Streamable
-// HTTP), behind the same bearer tokens as the other facades. On shutdown the
-// running ask calls end with their turns (the engine's drain bounds that),
-// then every session is closed so that no stream holds the HTTP server up.
-func (a *app) mountMCPServer(ctx context.Context) error {
+// mountMCPServer serves an agent as an MCP server at {prefix}/mcp (the
+// default agent's also at AGENTIK_MCP_SERVER_PATH, default /mcp; GET, POST
+// and DELETE of Streamable HTTP), behind the edge. On shutdown the running
+// ask calls end with their turns (the engine's drain bounds that), then
+// every session is closed so that no stream holds the HTTP server up.
+func (a *app) mountMCPServer(mux *http.ServeMux, prefix string, ag *agent) {
 	c := a.cfg.MCPServer
 	if !c.Enabled {
-		return nil
+		return
 	}
-	h := mcp.NewHandler(a.eng, mcp.ServeOptions{
-		Version:        versionString(),
-		IfBusy:         c.IfBusy,
-		SessionTimeout: c.SessionTimeout,
-		MaxBodyBytes:   a.cfg.MaxBodyBytes,
-		// Behind tokens a DNS-rebound page has none to send; an open server
-		// on a loopback address must refuse foreign Host headers.
-		LocalhostProtection: a.edge.Open(),
-		Logger:              a.log,
+	ag.once.mcp.Do(func() {
+		h := mcp.NewHandler(ag.eng, mcp.ServeOptions{
+			Version:        versionString(),
+			IfBusy:         ifBusy(ag, c.IfBusy),
+			SessionTimeout: c.SessionTimeout,
+			MaxBodyBytes:   a.cfg.MaxBodyBytes,
+			// Behind tokens a DNS-rebound page has none to send; an open
+			// server on a loopback address must refuse foreign Host headers.
+			LocalhostProtection: a.edge.Open(),
+			Logger:              a.log,
+		})
+		ag.mcpH = h
+		a.onShutdown = append(a.onShutdown, func(context.Context) { h.BeginShutdown() })
+		a.onClose = append(a.onClose, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			h.Close(ctx)
+		})
 	})
-	a.mux.Handle(c.Path, a.edge.Guard(h, edge.Route{}))
-	a.onShutdown = append(a.onShutdown, func(context.Context) { h.BeginShutdown() })
-	a.onClose = append(a.onClose, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		h.Close(ctx)
-	})
-	a.log.Info("MCP server facade mounted", "path", c.Path)
-	return nil
+	mux.Handle(a.paths(prefix).MCP, a.edge.Guard(ag.mcpH, edge.Route{Agent: ag.ID}))
 }
 
 const mcpUsage = `usage: agentik mcp --url URL [--agent ID] [--token TOKEN]

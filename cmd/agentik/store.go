@@ -11,31 +11,42 @@ import (
 	"github.com/agentik/agentik/sqlite"
 )
 
-// storage is the configured store, the bus that fans its events out and,
-// for a store several processes share, the Coordinator of their turns (nil:
-// this process alone uses the store). close closes them.
+// storage is the open database: the Store Open returned (health, the
+// adoption of conversations from before agents) and, per agent, its view
+// and the bus that fans its events out.
 type storage struct {
-	store agentik.Store
-	bus   agentik.Bus
-	coord agentik.Coordinator
-	close func()
+	base  agentik.Store
+	adopt func(ctx context.Context, agent string) (int64, error)
+	// forAgent returns an agent's view, its bus and, for a store several
+	// processes share, the Coordinator of its turns (nil: this process
+	// alone uses the store).
+	forAgent func(ctx context.Context, agent string) (agentik.Store, agentik.Bus, agentik.Coordinator, error)
+	close    func() // closes every agent's bus, then the database
 }
 
-// openStore opens SQLite with the in-process bus by default; with
-// AGENTIK_DATABASE_URL, PostgreSQL with the cross-process bus and its turn
-// Coordinator, so that several agentik processes can serve one database.
-func (a *app) openStore(ctx context.Context) (storage, error) {
+// openStore opens the configured store: SQLite with an in-process bus per
+// agent by default; with AGENTIK_DATABASE_URL, PostgreSQL with a
+// cross-process bus and turn coordination per agent, so that several
+// agentik processes can serve one database.
+func (a *app) openStore(ctx context.Context) (*storage, error) {
 	if a.cfg.DatabaseURL != "" {
 		return a.openPostgres(ctx)
 	}
 	store, err := sqlite.Open(ctx, a.cfg.DBPath)
 	if err != nil {
-		return storage{}, fmt.Errorf("open database %s: %w", a.cfg.DBPath, err)
+		return nil, fmt.Errorf("open database %s: %w", a.cfg.DBPath, err)
 	}
-	return storage{store: store, bus: bus.New(), close: func() { store.Close() }}, nil
+	return &storage{
+		base:  store,
+		adopt: store.AdoptConversations,
+		forAgent: func(_ context.Context, id string) (agentik.Store, agentik.Bus, agentik.Coordinator, error) {
+			return store.ForAgent(id), bus.New(), nil, nil
+		},
+		close: func() { store.Close() },
+	}, nil
 }
 
-func (a *app) openPostgres(ctx context.Context) (storage, error) {
+func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 	// Start-up waits a little for a database that is still coming up (a
 	// container started next to this one), then gives up with the error.
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -51,20 +62,37 @@ func (a *app) openPostgres(ctx context.Context) (storage, error) {
 		a.log.Warn("database not reachable yet", "err", err, "retry_in", delay)
 		select {
 		case <-openCtx.Done():
-			return storage{}, fmt.Errorf("open PostgreSQL database: %w", err)
+			return nil, fmt.Errorf("open PostgreSQL database: %w", err)
 		case <-time.After(delay):
 		}
 	}
 	if err != nil {
-		return storage{}, fmt.Errorf("open PostgreSQL database: %w", err)
+		return nil, fmt.Errorf("open PostgreSQL database: %w", err)
 	}
-	events, err := postgres.NewBus(ctx, store, postgres.BusOptions{Logger: a.log})
-	if err != nil {
-		store.Close()
-		return storage{}, fmt.Errorf("open PostgreSQL database: %w", err)
-	}
-	coord := postgres.NewCoordinator(store, events, postgres.CoordinatorOptions{Logger: a.log})
 	a.log.Info("using PostgreSQL", "schema", store.Schema())
-	return storage{store: store, bus: events, coord: coord,
-		close: func() { coord.Close(); events.Close(); store.Close() }}, nil
+	var closers []func()
+	st := &storage{
+		base:  store,
+		adopt: store.AdoptConversations,
+		// Each agent has a Bus and a Coordinator of its own on its view
+		// (two connections each): its agent events and open turns are its
+		// own.
+		forAgent: func(ctx context.Context, id string) (agentik.Store, agentik.Bus, agentik.Coordinator, error) {
+			view := store.ForAgent(id)
+			events, err := postgres.NewBus(ctx, view, postgres.BusOptions{Logger: a.log})
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("open PostgreSQL database: %w", err)
+			}
+			coord := postgres.NewCoordinator(view, events, postgres.CoordinatorOptions{Logger: a.log})
+			closers = append(closers, func() { coord.Close(); events.Close() })
+			return view, events, coord, nil
+		},
+	}
+	st.close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+		store.Close()
+	}
+	return st, nil
 }

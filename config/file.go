@@ -224,6 +224,8 @@ type loader struct {
 	lines     map[string]int // field path → line of its key (or item)
 	valueAt   map[int]string // line → path of the value that starts there
 	warnings  []string
+	// expandFailed: a ${VAR} could not be expanded; decoding stops there.
+	expandFailed bool
 }
 
 func (l *loader) bad(field, problem string) {
@@ -280,8 +282,8 @@ func (l *loader) apply(c *Config, data []byte) {
 	l.index(root, "")
 	l.expand(root, "")
 	l.known(root, reflect.TypeOf(file{}), "")
-	if len(l.errs) > 0 {
-		return // unknown keys and bad references first: they explain type errors
+	if len(l.errs) > 0 && l.expandFailed {
+		return // an unset variable would show again as an empty value
 	}
 	var f file
 	if err := root.Decode(&f); err != nil {
@@ -505,6 +507,7 @@ func (l *loader) expand(n *yaml.Node, p string) {
 		v, err := expandString(n.Value, l.getenv)
 		if err != nil {
 			l.badAt(n.Line, p, err.Error())
+			l.expandFailed = true
 			return
 		}
 		if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 && n.Tag == "!!str" {

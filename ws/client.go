@@ -102,6 +102,8 @@ func Dial(ctx context.Context, rawURL string, opts *DialOptions) (*Conn, error) 
 			switch resp.StatusCode {
 			case http.StatusUnauthorized:
 				return nil, &Error{Code: agentik.EUnauthorized, Details: "missing or invalid credentials"}
+			case http.StatusNotFound:
+				return nil, &Error{Code: agentik.ENotFound, Details: "no such endpoint (or agent) for this caller"}
 			case http.StatusServiceUnavailable:
 				return nil, &Error{Code: agentik.EUnavailable, Details: "the server is shutting down"}
 			}

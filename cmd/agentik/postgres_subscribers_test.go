@@ -15,6 +15,7 @@ import (
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/postgres"
 )
 
@@ -164,7 +165,7 @@ func TestPostgresAgentStreamSubscribers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	all, err := st.AgentEvents(ctx, 0, 0)
+	all, err := st.ForAgent(config.DefaultAgentID).AgentEvents(ctx, 0, 0) // the one agent's events
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,9 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 func newLLM(c config.Agent, log *slog.Logger) (agentik.LLM, error) {
 	if c.Backend == config.BackendDemo {
 		log.Warn("no model endpoint configured: using the offline demo backend; set OPENAI_BASE_URL (and OPENAI_API_KEY, OPENAI_MODEL), or model.base_url in the configuration file, to use a real model", "agent", c.ID)
-		return demollm.New(), nil
+		demo := demollm.New()
+		demo.WordDelay = demollm.PacedWordDelay // streaming visible in the console
+		return demo, nil
 	}
 	retries := c.MaxRetries
 	if retries == 0 {

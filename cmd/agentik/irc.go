@@ -88,10 +88,9 @@ func (a *app) mountIRC(ctx context.Context) error {
 }
 
 // imageURL is the authenticated HTTP URL of an image in a journal message
-// (GET /agentik/conversations/{id}/messages/{seq}/images/{n}), on
-// AGENTIK_IRC_HTTP_URL or else this server's own address. The prefix is the
-// default agent's: with several agents mounted (SPEC §9), another agent's
-// images are under /agents/{agentID}.
+// (GET {API}/conversations/{id}/messages/{seq}/images/{n}), on
+// AGENTIK_IRC_HTTP_URL or else this server's own address: the default
+// agent's at /agentik, another agent's under /agents/{agentID} (SPEC §9).
 func (a *app) imageURL(agentID, conversationID string, seq int64, n int) string {
 	base := strings.TrimRight(a.cfg.IRC.HTTPURL, "/")
 	if base == "" {
@@ -105,7 +104,11 @@ func (a *app) imageURL(agentID, conversationID string, seq int64, n int) string 
 		}
 		base = "http://" + net.JoinHostPort(host, port)
 	}
-	return fmt.Sprintf("%s/agentik/conversations/%s/messages/%d/images/%d", base, conversationID, seq, n)
+	api := a.paths("").API
+	if ag := a.agentByID(agentID); ag != nil && !ag.Default {
+		api = a.paths(agentPrefix(agentID)).API
+	}
+	return fmt.Sprintf("%s%s/conversations/%s/messages/%d/images/%d", base, api, conversationID, seq, n)
 }
 
 func ircAgents(agents []*agent) []irc.Agent {

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
-	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/postgres"
 )
 

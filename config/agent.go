@@ -2,6 +2,8 @@ package config
 
 import (
 	_ "embed"
+
+	"github.com/agentik/agentik"
 	"strings"
 	"time"
 )
@@ -42,9 +44,10 @@ type Agent struct {
 	ToolTimeout   time.Duration
 	MaxToolRounds int
 
-	// Approval is the tool approval policy (SPEC §10): tool-name glob →
-	// ask, allow or deny. Parsed and validated here; not enforced yet.
-	Approval map[string]string
+	// Approval is the tool approval policy (SPEC §10): its rules in the
+	// file's order, tool-name glob → ask, allow or deny (the first match
+	// decides); AGENTIK_TOOL_APPROVAL without a file.
+	Approval agentik.ApprovalPolicy
 
 	// IfBusy is the busy policy of this agent's facades that do not name
 	// one per message (AG-UI, WebSocket, MCP); "" leaves each facade's own
@@ -64,13 +67,6 @@ type Remote struct {
 	URL   string
 	Token string // bearer token, secret ("" none)
 }
-
-// Approval decisions.
-const (
-	ApprovalAsk   = "ask"
-	ApprovalAllow = "allow"
-	ApprovalDeny  = "deny"
-)
 
 // BuiltinTools are the built-in tools an agent may name.
 var BuiltinTools = []string{"current_time"}
@@ -99,6 +95,7 @@ func (c Config) AgentFromEnv() Agent {
 		MCPConfig:     c.MCP.ConfigPath,
 		ToolTimeout:   c.ToolTimeout,
 		MaxToolRounds: c.MaxToolRounds,
+		Approval:      c.ToolApproval,
 
 		MaxConcurrentTurns:     c.Auth.MaxConcurrentTurns,
 		MessagesPerMinute:      c.Auth.MessagesPerMinute,

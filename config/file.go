@@ -12,13 +12,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
 )
 
@@ -65,16 +65,16 @@ type fileHTTP struct {
 }
 
 type fileAgent struct {
-	ID               string            `yaml:"id"`
-	Name             string            `yaml:"name"`
-	Description      string            `yaml:"description"`
-	SystemPrompt     string            `yaml:"system_prompt"`
-	SystemPromptFile string            `yaml:"system_prompt_file"`
-	Model            fileModel         `yaml:"model"`
-	Tools            fileTools         `yaml:"tools"`
-	Approval         map[string]string `yaml:"approval"`
-	IfBusy           string            `yaml:"if_busy"`
-	Limits           fileLimits        `yaml:"limits"`
+	ID               string     `yaml:"id"`
+	Name             string     `yaml:"name"`
+	Description      string     `yaml:"description"`
+	SystemPrompt     string     `yaml:"system_prompt"`
+	SystemPromptFile string     `yaml:"system_prompt_file"`
+	Model            fileModel  `yaml:"model"`
+	Tools            fileTools  `yaml:"tools"`
+	Approval         yaml.Node  `yaml:"approval"` // glob → ask|allow|deny, in order
+	IfBusy           string     `yaml:"if_busy"`
+	Limits           fileLimits `yaml:"limits"`
 }
 
 type fileModel struct {
@@ -715,7 +715,7 @@ func (l *loader) agent(c *Config, p string, fa fileAgent) Agent {
 		ToolTimeout: c.ToolTimeout, MaxToolRounds: c.MaxToolRounds,
 		MaxConcurrentTurns: env.MaxConcurrentTurns, MessagesPerMinute: env.MessagesPerMinute,
 		ConversationsPerMinute: env.ConversationsPerMinute, MaxImageBytes: env.MaxImageBytes, TemporalIdle: env.TemporalIdle,
-		Approval: fa.Approval, IfBusy: fa.IfBusy,
+		IfBusy: fa.IfBusy,
 	}
 	switch {
 	case fa.ID == "":
@@ -877,22 +877,29 @@ func (l *loader) agent(c *Config, p string, fa fileAgent) Agent {
 		a.ToolTimeout = t.Timeout.d
 	}
 
-	// Approval (SPEC §10): parsed and validated; enforced by the approval
-	// work that follows.
-	keys := make([]string, 0, len(fa.Approval))
-	for k := range fa.Approval {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, pat := range keys {
-		ap := p + ".approval." + pat
-		if _, err := path.Match(pat, ""); err != nil || !validPattern(pat) {
-			l.bad(ap, fmt.Sprintf("%q is not a valid tool-name pattern (path.Match syntax)", pat))
+	// Approval (SPEC §10): the rules in the file's order, the first match
+	// decides.
+	if n := fa.Approval; n.Kind != 0 {
+		ap := p + ".approval"
+		if n.Kind != yaml.MappingNode {
+			l.bad(ap, "want a mapping of tool-name pattern to ask, allow or deny")
 		}
-		switch fa.Approval[pat] {
-		case ApprovalAsk, ApprovalAllow, ApprovalDeny:
-		default:
-			l.bad(ap, fmt.Sprintf("want ask, allow or deny, got %q", fa.Approval[pat]))
+		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			rp := ap + "." + k.Value
+			if _, err := path.Match(k.Value, ""); err != nil || !validPattern(k.Value) {
+				l.badAt(k.Line, rp, fmt.Sprintf("%q is not a valid tool-name pattern (path.Match syntax)", k.Value))
+			}
+			switch v.Value {
+			case agentik.ApprovalAsk, agentik.ApprovalAllow, agentik.ApprovalDeny:
+				if v.Kind == yaml.ScalarNode {
+					break
+				}
+				fallthrough
+			default:
+				l.badAt(v.Line, rp, fmt.Sprintf("want ask, allow or deny, got %s", shown(v)))
+			}
+			a.Approval = append(a.Approval, agentik.ApprovalRule{Pattern: k.Value, Action: v.Value})
 		}
 	}
 	if fa.IfBusy != "" {

@@ -63,7 +63,7 @@ func TestSpecExample(t *testing.T) {
 	if a.ID != "support" || a.Name != "Support" || a.Description != "Answers customers" || !a.Default ||
 		a.SystemPrompt != "You are the support agent." || a.Backend != BackendOpenAI || a.BaseURL != "https://api.openai.com/v1" ||
 		a.Model != "gpt-4o-mini" || a.APIKey != "sk-test" || a.MCPConfig != filepath.Join(dir, "mcp.json") ||
-		len(a.Builtin) != 1 || a.Builtin[0] != "current_time" || len(a.Allow) != 1 || a.Approval["send_*"] != "ask" {
+		len(a.Builtin) != 1 || a.Builtin[0] != "current_time" || len(a.Allow) != 1 || len(a.Approval) != 1 || a.Approval.Action("send_mail") != "ask" {
 		t.Fatalf("%+v", a.redacted())
 	}
 	if tok, err := c.Tokens[0].Value(env(map[string]string{"ALICE_TOKEN": "alice-secret-1"})); err != nil || tok != "alice-secret-1" ||

@@ -122,7 +122,10 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 		TemporalIdle:  c.TemporalIdle,
 		OnRestart:     cfg.OnRestart,
 		ImageInput:    ag.llm.Info().ImageInput,
-		Logger:        a.log.With("agent", c.ID),
+
+		Approval:        c.Approval,
+		ApprovalTimeout: cfg.ApprovalTimeout,
+		Logger:          a.log.With("agent", c.ID),
 
 		ContextTokens: c.ContextTokensFor(ag.llm.Info().Name),
 		SendReasoning: c.SendReasoning,

@@ -1,10 +1,11 @@
--- 0003: several agents in one database (SPEC §9). A conversation and its
+-- 0006: several agents in one database (SPEC §9). A conversation and its
 -- agent events belong to one agent; rows written before this migration
 -- have agent_id '' and are claimed by the default agent at start
--- (Store.AdoptConversations).
+-- (Store.AdoptConversations). Adding a column with a constant default
+-- rewrites no table.
 
-ALTER TABLE conversations ADD COLUMN agent_id TEXT NOT NULL DEFAULT '';
-ALTER TABLE agent_events ADD COLUMN agent_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE conversations ADD COLUMN agent_id text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE agent_events ADD COLUMN agent_id text COLLATE "C" NOT NULL DEFAULT '';
 
 -- ListConversations: one agent, one owner, newest updated_at first.
 DROP INDEX conversations_owner_updated;

@@ -126,6 +126,7 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 		Approval:        c.Approval,
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Logger:          a.log.With("agent", c.ID),
+		Observer:        a.observer(),
 
 		ContextTokens: c.ContextTokensFor(ag.llm.Info().Name),
 		SendReasoning: c.SendReasoning,

@@ -200,7 +200,7 @@ var facades = []facade{
 	{
 		name: "a2a",
 		say: func(t *testing.T, p *proc, base, token, text string) (string, string) {
-			status, body := a2aCall(t, p.url+base+"/a2a", token, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"`+agentik.NewID()+`","role":"ROLE_USER","parts":[{"text":`+quote(text)+`}]}}}`)
+			status, body := a2aPost(t, p.url+base+"/a2a", token, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"`+agentik.NewID()+`","role":"ROLE_USER","parts":[{"text":`+quote(text)+`}]}}}`)
 			var resp struct {
 				Result json.RawMessage
 				Error  *struct{ Code int }
@@ -216,7 +216,7 @@ var facades = []facade{
 			return lastA2AText(string(resp.Result)), ""
 		},
 		attach: func(t *testing.T, p *proc, base, token, id string) string {
-			status, body := a2aCall(t, p.url+base+"/a2a", token, `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"`+id+`:1"}}`)
+			status, body := a2aPost(t, p.url+base+"/a2a", token, `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"`+id+`:1"}}`)
 			if status == 200 && strings.Contains(body, "-32001") {
 				return agentik.ENotFound
 			}
@@ -702,7 +702,7 @@ func aguiPost(t *testing.T, url, token string, in map[string]any) (int, []map[st
 	return resp.StatusCode, evs, string(body)
 }
 
-func a2aCall(t *testing.T, url, token, body string) (int, string) {
+func a2aPost(t *testing.T, url, token, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(testCtx(t), "POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

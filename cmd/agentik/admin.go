@@ -35,41 +35,43 @@ func (a *app) mountAdmin(ctx context.Context) error {
 }
 
 // openTurns lists every open turn in the store (on PostgreSQL: of every
-// process): the first open turn of a conversation runs (or waits for
-// approvals), the others are queued behind it.
+// process), agent by agent: the first open turn of a conversation runs (or
+// waits for approvals), the others are queued behind it.
 func (a *app) openTurns(ctx context.Context) ([]adminTurn, error) {
-	open, err := a.store.OpenTurns(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pending := map[string]int{}
-	for _, p := range a.eng.PendingApprovals() {
-		pending[p.ReplyTo]++
-	}
 	host, _ := os.Hostname()
-	owners := map[string]string{}
-	out := make([]adminTurn, 0, len(open))
 	now := time.Now()
-	for i, m := range open {
-		owner, ok := owners[m.ConversationID]
-		if !ok {
-			if rec, err := a.store.GetConversation(ctx, m.ConversationID); err == nil {
-				owner = rec.Owner
+	out := []adminTurn{}
+	for _, ag := range a.agents {
+		open, err := ag.store.OpenTurns(ctx)
+		if err != nil {
+			return nil, err
+		}
+		pending := map[string]int{}
+		for _, p := range ag.eng.PendingApprovals() {
+			pending[p.ReplyTo]++
+		}
+		owners := map[string]string{}
+		for i, m := range open {
+			owner, ok := owners[m.ConversationID]
+			if !ok {
+				if rec, err := ag.store.GetConversation(ctx, m.ConversationID); err == nil {
+					owner = rec.Owner
+				}
+				owners[m.ConversationID] = owner
 			}
-			owners[m.ConversationID] = owner
-		}
-		t := adminTurn{ConversationID: m.ConversationID, ReplyTo: m.ID, Principal: owner, Agent: a.eng.Info().ID,
-			State: "queued", Since: m.Date.String(), AgeSeconds: now.Sub(m.Date.Time).Seconds()}
-		if i == 0 || open[i-1].ConversationID != m.ConversationID {
-			t.State = "running"
-			if n := pending[m.ID]; n > 0 {
-				t.State, t.PendingApprovals = "approval_pending", n
+			t := adminTurn{ConversationID: m.ConversationID, ReplyTo: m.ID, Principal: owner, Agent: ag.ID,
+				State: "queued", Since: m.Date.String(), AgeSeconds: now.Sub(m.Date.Time).Seconds()}
+			if i == 0 || open[i-1].ConversationID != m.ConversationID {
+				t.State = "running"
+				if n := pending[m.ID]; n > 0 {
+					t.State, t.PendingApprovals = "approval_pending", n
+				}
 			}
+			if ag.eng.RunsHere(m.ConversationID) {
+				t.Process = host
+			}
+			out = append(out, t)
 		}
-		if a.eng.RunsHere(m.ConversationID) {
-			t.Process = host
-		}
-		out = append(out, t)
 	}
 	return out, nil
 }
@@ -97,7 +99,8 @@ func (a *app) adminCancel(w http.ResponseWriter, r *http.Request) {
 		if t.ReplyTo != replyTo {
 			continue
 		}
-		conv, err := a.eng.Conversation(agentik.WithPrincipal(ctx, t.Principal), t.ConversationID)
+		ag := a.agentByID(t.Agent)
+		conv, err := ag.eng.Conversation(agentik.WithPrincipal(ctx, t.Principal), t.ConversationID)
 		if err != nil {
 			edge.WriteError(w, r, a.log, err)
 			return

@@ -33,10 +33,11 @@ type agent struct {
 	cfg     config.Agent
 	app     *app
 
-	eng *engine.Engine
-	llm agentik.LLM
-	reg *tools.Registry
-	mcp *mcp.Source // nil without MCP servers
+	eng   *engine.Engine
+	store agentik.Store // the agent's view of the database
+	llm   agentik.LLM
+	reg   *tools.Registry
+	mcp   *mcp.Source // nil without MCP servers
 
 	// Facade handlers, made at the first mount (see mount* in each
 	// facade's file).
@@ -142,7 +143,7 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 	if err != nil {
 		return nil, err
 	}
-	ag.Agent = ag.eng
+	ag.Agent, ag.store = ag.eng, store
 	return ag, nil
 }
 

@@ -44,6 +44,14 @@ func (a *app) adminOnly(h http.Handler) http.Handler {
 // principal (public with AGENTIK_METRICS_PUBLIC=on, or when the server is
 // open anyway), and on AGENTIK_METRICS_ADDR unauthenticated.
 func (a *app) mountMetrics(ctx context.Context) error {
+	a.metrics.GaugeFunc("agentik_approvals_pending", "Tool calls waiting for a person's answer in the conversations this process holds.",
+		func() float64 {
+			n := 0
+			for _, ag := range a.agents {
+				n += len(ag.eng.PendingApprovals())
+			}
+			return float64(n)
+		})
 	h := a.metrics.Handler()
 	if a.cfg.Obs.MetricsPublic || a.edge.Open() {
 		a.mux.Handle("GET /metrics", h)

@@ -70,6 +70,12 @@ type Message struct {
 	Code           string          `json:"code,omitempty"`
 	Details        string          `json:"details,omitempty"`
 	ReplyTo        string          `json:"reply_to,omitempty"`
+
+	// ClientTools are the client tools a user message was sent with
+	// (SendRequest.ClientTools). Stores keep them with the message, so that
+	// whichever process runs or continues its turn, or a restart, offers
+	// them to the model again; they are never on the wire.
+	ClientTools []ToolSpec `json:"-"`
 }
 
 // ClosesTurn reports whether m closes the turn of the user message it replies

@@ -100,6 +100,12 @@ func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
 	}
 }
 
+func (c *conv) hasPending() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending != nil
+}
+
 func (c *conv) isWorking() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -210,6 +216,7 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 		Type:           agentik.MsgUser,
 		Content:        req.Content,
 		Context:        req.Context,
+		ClientTools:    req.ClientTools, // stored: any process, or a restart, offers them again
 	}
 	w := agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&msg)}, Touch: msg.Date}
 	abandoned := c.pending
@@ -312,7 +319,7 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 	var msg *agentik.Message
 	if len(req.Content) > 0 {
 		msg = &agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgUser,
-			Content: agentik.CanonicalImages(req.Content), Context: req.Context}
+			Content: agentik.CanonicalImages(req.Content), Context: req.Context, ClientTools: req.ClientTools}
 		w.Events = append(w.Events, agentik.MessageEvent(msg))
 		w.Touch = now
 	}
@@ -482,7 +489,10 @@ func (h *handle) Info(ctx context.Context) (agentik.ConversationInfo, error) {
 // answering this message).
 func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.SendResult, error) {
 	c := h.c
-	if c.shared {
+	// Sharing the store, the state of the turns is in the store; alone,
+	// results may come before the start-up recovery has found the round
+	// they answer (a restart): it is read from the store too.
+	if c.shared || (len(req.ToolResults) > 0 && !c.hasPending()) {
 		if err := c.syncShared(ctx, req); err != nil {
 			return agentik.SendResult{}, err
 		}

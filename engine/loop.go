@@ -190,6 +190,9 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		if !local {
 			item = queued{user: user}
 		}
+		if item.client == nil {
+			item.client = user.ClientTools // sent elsewhere, or before a restart: as stored
+		}
 		// Every write of the turn carries the lease epoch: if another
 		// process took the lease meanwhile, the store refuses it.
 		fctx := withFence(agentik.WithConversation(ctx, c.id), epoch)
@@ -418,8 +421,10 @@ func (c *conv) openRound(ctx context.Context, user agentik.Message, journal []ag
 		p.waiting[tc.ID] = true
 	}
 	c.mu.Lock()
-	if c.pending != nil && c.pending.user.ID == user.ID {
-		p.client = c.pending.client // the client's tools are only known where they were offered
+	if c.pending != nil && c.pending.user.ID == user.ID && len(c.pending.client) > 0 {
+		p.client = c.pending.client // offered again with the results
+	} else {
+		p.client = user.ClientTools // as stored with the message
 	}
 	c.mu.Unlock()
 	return p, nil

@@ -73,9 +73,9 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 					var refs string
 					m.Content, refs = images.Message(i, &m)
 					evImages[i] = column(refs)
-					mp, err := json.Marshal(&m)
+					mp, err := storeutil.EncodeMessage(&m)
 					if err != nil {
-						return nil, agentik.WrapError(agentik.EInternal, "encode message", err)
+						return nil, err
 					}
 					batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, string(mp), evImages[i])
 					ev.Message = &m

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -110,9 +109,9 @@ func (s *Store) queue(ctx context.Context, conversationID string) (agentik.TurnQ
 			if err := rows.Scan(&ofTurn, nil, &payload, &refs); err != nil {
 				return err
 			}
-			var m agentik.Message
-			if err := json.Unmarshal(payload, &m); err != nil {
-				return agentik.WrapError(agentik.EInternal, "decode message", err)
+			m, err := storeutil.DecodeMessage(payload)
+			if err != nil {
+				return err
 			}
 			if refs != nil && *refs != "" {
 				withImages = append(withImages, storeutil.Pending{I: len(msgs), Refs: *refs})

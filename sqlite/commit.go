@@ -139,9 +139,9 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 // insertMessage stores m, whose content is already in its stored form, with
 // its images column.
 func insertMessage(ctx context.Context, tx *wtx, m *agentik.Message, images any) error {
-	payload, err := json.Marshal(m)
+	payload, err := storeutil.EncodeMessage(m)
 	if err != nil {
-		return agentik.WrapError(agentik.EInternal, "encode message", err)
+		return err
 	}
 	_, err = tx.ExecContext(ctx, qInsertMessage,
 		m.ConversationID, m.Seq, m.ID, m.Type, ms(m.Date), m.ReplyTo, string(payload), images)

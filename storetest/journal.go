@@ -306,8 +306,13 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 	inTools := userMsg(a.ID, "mid tool loop")
 	w(a.ID, msg(inTools), msg(reply(a.ID, agentik.MsgToolCall, inTools.ID)))
 
+	// Client tools are kept with the message (never in its event).
 	queued := userMsg(a.ID, "queued")
-	w(a.ID, msg(queued))
+	queued.ClientTools = []agentik.ToolSpec{{Name: "pick_color", Description: "Ask the user", Parameters: agentik.RawJSON(`{"type":"object"}`)}}
+	evs, _ := commit(t, s, agentik.Write{ConversationID: a.ID, Events: []agentik.Event{msg(queued)}})
+	if stored, err := s.Events(t.Context(), a.ID, evs[0].Cursor-1, 1); err != nil || len(stored) != 1 || stored[0].Message.ClientTools != nil {
+		t.Fatalf("the event of a message carries its client tools: %+v, %v", stored, err)
+	}
 
 	// A reply in another conversation does not close b's turn, and an
 	// interrupted event replying to another message does not either.

@@ -165,12 +165,30 @@ func AgentPayload(ev *agentik.AgentEvent) (string, error) {
 	return string(payload), nil
 }
 
+// storedMessage is a journal message as stored: its wire form and what the
+// wire does not carry.
+type storedMessage struct {
+	*agentik.Message
+	ClientTools []agentik.ToolSpec `json:"client_tools,omitempty"`
+}
+
+// EncodeMessage renders a journal message as stored.
+func EncodeMessage(m *agentik.Message) ([]byte, error) {
+	b, err := json.Marshal(storedMessage{Message: m, ClientTools: m.ClientTools})
+	if err != nil {
+		return nil, agentik.WrapError(agentik.EInternal, "encode message", err)
+	}
+	return b, nil
+}
+
 // DecodeMessage decodes a stored journal message.
 func DecodeMessage(payload []byte) (agentik.Message, error) {
 	var m agentik.Message
-	if err := json.Unmarshal(payload, &m); err != nil {
+	s := storedMessage{Message: &m}
+	if err := json.Unmarshal(payload, &s); err != nil {
 		return m, agentik.WrapError(agentik.EInternal, "decode message", err)
 	}
+	m.ClientTools = s.ClientTools
 	return m, nil
 }
 

@@ -106,6 +106,15 @@ func clone[T any](v T) T {
 	return out
 }
 
+// cloneMessage also copies the client tools, which JSON leaves out.
+func cloneMessage(m agentik.Message) agentik.Message {
+	out := clone(m)
+	if len(m.ClientTools) > 0 {
+		out.ClientTools = clone(m.ClientTools)
+	}
+	return out
+}
+
 // cloneAgentEvent also copies the owner, which JSON leaves out.
 func cloneAgentEvent(ev agentik.AgentEvent) agentik.AgentEvent {
 	out := clone(ev)
@@ -306,7 +315,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		if m := ev.Message; m != nil {
 			m.ConversationID = w.ConversationID
 			m.Seq = int64(len(c.msgs)) + 1
-			stored := clone(*m)
+			stored := cloneMessage(*m)
 			c.msgs = append(c.msgs, stored)
 			s.msgs[m.ID] = msgRef{conv: w.ConversationID, seq: m.Seq}
 			if m.Type == agentik.MsgUser {
@@ -385,7 +394,7 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 	}
 	out := make([]agentik.Message, len(page))
 	for i, m := range page {
-		out[i] = clone(m)
+		out[i] = cloneMessage(m)
 	}
 	return out, more, nil
 }
@@ -402,7 +411,7 @@ func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik
 		return agentik.Message{}, err
 	}
 	if ref, ok := s.msgs[id]; ok && ref.conv == conversationID {
-		return clone(c.msgs[ref.seq-1]), nil
+		return cloneMessage(c.msgs[ref.seq-1]), nil
 	}
 	return agentik.Message{}, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.ENotFound, "message %s not found", id))
 }
@@ -522,7 +531,7 @@ func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 		c := s.convs[id]
 		for _, m := range c.msgs {
 			if c.open[m.ID] {
-				out = append(out, clone(m))
+				out = append(out, cloneMessage(m))
 			}
 		}
 	}
@@ -542,7 +551,7 @@ func (s *Store) OpenTurnsOf(ctx context.Context, conversationID string) ([]agent
 	}
 	for _, m := range c.msgs {
 		if c.open[m.ID] {
-			out = append(out, clone(m))
+			out = append(out, cloneMessage(m))
 		}
 	}
 	return out, nil

@@ -33,7 +33,7 @@ type conv struct {
 	partial    strings.Builder        // text of the current phase so far
 	lastActive time.Time
 	streams    map[*stream[agentik.Event]]struct{}
-	withdrawn  map[string]bool // turns withdrawn before they started (withdraw.go)
+	withdrawn  map[string]withdrawal // turns to withdraw before they start (withdraw.go)
 	leased     bool            // the loop holds the lease (of epoch): this process starts the turns
 	epoch      int64
 
@@ -96,7 +96,7 @@ func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
 		shared:     e.opts.Cluster != nil && !rec.Temporal,
 		lastActive: time.Now(),
 		streams:    make(map[*stream[agentik.Event]]struct{}),
-		withdrawn:  make(map[string]bool),
+		withdrawn:  make(map[string]withdrawal),
 	}
 }
 

@@ -101,6 +101,7 @@ func (c *conv) kickLocked() {
 func (c *conv) loop() {
 	defer c.e.turns.Done()
 	ctx := c.e.baseCtx
+	tries := 0 // to take a lease found free while asking its holder (askHolders)
 	for {
 		c.mu.Lock()
 		sent := c.sent
@@ -111,6 +112,10 @@ func (c *conv) loop() {
 			c.e.log.Warn("acquire turn lease", "conversation", c.id, "err", err)
 		}
 		stuck, again := false, false
+		if !lease.Held && err == nil && c.shared && c.askHolders(ctx) && tries < 3 {
+			tries++
+			again = true // the lease was free when asked: try to take it
+		}
 		if lease.Held {
 			if !lease.Continued {
 				c.memoryLoaded = false // another process answered turns since we last ran

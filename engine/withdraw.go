@@ -18,13 +18,20 @@ import (
 // closes it under c.mu, where its loop also checks c.withdrawn just before
 // starting a turn: a withdrawn turn never starts.
 //
-// Another process asks the holder through the Coordinator
-// (InterruptRequest.ReplyTo) and marks the turn too, so that whichever
-// process holds the lease next withdraws it; when no process holds the
-// lease it kicks its own loop, which takes the lease and withdraws it.
-//
-// c.withdrawn maps a user message id to whether this process closed that
-// turn (true) or only knows it is to be withdrawn (false).
+// Another process marks the turn and kicks its own loop: if it takes the
+// lease, it withdraws the turn; if another process holds the lease, it asks
+// that holder through the Coordinator (InterruptRequest.ReplyTo) — every
+// process that hears it marks the turn too, and the holder closes it at
+// once — and tries again a few times should the lease be free by then.
+
+// withdrawal is what this process knows of a turn to withdraw.
+type withdrawal uint8
+
+const (
+	askedHere  withdrawal = iota + 1 // InterruptTurn here: this process sees it done
+	askedThere                       // heard from another process
+	closedHere                       // closed by this process
+)
 
 // interruptTurn interrupts the turn answering replyTo. It reports false
 // when that turn is not open (over, or unknown).
@@ -67,39 +74,67 @@ func (c *conv) interruptTurn(ctx context.Context, replyTo string) (bool, error) 
 		}
 		return true, nil
 	}
-	// Another process holds the lease, or none does.
-	if _, known := c.withdrawn[replyTo]; !known {
-		c.withdrawn[replyTo] = false
+	// Another process holds the lease, or none does: this process's loop
+	// takes it, or asks its holder (loop, askHolders).
+	if c.withdrawn[replyTo] != closedHere {
+		c.withdrawn[replyTo] = askedHere
 	}
-	c.sent++ // work for a loop of this process, should it run
+	c.sent++ // work for a loop of this process
+	c.kickLocked()
 	c.mu.Unlock()
-	held, err := c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: c.id, Reason: agentik.ReasonUser, ReplyTo: replyTo})
-	if err != nil {
-		return false, c.readErr(err)
+	return true, nil
+}
+
+// askHolders asks the process holding the lease to withdraw the turns this
+// process was asked to, once its loop could not take the lease. It reports
+// whether some request found no holder (the lease was free again: the loop
+// tries to take it once more).
+func (c *conv) askHolders(ctx context.Context) (retry bool) {
+	c.mu.Lock()
+	var ids []string
+	for id, w := range c.withdrawn {
+		if w == askedHere {
+			ids = append(ids, id)
+		}
 	}
-	if !held {
-		// No process runs the conversation's turns: this one takes the
-		// lease and withdraws the turn.
+	c.mu.Unlock()
+	for _, id := range ids {
+		held, err := c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: c.id, Reason: agentik.ReasonUser, ReplyTo: id})
+		if err != nil {
+			c.e.log.Warn("ask the lease holder to withdraw a turn", "conversation", c.id, "reply_to", id, "err", err)
+			continue
+		}
+		if !held {
+			retry = true
+			continue
+		}
 		c.mu.Lock()
-		c.kickLocked()
+		if c.withdrawn[id] == askedHere {
+			c.withdrawn[id] = askedThere // delivered: not asked again
+		}
 		c.mu.Unlock()
 	}
-	return true, nil
+	return retry
 }
 
 // withdrawLocked closes the open turn answering id without running it. The
 // caller holds c.mu and starts the conversation's turns (holds its lease,
 // or is alone on the store); ctx carries no fence, the lease's is used.
 func (c *conv) withdrawLocked(ctx context.Context, id string) error {
-	if c.withdrawn[id] {
-		return nil // closed here already
+	before, known := c.withdrawn[id]
+	if before == closedHere {
+		return nil
 	}
-	c.withdrawn[id] = true // from here on the loop cannot start it
+	c.withdrawn[id] = closedHere // from here on the loop cannot start it
 	if c.shared {
 		ctx = withFence(ctx, c.epoch)
 	}
 	if err := c.closeInterrupted(ctx, id, agentik.ReasonUser); err != nil {
-		delete(c.withdrawn, id)
+		if known {
+			c.withdrawn[id] = before
+		} else {
+			delete(c.withdrawn, id)
+		}
 		return err
 	}
 	for i, q := range c.queue {
@@ -123,7 +158,7 @@ func (c *conv) withdrawMarked(ctx context.Context, q agentik.TurnQueue) bool {
 	defer c.mu.Unlock()
 	closed := false
 	for _, m := range q.Open {
-		if done, marked := c.withdrawn[m.ID]; !marked || done {
+		if w := c.withdrawn[m.ID]; w != askedHere && w != askedThere {
 			continue
 		}
 		if err := c.withdrawLocked(ctx, m.ID); err != nil {
@@ -152,8 +187,8 @@ func (c *conv) isWithdrawnLocked(id string) bool {
 // the turns it closed (no stale read of the queue can show them again).
 // The caller holds c.mu.
 func (c *conv) forgetWithdrawnLocked() {
-	for id, done := range c.withdrawn {
-		if done {
+	for id, w := range c.withdrawn {
+		if w == closedHere {
 			delete(c.withdrawn, id)
 		}
 	}
@@ -167,7 +202,7 @@ func (c *conv) forgetWithdrawnLocked() {
 // asked had just let the lease go. The caller holds c.mu.
 func (c *conv) remoteWithdraw(id string) {
 	if _, known := c.withdrawn[id]; !known {
-		c.withdrawn[id] = false
+		c.withdrawn[id] = askedThere
 		c.sent++
 	}
 	if !c.leased {

@@ -30,3 +30,31 @@ func ConversationFrom(ctx context.Context) string {
 	id, _ := ctx.Value(conversationKey{}).(string)
 	return id
 }
+
+// ConversationState is durable state kept with one conversation, by key,
+// and deleted with it: what a tool remembers per conversation (a remote A2A
+// agent's contextId), shared by every process that uses the store and kept
+// across restarts. The engine puts the state of the turn's conversation in
+// the context of each tool call (ConversationStateFrom). Keys are the
+// tool's own namespace (Write.State gives their bounds). Safe for
+// concurrent use.
+type ConversationState interface {
+	// State returns the value of key (nil when it is not set).
+	State(ctx context.Context, key string) (RawJSON, error)
+	// SetState sets key to value; nil removes it.
+	SetState(ctx context.Context, key string, value RawJSON) error
+}
+
+type stateKey struct{}
+
+// WithConversationState returns a context carrying s.
+func WithConversationState(ctx context.Context, s ConversationState) context.Context {
+	return context.WithValue(ctx, stateKey{}, s)
+}
+
+// ConversationStateFrom returns the conversation state ctx carries (nil
+// when none).
+func ConversationStateFrom(ctx context.Context) ConversationState {
+	s, _ := ctx.Value(stateKey{}).(ConversationState)
+	return s
+}

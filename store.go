@@ -3,9 +3,11 @@ package agentik
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ConversationRecord is a stored conversation.
@@ -63,7 +65,16 @@ type Write struct {
 	// process that lost the lease without noticing can never add to a turn
 	// that another process now runs. Stores used by one process ignore it.
 	Fence int64
+	// State sets records kept with the conversation by key, and deleted
+	// with it (ConversationState); a nil value removes the key.
+	State map[string]RawJSON
 }
+
+// Bounds of conversation state (Write.State).
+const (
+	MaxStateKey   = 256     // bytes of a key
+	MaxStateValue = 1 << 16 // bytes of a value
+)
 
 // ErrFenced is returned (wrapped) by Commit for a Write whose Fence is no
 // longer the conversation's lease epoch: another process took the lease.
@@ -122,6 +133,10 @@ type Store interface {
 	// OpenTurnsOf returns the open turns of one conversation in seq order
 	// (none for an unknown conversation): the queue of its turns.
 	OpenTurnsOf(ctx context.Context, conversationID string) ([]Message, error)
+
+	// State returns the value of a conversation's state key (nil when it is
+	// not set, or the conversation unknown).
+	State(ctx context.Context, conversationID, key string) (RawJSON, error)
 
 	// ApprovalEvents returns the conversation's approval_requested and
 	// approval_resolved events with a cursor greater than after, ascending
@@ -203,6 +218,16 @@ func (w Write) Validate() error {
 	}
 	if w.Fence < 0 {
 		return Errorf(EInvalid, "commit: negative fence")
+	}
+	for k, v := range w.State {
+		switch {
+		case k == "" || len(k) > MaxStateKey || !utf8.ValidString(k):
+			return Errorf(EInvalid, "commit: a state key must be 1 to %d bytes of UTF-8", MaxStateKey)
+		case len(v) > MaxStateValue:
+			return Errorf(ETooLarge, "commit: state %q is larger than %d bytes", k, MaxStateValue)
+		case v != nil && !json.Valid(v):
+			return Errorf(EInvalid, "commit: state %q is not JSON", k)
+		}
 	}
 	for _, ev := range w.Events {
 		if !Durable(ev.Type) {

@@ -225,6 +225,39 @@ func (a *remoteAgent) remember(key, ctxID string) {
 	a.contexts[key] = ctxID
 }
 
+// stateKey names this agent's remote context in a conversation's state.
+func (a *remoteAgent) stateKey() string { return "a2a.context " + a.remote.URL }
+
+// recall reads the remote context of key from the conversation's state
+// (kept across restarts and processes) and remembers it.
+func (a *remoteAgent) recall(ctx context.Context, state agentik.ConversationState, key string) string {
+	v, err := state.State(ctx, a.stateKey())
+	if err != nil {
+		a.src.log.Warn("a2a: read the remote context", "url", a.remote.URL, "err", err)
+		return ""
+	}
+	var id string
+	if v == nil || json.Unmarshal(v, &id) != nil || id == "" {
+		return ""
+	}
+	a.remember(key, id)
+	return id
+}
+
+// store keeps the remote context in the conversation's state ("": none).
+func (a *remoteAgent) store(ctx context.Context, state agentik.ConversationState, id string) {
+	if state == nil {
+		return
+	}
+	var v agentik.RawJSON
+	if id != "" {
+		v, _ = json.Marshal(id)
+	}
+	if err := state.SetState(ctx, a.stateKey(), v); err != nil && ctx.Err() == nil {
+		a.src.log.Warn("a2a: keep the remote context", "url", a.remote.URL, "err", err)
+	}
+}
+
 func (a *remoteAgent) forget(key string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -260,18 +293,24 @@ func (t *agentTool) Call(ctx context.Context, args agentik.RawJSON) (agentik.Too
 		return agentik.ErrorResult("the remote agent is not reachable"), nil
 	}
 	key := t.key
+	var state agentik.ConversationState // where the remote context outlives this process
 	if k := t.a.src.opts.ConversationKey; k != nil {
 		if ck := k(ctx); ck != "" {
 			key = ck
+			state = agentik.ConversationStateFrom(ctx)
 		}
 	}
 	ctxID := t.a.contextFor(key)
+	if ctxID == "" && state != nil {
+		ctxID = t.a.recall(ctx, state, key)
+	}
 	res, err := t.send(ctx, c, in.Message, ctxID)
 	var rpc *Error
 	if err != nil && ctxID != "" && errors.As(err, &rpc) && (rpc.Code == CodeInvalidParams || rpc.Code == CodeTaskNotFound) && ctx.Err() == nil {
 		// The remote forgot the context (deleted, or another store): start
 		// a new one rather than failing every follow-up.
 		t.a.forget(key)
+		t.a.store(ctx, state, "")
 		res, err = t.send(ctx, c, in.Message, "")
 	}
 	if err != nil {
@@ -281,24 +320,27 @@ func (t *agentTool) Call(ctx context.Context, args agentik.RawJSON) (agentik.Too
 		return agentik.ErrorResult(fmt.Sprintf("the remote agent %s failed: %s", t.a.name, safeErr(err))), nil
 	}
 	var content []agentik.Content
-	var state, note, remoteCtx string
+	var taskState, note, remoteCtx string
 	switch r := res.(type) {
 	case *Message:
 		content, remoteCtx = toToolContent(r.Parts), r.ContextID
-		state = StateCompleted
+		taskState = StateCompleted
 	case *Task:
 		for _, a := range r.Artifacts {
 			content = append(content, toToolContent(a.Parts)...)
 		}
-		state, remoteCtx = r.Status.State, r.ContextID
+		taskState, remoteCtx = r.Status.State, r.ContextID
 		if r.Status.Message != nil {
 			note = agentik.JoinText(toToolContent(r.Status.Message.Parts))
 		}
 	}
 	if remoteCtx != "" {
 		t.a.remember(key, remoteCtx)
+		if remoteCtx != ctxID {
+			t.a.store(ctx, state, remoteCtx)
+		}
 	}
-	switch state {
+	switch state := taskState; state {
 	case StateCompleted:
 	case StateInputRequired, StateAuthRequired:
 		content = append(content, agentik.Text(fmt.Sprintf("[the remote agent needs more input (%s): %s]", state, note)))

@@ -34,7 +34,7 @@ type conv struct {
 	lastActive time.Time
 	streams    map[*stream[agentik.Event]]struct{}
 	withdrawn  map[string]withdrawal // turns to withdraw before they start (withdraw.go)
-	leased     bool            // the loop holds the lease (of epoch): this process starts the turns
+	leased     bool                  // the loop holds the lease (of epoch): this process starts the turns
 	epoch      int64
 
 	// writeMu orders each commit with the publication of its events, so

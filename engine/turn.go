@@ -446,7 +446,7 @@ func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.Too
 	if tt, ok := tool.(agentik.TimeoutTool); ok && tt.Timeout() > 0 {
 		timeout = tt.Timeout()
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, timeout)
+	ctx, cancel := context.WithTimeout(agentik.WithConversationState(r.ctx, convState{r.c}), timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
@@ -612,4 +612,21 @@ func normalizeArgs(a agentik.RawJSON) agentik.RawJSON {
 	}
 	b, _ := json.Marshal(string(a))
 	return b
+}
+
+// convState is the ConversationState of a conversation, given to its tool
+// calls. Its writes go through commit: fenced by the turn's lease.
+type convState struct{ c *conv }
+
+func (s convState) State(ctx context.Context, key string) (agentik.RawJSON, error) {
+	v, err := s.c.store.State(ctx, s.c.id, key)
+	if err != nil {
+		return nil, s.c.readErr(err)
+	}
+	return v, nil
+}
+
+func (s convState) SetState(ctx context.Context, key string, value agentik.RawJSON) error {
+	_, err := s.c.commit(ctx, agentik.Write{State: map[string]agentik.RawJSON{key: value}})
+	return err
 }

@@ -107,6 +107,13 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			}
 			// Image rows are locked in hash order.
 			queueImages(batch, images, w.ConversationID)
+			for k, v := range w.State {
+				if v == nil {
+					batch.Queue(qDeleteState, w.ConversationID, k)
+				} else {
+					batch.Queue(qSetState, w.ConversationID, k, string(v))
+				}
+			}
 			for i, ev := range w.Events {
 				batch.Queue(qInsertEvent, w.ConversationID, ev.Type, ev.Date.Time, payloads[i], evImages[i]).QueryRow(func(row pgx.Row) error {
 					return row.Scan(&out[i].Cursor)

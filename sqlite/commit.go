@@ -96,6 +96,17 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		if err := storeImages(ctx, tx, images, w.ConversationID); err != nil {
 			return err
 		}
+		for k, v := range w.State {
+			var err error
+			if v == nil {
+				_, err = tx.ExecContext(ctx, qDeleteState, w.ConversationID, k)
+			} else {
+				_, err = tx.ExecContext(ctx, qSetState, w.ConversationID, k, string(v))
+			}
+			if err != nil {
+				return err
+			}
+		}
 
 		touch := !w.Touch.IsZero()
 		if _, err := tx.ExecContext(ctx, qUpdateAfterCommit,

@@ -43,6 +43,7 @@ const (
 		WHERE conversation_id = ? AND type = 'user_message' AND closed = 0 ORDER BY seq`
 	// One stored image, only read for rows that reference images.
 	qImage = `SELECT data FROM images WHERE sha256 = ?`
+	qState = `SELECT value FROM conversation_state WHERE conversation_id = ? AND key = ?`
 )
 
 // Writes.
@@ -72,6 +73,9 @@ const (
 		ON CONFLICT DO NOTHING`
 	qInsertImage = `INSERT INTO images (sha256, data, refs) VALUES (?, ?, 1)
 		ON CONFLICT (sha256) DO UPDATE SET refs = refs + 1`
+	qSetState = `INSERT INTO conversation_state (conversation_id, key, value) VALUES (?, ?, ?)
+		ON CONFLICT (conversation_id, key) DO UPDATE SET value = excluded.value`
+	qDeleteState       = `DELETE FROM conversation_state WHERE conversation_id = ? AND key = ?`
 	qUpdateAfterCommit = `UPDATE conversations SET
 		next_seq = ?, next_ord = ?,
 		tokens_in = tokens_in + ?, tokens_out = tokens_out + ?,
@@ -82,11 +86,11 @@ const (
 var readQueries = []string{
 	qExists, qGetConversation, qList, qListBefore, qMessagesAfter, qMessagesBefore, qMessage,
 	qEvents, qLastCursor, qAgentEvents, qLastAgentCursor, qMemory, qOpenTurns, qOpenTurnsOf, qImage,
-	qApprovalEvents,
+	qApprovalEvents, qState,
 }
 
 var writeQueries = []string{
 	qExists, qGetConversation, qInsertConversation, qRename, qDelete, qInsertAgentEvent,
 	qCommitConversation, qInsertMessage, qInsertEvent, qCloseTurn, qDropMemory, qInsertMemory,
-	qUpdateAfterCommit, qReferenceImage, qInsertImage,
+	qUpdateAfterCommit, qReferenceImage, qInsertImage, qSetState, qDeleteState,
 }

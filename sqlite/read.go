@@ -262,6 +262,24 @@ func queryEach(ctx context.Context, q queryer, fn func(*sql.Rows) error, query s
 	return rows.Err()
 }
 
+// State returns the value of a conversation's state key (nil when unset).
+func (s *Store) State(ctx context.Context, conversationID, key string) (agentik.RawJSON, error) {
+	var v agentik.RawJSON
+	err := s.read(ctx, "state "+conversationID, func(r *reader) error {
+		var raw []byte
+		err := r.QueryRowContext(ctx, qState, conversationID, key).Scan(&raw)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		v = raw
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // ApprovalEvents returns the conversation's approval events after the
 // cursor, ascending (the events_approvals index).
 func (s *Store) ApprovalEvents(ctx context.Context, conversationID string, after int64) ([]agentik.Event, error) {

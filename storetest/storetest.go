@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) agentik.Store) {
 		{"Events", testEvents},
 		{"AgentEvents", testAgentEvents},
 		{"OpenTurns", testOpenTurns},
+		{"State", testState},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"PingClose", testPingClose},
 	}

@@ -61,6 +61,7 @@ type conversation struct {
 	events  []agentik.Event
 	memory  []agentik.MemoryEntry
 	nextOrd int64
+	state   map[string]agentik.RawJSON
 }
 
 // New returns an empty store.
@@ -340,6 +341,16 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		c.nextOrd++
 		c.memory = append(c.memory, clone(w.Memory[i]))
 	}
+	for k, v := range w.State {
+		if v == nil {
+			delete(c.state, k)
+			continue
+		}
+		if c.state == nil {
+			c.state = map[string]agentik.RawJSON{}
+		}
+		c.state[k] = slices.Clone(v)
+	}
 	c.rec.Tokens = c.rec.Tokens.Add(w.Tokens)
 	var touched *agentik.AgentEvent
 	if !w.Touch.IsZero() {
@@ -536,6 +547,18 @@ func (s *Store) OpenTurns(ctx context.Context) ([]agentik.Message, error) {
 		}
 	}
 	return out, nil
+}
+
+// State returns the value of a conversation's state key (nil when unset).
+func (s *Store) State(ctx context.Context, conversationID, key string) (agentik.RawJSON, error) {
+	if err := s.lock(ctx, "state"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if c := s.convs[conversationID]; c != nil && c.state[key] != nil {
+		return slices.Clone(c.state[key]), nil
+	}
+	return nil, nil
 }
 
 // OpenTurnsOf returns the open turns of one conversation in seq order.

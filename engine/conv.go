@@ -100,6 +100,16 @@ func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
 	}
 }
 
+// runsElsewhere reports whether another process runs a turn of the
+// conversation (a message to it adds no concurrent turn).
+func (c *conv) runsElsewhere() bool {
+	if !c.shared {
+		return false
+	}
+	_, ok := c.coord.Running(c.id)
+	return ok
+}
+
 func (c *conv) hasPending() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -206,7 +216,7 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	if busy && req.IfBusy == agentik.BusyReject {
 		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
 	}
-	if err := c.e.limits.admit(c.owner, c.looping); err != nil {
+	if err := c.e.limits.admit(c.owner, c.looping || c.runsElsewhere()); err != nil {
 		return agentik.SendResult{}, err
 	}
 	msg := agentik.Message{

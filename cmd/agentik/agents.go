@@ -139,6 +139,8 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 		TemporalBytes:          cfg.Auth.TemporalBytes,
 		TemporalBytesTotal:     cfg.Auth.TemporalBytesTotal,
 		MaxTextBytes:           cfg.Auth.MaxTextBytes,
+		Limiter: st.agentLimiter(c.ID, engine.Limits{ConversationsPerMinute: c.ConversationsPerMinute, MessagesPerMinute: c.MessagesPerMinute,
+			MaxConcurrentTurns: c.MaxConcurrentTurns, TemporalBytes: cfg.Auth.TemporalBytes, TemporalBytesTotal: cfg.Auth.TemporalBytesTotal}),
 	})
 	if err != nil {
 		return nil, err

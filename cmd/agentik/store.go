@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/bus"
+	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/postgres"
 	"github.com/agentik/agentik/sqlite"
 )
@@ -21,7 +22,10 @@ type storage struct {
 	// processes share, the Coordinator of its turns (nil: this process
 	// alone uses the store).
 	forAgent func(ctx context.Context, agent string) (agentik.Store, agentik.Bus, agentik.Coordinator, error)
-	close    func() // closes every agent's bus, then the database
+	// limiter, for a store several processes share, enforces an agent's
+	// per-principal limits across them (nil: the engine's, per process).
+	limiter func(agent string, l engine.Limits) engine.Limiter
+	close   func() // closes every agent's bus, then the database
 }
 
 // openStore opens the configured store: SQLite with an in-process bus per
@@ -87,6 +91,9 @@ func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 			closers = append(closers, func() { coord.Close(); events.Close() })
 			return view, events, coord, nil
 		},
+		limiter: func(agent string, l engine.Limits) engine.Limiter {
+			return newClusterLimiter(store.ForAgent(agent), l)
+		},
 	}
 	st.close = func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -95,4 +102,13 @@ func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 		store.Close()
 	}
 	return st, nil
+}
+
+// agentLimiter returns the limiter of an agent's limits on this storage
+// (nil: the engine builds its own from the limits).
+func (st *storage) agentLimiter(agent string, l engine.Limits) engine.Limiter {
+	if st.limiter == nil {
+		return nil
+	}
+	return st.limiter(agent, l)
 }

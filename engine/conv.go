@@ -28,6 +28,7 @@ type conv struct {
 	parked     *parkedTurn            // the turn waiting for approvals, as far as known here
 	timers     map[string]*time.Timer // approval expiry by call id
 	running    *turn                  // nil when idle
+	handling   bool                   // the loop has taken a turn it has not started (or dropped) yet
 	looping    bool                   // a turn loop goroutine owns the queue
 	phase      string                 // agentik.DeltaReasoning or DeltaText of the running turn
 	partial    strings.Builder        // text of the current phase so far
@@ -212,7 +213,7 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	busy := c.running != nil || c.parked != nil || len(c.queue) > 0
+	busy := c.running != nil || c.handling || c.parked != nil || len(c.queue) > 0
 	if busy && req.IfBusy == agentik.BusyReject {
 		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
 	}
@@ -236,9 +237,11 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 			ReplyTo: abandoned.user.ID, Reason: agentik.ReasonBusyPolicy})
 	}
 	// An idle conversation answers this message next: its working-memory
-	// entry goes in the same commit, saving the turn a write. (Not when
-	// sharing the store, where only the lease holder writes working memory.)
-	early := !busy && !c.looping && !c.shared
+	// entry goes in the same commit, saving the turn a write. Idle: no turn
+	// runs or is being started, and alone on the store every other open turn
+	// not started is queued here (busy). (Not when sharing the store, where
+	// only the lease holder writes working memory.)
+	early := !busy && !c.shared
 	if early {
 		w.Memory = []agentik.MemoryEntry{{SourceID: msg.ID, ReplyTo: msg.ID,
 			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: msg.Content}}}

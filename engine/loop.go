@@ -167,12 +167,15 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		if last != "" && !c.shared && c.queueEmpty() {
 			return false // alone on the store, nothing else is open
 		}
-		q, err := c.coord.Pending(ctx, c.id)
-		if err != nil {
-			if ctx.Err() == nil {
-				c.e.log.Warn("read open turns", "conversation", c.id, "err", err)
+		q, known := c.nextSent()
+		if !known {
+			var err error
+			if q, err = c.coord.Pending(ctx, c.id); err != nil {
+				if ctx.Err() == nil {
+					c.e.log.Warn("read open turns", "conversation", c.id, "err", err)
+				}
+				return false
 			}
-			return false
 		}
 		if len(q.Open) == 0 {
 			return false
@@ -191,7 +194,7 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 			continue // closed here since the queue was read
 		}
 		last = user.ID
-		item, local := c.take(user.ID)
+		item, local := c.take(user.ID) // sets handling
 		if !local {
 			item = queued{user: user}
 		}
@@ -204,12 +207,14 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		if item.resume == nil {
 			run, err := c.recoverTurn(fctx, q, &item, local && !item.recovered)
 			if err != nil {
+				c.handled()
 				if ctx.Err() == nil && !errors.Is(err, errWaiting) {
 					c.e.log.Warn("recover open turn", "conversation", c.id, "reply_to", user.ID, "err", err)
 				}
 				return false
 			}
 			if !run {
+				c.handled()
 				continue // closed here; the next open turn is read again
 			}
 		}
@@ -217,6 +222,7 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		tctx, cancel := context.WithCancel(fctx)
 		t := &turn{user: user, cancel: cancel}
 		c.mu.Lock()
+		c.handling = false
 		if c.isWithdrawnLocked(user.ID) {
 			c.mu.Unlock()
 			cancel()
@@ -248,10 +254,13 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 	return false
 }
 
-// take removes the entry of user message id from the local queue.
+// take removes the entry of user message id from the local queue, and
+// marks the loop handling a turn until it starts it (running) or drops it
+// (handled): a message sent meanwhile finds the conversation busy.
 func (c *conv) take(id string) (queued, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.handling = true
 	for i, q := range c.queue {
 		if q.user.ID == id {
 			c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
@@ -259,6 +268,27 @@ func (c *conv) take(id string) (queued, bool) {
 		}
 	}
 	return queued{}, false
+}
+
+func (c *conv) handled() {
+	c.mu.Lock()
+	c.handling = false
+	c.mu.Unlock()
+}
+
+// nextSent returns, alone on the store, the queue as this process knows
+// it when that is the store's: the next turn is one sent here (a new
+// message, or a continuation with its round in hand) and no turn ahead of
+// it waits for client results or approvals. Otherwise (sharing the store,
+// turns found at start) the loop reads the store. A turn whose closing write
+// failed is then only retried at the next start.
+func (c *conv) nextSent() (agentik.TurnQueue, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shared || len(c.queue) == 0 || c.queue[0].recovered || c.pending != nil || c.parked != nil {
+		return agentik.TurnQueue{}, false
+	}
+	return agentik.TurnQueue{Open: []agentik.Message{c.queue[0].user}}, true
 }
 
 func (c *conv) queueEmpty() bool {

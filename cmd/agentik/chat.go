@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -33,8 +34,11 @@ const chatUsage = `usage: agentik chat [flags]
 
 Talk to the agent. Type a message and press Enter; the answer streams as it
 is written. Ctrl-C interrupts the running answer; Ctrl-C when idle, a second
-Ctrl-C, or Ctrl-D exits. With stdin not a terminal, every line is a message
-and chat exits once all are answered.
+Ctrl-C, or Ctrl-D exits. A tool call that needs approval is shown and asked
+about: answer y, or n with an optional reason ("n not now"). With stdin not
+a terminal, every line is a message, sent once the previous one is answered
+(a line read while a call waits for approval is its answer), and chat exits
+once all are answered.
 
 flags:
 `
@@ -239,6 +243,19 @@ func chat(ctx context.Context, cfg config.Config, args []string, getenv func(str
 	go readLines(os.Stdin, lines)
 
 	s := &chatSession{ctx: ctx, conv: conv, r: r, stderr: stderr, mine: map[string]bool{}, interactive: interactive}
+	s.ap, _ = conv.(agentik.Approver)
+	if *convID != "" && s.ap != nil {
+		// What waits is known before the first line is read, so a script's
+		// answer is taken as one rather than sent as a message.
+		list, err := s.ap.Approvals(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "agentik chat:", agentik.ErrorMessage(err))
+			return exitFail
+		}
+		for _, a := range list {
+			s.requested(agentik.Event{Type: agentik.EvApprovalRequested, CallID: a.CallID, Name: a.Name, Arguments: a.Arguments, ReplyTo: a.ReplyTo})
+		}
+	}
 	return s.run(lines, sigs, stream)
 }
 
@@ -265,6 +282,13 @@ type chatSession struct {
 	running      bool
 	interrupting bool
 	eof          bool
+
+	// Tool approval (SPEC §10): the calls waiting for an answer, in the
+	// order they were requested; the first is the one asked about. ap is
+	// nil when the conversation cannot be answered through (never today).
+	ap       agentik.Approver
+	pending  []agentik.Event
+	answered map[string]bool // call ids answered from here
 }
 
 func (s *chatSession) prompt() {
@@ -280,6 +304,19 @@ func (s *chatSession) run(lines <-chan string, sigs <-chan os.Signal, stream age
 			s.r.finishLine()
 			return exitOK
 		}
+		if s.eof && len(s.pending) > 0 {
+			// A script that ends while its turn waits for an answer would
+			// wait forever; the call stays pending for another client.
+			s.r.finishLine()
+			fmt.Fprintf(s.stderr, "agentik chat: input ended while %s waits for approval (it stays pending)\n", s.pending[0].CallID)
+			return exitFail
+		}
+		in := lines
+		if !s.interactive && len(s.mine) > 0 && len(s.pending) == 0 {
+			// A script's next line is read once its previous message is
+			// answered, or as the answer to an approval.
+			in = nil
+		}
 		select {
 		case <-s.ctx.Done():
 			return exitOK
@@ -292,7 +329,7 @@ func (s *chatSession) run(lines <-chan string, sigs <-chan os.Signal, stream age
 			if _, err := s.conv.Interrupt(s.ctx); err != nil {
 				s.r.errorf("interrupt: %s", agentik.ErrorMessage(err))
 			}
-		case line, ok := <-lines:
+		case line, ok := <-in:
 			if !ok {
 				lines = nil
 				s.eof = true
@@ -302,6 +339,10 @@ func (s *chatSession) run(lines <-chan string, sigs <-chan os.Signal, stream age
 					s.r.finishLine()
 					return exitOK
 				}
+				continue
+			}
+			if len(s.pending) > 0 {
+				s.answer(line)
 				continue
 			}
 			if strings.TrimSpace(line) == "" {
@@ -356,6 +397,10 @@ func (s *chatSession) event(ev agentik.Event) {
 		if ev.Message != nil {
 			r.errorf("%s: %s", ev.Message.Code, ev.Message.Details)
 		}
+	case agentik.EvApprovalRequested:
+		s.requested(ev)
+	case agentik.EvApprovalResolved:
+		s.resolved(ev)
 	case agentik.EvEnd:
 		s.running = false
 		s.interrupting = false
@@ -365,6 +410,100 @@ func (s *chatSession) event(ev agentik.Event) {
 		r.finishLine()
 		delete(s.mine, ev.ReplyTo)
 		s.prompt()
+	}
+}
+
+// requested queues a call that waits for approval and asks about it when
+// it is the first. A subscriber that reconnects is told again what waits:
+// a call already queued or answered is not asked twice.
+func (s *chatSession) requested(ev agentik.Event) {
+	if ev.CallID == "" || s.answered[ev.CallID] {
+		return
+	}
+	for _, p := range s.pending {
+		if p.CallID == ev.CallID {
+			return
+		}
+	}
+	s.pending = append(s.pending, ev)
+	if len(s.pending) == 1 {
+		s.ask()
+	}
+}
+
+// resolved drops an answered call; one answered elsewhere (another client,
+// expiry, an interrupt) is reported. The next waiting call is asked about.
+func (s *chatSession) resolved(ev agentik.Event) {
+	i := slices.IndexFunc(s.pending, func(p agentik.Event) bool { return p.CallID == ev.CallID })
+	if i < 0 {
+		return
+	}
+	name := s.pending[i].Name
+	s.pending = slices.Delete(s.pending, i, i+1)
+	if !s.answered[ev.CallID] {
+		verdict := "denied"
+		if ev.Approved != nil && *ev.Approved {
+			verdict = "approved"
+		}
+		if ev.Reason != "" {
+			verdict += " (" + ev.Reason + ")"
+		}
+		if ev.By != "" {
+			verdict += " by " + ev.By
+		}
+		s.r.notef("%s %s %s", name, ev.CallID, verdict)
+	}
+	if i == 0 && len(s.pending) > 0 {
+		s.ask()
+	}
+}
+
+func (s *chatSession) ask() {
+	s.r.approval(s.pending[0], s.interactive)
+}
+
+// answer takes line as the answer to the first waiting call: y or yes
+// approves; n or no denies, the rest of the line being the reason.
+func (s *chatSession) answer(line string) {
+	p := s.pending[0]
+	word, reason, _ := strings.Cut(strings.TrimSpace(line), " ")
+	var res agentik.Resolution
+	switch strings.ToLower(word) {
+	case "y", "yes":
+		res.Approved = true
+	case "n", "no":
+		res.Reason = strings.TrimSpace(reason)
+	default:
+		s.r.errorf("answer y to approve, or n to deny (optionally followed by a reason)")
+		s.ask()
+		return
+	}
+	if s.ap == nil {
+		s.r.errorf("this conversation cannot be answered from here")
+		return
+	}
+	err := s.ap.Resolve(s.ctx, p.CallID, res)
+	if err != nil && agentik.ErrorCode(err) != agentik.EConflict && agentik.ErrorCode(err) != agentik.ENotFound {
+		// Nothing changed (a bad reason, the server unreachable): ask again.
+		s.r.errorf("not answered: %s", agentik.ErrorMessage(err))
+		s.ask()
+		return
+	}
+	if err != nil {
+		// Answered meanwhile by someone else, expired, or the turn is over.
+		s.r.errorf("%s: %s", p.CallID, agentik.ErrorMessage(err))
+	}
+	if s.answered == nil {
+		s.answered = map[string]bool{}
+	}
+	s.answered[p.CallID] = true
+	if err == nil && p.ReplyTo != "" {
+		// Answered here: its turn is waited for like one sent from here.
+		s.mine[p.ReplyTo] = true
+	}
+	s.pending = s.pending[1:]
+	if len(s.pending) > 0 {
+		s.ask()
 	}
 }
 
@@ -457,6 +596,20 @@ func (r *renderer) toolResult(m *agentik.Message) {
 		return
 	}
 	r.line(r.style(ansiCyan, "← "+m.Name+": "+oneLine(agentik.JoinText(m.Content), 120)))
+}
+
+// approval asks about a call that waits for approval: the tool, its
+// arguments in full (folded to one line) and its call id. On a terminal the
+// question is a prompt the answer is typed after.
+func (r *renderer) approval(ev agentik.Event, interactive bool) {
+	r.line(r.style(ansiBold, "? "+ev.Name+" "+oneLine(string(ev.Arguments), 4000)) + r.style(ansiDim, "  ("+ev.CallID+")"))
+	q := "approve? [y/n, n may take a reason] "
+	if !interactive {
+		r.line(q)
+		return
+	}
+	r.write(r.style(ansiBold, q))
+	r.midRow = false // the user's Enter ends the line
 }
 
 // history shows past messages compactly, oldest first.

@@ -2,7 +2,9 @@ package irc
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -661,14 +663,8 @@ func (c *conn) privmsg(r *reply, target, text string) {
 		}
 		return
 	case "!approve", "!deny":
-		// Tool approval (SPEC §10, IRC: a NOTICE answered by !approve <id> /
-		// !deny <id> [reason]) needs the durable approval API of the core,
-		// which does not exist yet. When it lands, resolve the pending call
-		// <id> of this conversation here, and announce approval_requested
-		// events as NOTICEs in follower.handle.
-		_ = rest
 		c.echoCommand(r, j, target, text)
-		c.agentNotice(j, "Tool approval is not available on this server yet.")
+		c.approval(j, strings.ToLower(word) == "!approve", strings.TrimSpace(rest))
 		return
 	}
 	if c.srv.isClosing() {
@@ -708,6 +704,73 @@ func (c *conn) privmsg(r *reply, target, text string) {
 	if echo {
 		r.handled = r.label != "" // the echo carries the label
 	}
+}
+
+// approval answers a call of j's conversation that waits for approval
+// (SPEC §10): "!approve [<id>]" or "!deny [<id>] [reason]". Without an id
+// (for !deny: when the first word is not a waiting call's id) the one call
+// that waits is meant. What went wrong is told in a NOTICE; the outcome
+// itself comes as the approval_resolved NOTICE.
+func (c *conn) approval(j *joined, approve bool, rest string) {
+	cmd := "!deny"
+	if approve {
+		cmd = "!approve"
+	}
+	ap, ok := j.conv.(agentik.Approver)
+	if !ok {
+		c.agentNotice(j, "Tool approval is not available in this conversation.")
+		return
+	}
+	ctx := c.pctx()
+	pending, err := ap.Approvals(ctx)
+	if err != nil {
+		c.agentNotice(j, cmd+": "+c.failure(err))
+		return
+	}
+	id, reason, _ := strings.Cut(rest, " ")
+	known := slices.ContainsFunc(pending, func(p agentik.PendingApproval) bool { return p.CallID == id })
+	switch {
+	case id == "" || (!known && !approve && len(pending) == 1):
+		// No id: the one call that waits (a !deny's words are its reason).
+		if len(pending) != 1 {
+			c.agentNotice(j, c.whichCall(cmd, pending))
+			return
+		}
+		id, reason = pending[0].CallID, rest
+	case approve && reason != "":
+		c.agentNotice(j, "Usage: !approve [<call id>] (the edited arguments of an approval go through the HTTP API)")
+		return
+	}
+	res := agentik.Resolution{Approved: approve}
+	if !approve {
+		res.Reason = strings.TrimSpace(reason)
+	}
+	if err := ap.Resolve(ctx, id, res); err != nil {
+		msg := c.failure(err)
+		if agentik.IsNotFound(err) {
+			msg = "no tool call " + oneLine(id, 100) + " waits for approval here"
+			if len(pending) > 0 {
+				msg += "; " + c.whichCall(cmd, pending)
+			}
+		}
+		c.agentNotice(j, cmd+": "+msg)
+	}
+}
+
+// whichCall says which calls wait, for a command that did not name one.
+func (c *conn) whichCall(cmd string, pending []agentik.PendingApproval) string {
+	if len(pending) == 0 {
+		return "Nothing waits for approval here."
+	}
+	ids := make([]string, 0, len(pending))
+	for _, p := range pending {
+		ids = append(ids, p.CallID)
+	}
+	n := fmt.Sprintf("%d tool calls wait", len(pending))
+	if len(pending) == 1 {
+		n = "1 tool call waits"
+	}
+	return fmt.Sprintf("%s for approval (%s): say which, %s <call id>", n, oneLine(strings.Join(ids, ", "), 300), cmd)
 }
 
 // echoCommand echoes a !command to a client with echo-message (it is not

@@ -148,14 +148,46 @@ func (f *follower) handle(ev agentik.Event) {
 	case agentik.EvCompactionTriggered:
 		c.send(v.ctcp("", "COMPACTION", "dropped="+strconv.Itoa(ev.Dropped)+" summary_tokens="+strconv.Itoa(ev.SummaryTokens), "", time.Now(),
 			map[string]string{"event": agentik.EvCompactionTriggered, "dropped": strconv.Itoa(ev.Dropped), "summary-tokens": strconv.Itoa(ev.SummaryTokens)}))
+	case agentik.EvApprovalRequested:
+		// SPEC §10: a NOTICE stating the call and how to answer (handled
+		// in conn.approval). A subscriber that (re)connects is told again.
+		src, target := v.agentSource(), v.agentTarget()
+		c.agentNotice(f.j, approvalNotice(ev.Name, string(ev.Arguments), ev.CallID, budget(src, "NOTICE", target, 0)))
+	case agentik.EvApprovalResolved:
+		c.agentNotice(f.j, resolvedNotice(ev))
 	case agentik.EvEnd:
 		f.stopTyping(true)
 		f.phase = ""
 	}
-	// TODO(approvals): when the core has durable tool approval (SPEC §10),
-	// an approval_requested event becomes a NOTICE from the agent stating
-	// the call and how to answer: "!approve <call_id>" / "!deny <call_id>
-	// [reason]" (handled in conn.privmsg).
+}
+
+// approvalNotice states a call that waits for approval in one line of at
+// most max bytes: the tool, its arguments (shortened to fit) and the call
+// id with the commands that answer it, which are never shortened.
+func approvalNotice(name, args, callID string, max int) string {
+	head := "Approval needed: " + oneLine(name, 100) + " "
+	tail := " — answer !approve " + callID + " or !deny " + callID + " [reason]"
+	room := max - len(head) - len(tail)
+	if room < 4 {
+		room = 4 // a call id too long to fit: splitText makes two lines
+	}
+	return head + oneLine(args, room) + tail
+}
+
+// resolvedNotice says how a call that waited was answered.
+func resolvedNotice(ev agentik.Event) string {
+	verdict := "denied"
+	if ev.Approved != nil && *ev.Approved {
+		verdict = "approved"
+	}
+	s := "Tool call " + ev.CallID + " " + verdict
+	if ev.By != "" {
+		s += " by " + ev.By
+	}
+	if ev.Reason != "" {
+		s += ": " + oneLine(ev.Reason, 300)
+	}
+	return s
 }
 
 func (f *follower) newResponse() {

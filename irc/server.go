@@ -466,6 +466,8 @@ func (s *Server) motd(principal string) []string {
 		"  /msg <agent> <text>    your direct conversation with that agent",
 		"  /topic <title>         renames the conversation; /list shows yours",
 		"  !stop                  interrupts the answer being written",
+		"  !approve <id>          runs a tool call that waits for approval (the id alone when one waits)",
+		"  !deny <id> [reason]    refuses it",
 		"Tool calls and other events arrive as CTCP AGENTIK messages.",
 	}
 	var nicks []string

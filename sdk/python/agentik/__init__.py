@@ -17,6 +17,8 @@ from .client import DEFAULT_PREFIX, Answer, Client, agent_prefix, connect, ws_ur
 from .errors import AgentikError, ConnectionClosed, ConnectionLost, Disconnected
 from .models import (
     AgentEvent,
+    Approval,
+    ApprovalRequest,
     BusyPolicy,
     ClientMessage,
     End,
@@ -45,6 +47,8 @@ __all__ = [
     "AgentEvent",
     "AgentikError",
     "Answer",
+    "Approval",
+    "ApprovalRequest",
     "BusyPolicy",
     "Client",
     "ClientMessage",

@@ -16,13 +16,15 @@ import random
 import urllib.parse
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Dict, Generator, Iterable, List, Mapping, Optional, Type, Union
+from typing import Any, Awaitable, Callable, Dict, Generator, Iterable, List, Mapping, Optional, Type, Union
 
 from websockets.exceptions import ConnectionClosed as _WSClosed
 from websockets.exceptions import WebSocketException as _WSException
 
 from .errors import AgentikError, ConnectionClosed, ConnectionLost, Disconnected
 from .models import (
+    Approval,
+    ApprovalRequest,
     BusyPolicy,
     End,
     Error,
@@ -61,6 +63,9 @@ DEFAULT_PREFIX = "/agentik"
 _RETRYABLE = frozenset({"unavailable", "rate_limited"})
 
 Received = Union[ServerMessage, UnknownMessage]
+
+OnApproval = Callable[[ApprovalRequest], Union[bool, Approval, Awaitable[Union[bool, Approval]]]]
+"""What :meth:`Client.ask` calls for a tool call that waits for approval."""
 
 
 def agent_prefix(agent: Optional[str]) -> str:
@@ -332,6 +337,23 @@ class Client:
         ``interrupted``) follows."""
         await self._write(Interrupt())
 
+    async def approve(self, call_id: str, *, arguments: Optional[Mapping[str, Any]] = None, reason: Optional[str] = None) -> None:
+        """Approves the waiting tool call ``call_id`` (an
+        :class:`~agentik.models.ApprovalRequest`'s), optionally with edited
+        ``arguments`` (a JSON object the tool's schema accepts) that replace
+        the call's. Nothing comes back on success: the turn goes on. A
+        refusal comes back as an ``ERROR``: ``invalid`` (bad arguments),
+        ``not_found`` (no such call waits here), ``conflict`` (answered
+        already, expired, or denied by an interrupt)."""
+        await self._write(Approval(call_id=call_id, approved=True, reason=reason,
+                                   arguments=None if arguments is None else dict(arguments)))
+
+    async def deny(self, call_id: str, reason: Optional[str] = None) -> None:
+        """Denies the waiting tool call ``call_id``; the model gets the error
+        result "denied by the user: <reason>" and the turn goes on. Refusals
+        as for :meth:`approve`."""
+        await self._write(Approval(call_id=call_id, approved=False, reason=reason))
+
     async def _write(self, m: Message) -> None:
         ws = self._ws
         if ws is None:
@@ -394,7 +416,13 @@ class Client:
             raise StopAsyncIteration
         return msg
 
-    async def ask(self, text: str, *, if_busy: Optional[BusyPolicy] = None) -> Answer:
+    async def ask(
+        self,
+        text: str,
+        *,
+        if_busy: Optional[BusyPolicy] = None,
+        on_approval: Optional[OnApproval] = None,
+    ) -> Answer:
         """Sends ``text`` and gathers the answer up to its ``END``.
 
         A failed turn (``ERROR`` with ``reply_to``, then ``END``) raises its
@@ -402,6 +430,15 @@ class Client:
         is ready for the next question; a refused message (``busy``,
         ``invalid``, …) raises at once. Use it when nothing else reads this
         client, on a conversation with no other turn running.
+
+        A tool call that waits for approval is passed to ``on_approval``
+        (a function or coroutine function of the
+        :class:`~agentik.models.ApprovalRequest`) and answered with what it
+        returns: ``True`` approves, ``False`` denies, an
+        :class:`~agentik.models.Approval` says it all (reason, edited
+        arguments). Without ``on_approval`` the request is one of the
+        answer's ``events`` and ``ask`` waits until someone answers it
+        elsewhere (another connection, REST, …).
         """
         await self.send(text, if_busy=if_busy)
         parts: List[str] = []
@@ -425,6 +462,21 @@ class Client:
                 raise self._ended  # type: ignore[misc]
             else:
                 events.append(msg)
+                if isinstance(msg, ApprovalRequest) and on_approval is not None:
+                    await self._answer(msg, on_approval)
+
+    async def _answer(self, req: ApprovalRequest, on_approval: OnApproval) -> None:
+        verdict = on_approval(req)
+        if asyncio.iscoroutine(verdict):
+            verdict = await verdict
+        if isinstance(verdict, Approval):
+            if verdict.call_id != req.call_id:
+                raise ValueError(f"on_approval answered {verdict.call_id!r} for the call {req.call_id!r}")
+            await self._write(verdict)
+        elif isinstance(verdict, bool):
+            await self._write(Approval(call_id=req.call_id, approved=verdict))
+        else:
+            raise TypeError(f"on_approval must return a bool or an Approval, not {type(verdict).__name__}")
 
     # --- internals -----------------------------------------------------------
 

@@ -40,10 +40,12 @@ __all__ = [
     "ReasoningChunk",
     "ToolCall",
     "ToolResult",
+    "ApprovalRequest",
     "Error",
     "GracefulDisconnect",
     "UserMessage",
     "Interrupt",
+    "Approval",
     "UnknownMessage",
     "AgentEvent",
     "ServerMessage",
@@ -143,6 +145,22 @@ class ToolResult(Message):
     is_error: bool = False
 
 
+class ApprovalRequest(Message):
+    """A tool call that waits for a person's answer (tool approval extension,
+    docs/websocket.md): sent to every connection of the conversation, and
+    again for each pending call right after ``STATUS`` on attaching. Answer
+    it with :class:`Approval` (``Client.approve`` / ``Client.deny``);
+    ``arguments`` is the call's JSON object, ``expires_at`` (RFC 3339) is
+    set when the server has an approval timeout."""
+
+    type: Literal["AGENT_EVENT"] = "AGENT_EVENT"
+    subtype: Literal["APPROVAL_REQUEST"] = "APPROVAL_REQUEST"
+    call_id: str
+    name: str
+    arguments: Optional[Any] = None
+    expires_at: Optional[str] = None
+
+
 class Error(Message):
     """A failure: of a frame, of a request, or of a turn.
 
@@ -167,7 +185,7 @@ class GracefulDisconnect(Message):
 
 
 AgentEvent = Annotated[
-    Union[TextChunk, End, ReasoningChunk, ToolCall, ToolResult],
+    Union[TextChunk, End, ReasoningChunk, ToolCall, ToolResult, ApprovalRequest],
     Field(discriminator="subtype"),
 ]
 """Every ``AGENT_EVENT``, discriminated by ``subtype``."""
@@ -197,7 +215,22 @@ class Interrupt(Message):
     type: Literal["INTERRUPT"] = "INTERRUPT"
 
 
-ClientMessage = Annotated[Union[UserMessage, Interrupt], Field(discriminator="type")]
+class Approval(Message):
+    """The answer to an :class:`ApprovalRequest` (an addition): ``approved``,
+    an optional ``reason`` (the model is told "denied by the user:
+    <reason>"), and, only with ``approved=True``, edited ``arguments`` (a
+    JSON object the tool's schema accepts) that replace the call's. Nothing
+    comes back on success; a refusal is an ``ERROR`` (``invalid``,
+    ``not_found``, ``conflict``)."""
+
+    type: Literal["APPROVAL"] = "APPROVAL"
+    call_id: str
+    approved: bool
+    reason: Optional[str] = None
+    arguments: Optional[Dict[str, Any]] = None
+
+
+ClientMessage = Annotated[Union[UserMessage, Interrupt, Approval], Field(discriminator="type")]
 """Every message the client sends, discriminated by ``type``."""
 
 
@@ -278,7 +311,7 @@ class IncomingMessage:
 
     @staticmethod
     def model_validate_json(data: _compat.JSONInput) -> ClientMessage:
-        """Parses one JSON frame into :class:`UserMessage` or :class:`Interrupt`."""
+        """Parses one JSON frame into :class:`UserMessage`, :class:`Interrupt` or :class:`Approval`."""
         return _client_json(data)  # type: ignore[no-any-return]
 
     @staticmethod

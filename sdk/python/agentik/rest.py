@@ -120,6 +120,36 @@ class Rest:
         out: List[Dict[str, Any]] = data["messages"]
         return out
 
+    async def approvals(self, conversation_id: str) -> List[Dict[str, Any]]:
+        """The tool calls waiting for approval in the conversation, as the
+        API's JSON objects (``call_id``, ``name``, ``arguments``,
+        ``reply_to``, ``requested_at``, ``expires_at``?, ``schema``? — the
+        tool's parameters, for an edit form)."""
+        data = await self._call("GET", "/conversations/" + _seg(conversation_id) + "/approvals")
+        out: List[Dict[str, Any]] = data["approvals"]
+        return out
+
+    async def approve(
+        self, conversation_id: str, call_id: str, *, arguments: Optional[Mapping[str, Any]] = None, reason: Optional[str] = None
+    ) -> None:
+        """Approves a waiting tool call, optionally with edited ``arguments``.
+        Errors: ``not_found`` (no such call waits), ``conflict`` (answered
+        already), ``invalid`` (arguments the tool's schema refuses)."""
+        body: Dict[str, Any] = {"approved": True}
+        if arguments is not None:
+            body["arguments"] = dict(arguments)
+        if reason is not None:
+            body["reason"] = reason
+        await self._call("POST", "/conversations/" + _seg(conversation_id) + "/approvals/" + _seg(call_id), body=body)
+
+    async def deny(self, conversation_id: str, call_id: str, reason: Optional[str] = None) -> None:
+        """Denies a waiting tool call (the model is told "denied by the user:
+        <reason>"). Errors as for :meth:`approve`."""
+        body: Dict[str, Any] = {"approved": False}
+        if reason is not None:
+            body["reason"] = reason
+        await self._call("POST", "/conversations/" + _seg(conversation_id) + "/approvals/" + _seg(call_id), body=body)
+
     async def _call(
         self, method: str, path: str, *, body: Optional[Mapping[str, Any]] = None, query: Optional[Mapping[str, str]] = None
     ) -> Any:

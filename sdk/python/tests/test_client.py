@@ -394,3 +394,98 @@ class ReadmeExample(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Approvals(ServerTest):
+    """The tool approval extension, on a server whose agent asks before
+    current_time runs ("time?" calls it)."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        harness.require_server()
+        cls.server = harness.Server(dict(AUTH, AGENTIK_WS_IDLE_TIMEOUT="60s", AGENTIK_TOOL_APPROVAL="current_time=ask"))
+        cls.server.start()
+
+    async def until(self, client: agentik.Client, cls: type) -> list:
+        """The messages up to and including the first of class cls."""
+        out = []
+        while True:
+            m = await asyncio.wait_for(client.receive(), TIMEOUT)
+            out.append(m)
+            if isinstance(m, cls):
+                return out
+
+    async def test_ask_answers_through_on_approval(self):
+        client = await self.connect(events=["tools"])
+        seen = []
+        answer = await asyncio.wait_for(client.ask("time?", on_approval=lambda r: seen.append(r) or True), TIMEOUT)
+        self.assertEqual(answer.text, "It is tea time.")
+        self.assertEqual([type(e) for e in answer.events], [ToolCall, agentik.ApprovalRequest, ToolResult])
+        call, req, result = answer.events
+        self.assertEqual(seen, [req])
+        self.assertEqual((req.call_id, req.name, req.arguments, req.expires_at), (call.call_id, "current_time", {}, None))
+        self.assertFalse(result.is_error)
+
+        # A coroutine answering with edited arguments: the tool runs with them.
+        async def edit(r: agentik.ApprovalRequest) -> agentik.Approval:
+            return agentik.Approval(call_id=r.call_id, approved=True, arguments={"timezone": "Asia/Tokyo"})
+
+        answer = await asyncio.wait_for(client.ask("time?", on_approval=edit), TIMEOUT)
+        self.assertEqual(answer.text, "It is tea time.")
+        self.assertTrue(answer.events[-1].text.endswith("+09:00"), answer.events[-1])
+
+        # Without the tools extension the request still comes, alone.
+        plain = await self.connect()
+        answer = await asyncio.wait_for(plain.ask("time?", on_approval=lambda r: False), TIMEOUT)
+        self.assertEqual([type(e) for e in answer.events], [agentik.ApprovalRequest])
+
+    async def test_deny_with_a_reason_and_refusals(self):
+        client = await self.connect()
+        await client.send("time?")
+        req = (await self.until(client, agentik.ApprovalRequest))[-1]
+        # Refused answers are ERRORs that change nothing; the connection goes on.
+        await client.approve(req.call_id, arguments={"timezone": 5})
+        self.assertEqual((await self.until(client, agentik.Error))[-1].code, "invalid")
+        await client.deny("no-such-call")
+        self.assertEqual((await self.until(client, agentik.Error))[-1].code, "not_found")
+        await client.deny(req.call_id, "not now")
+        await client.deny(req.call_id, "twice")
+        got = await self.until(client, End)
+        self.assertEqual(got[-1].reason, "completed")
+        self.assertEqual("".join(m.text for m in got if isinstance(m, TextChunk)), "It is tea time.")
+        errors = [m for m in got if isinstance(m, agentik.Error)]
+        if not errors:  # the refusal of the second answer may come after the END
+            errors = [(await self.until(client, agentik.Error))[-1]]
+        self.assertEqual([e.code for e in errors], ["conflict"])
+        journal = await agentik.Rest(self.server.url, token=TOKEN).messages(client.conversation_id)
+        results = [m for m in journal if m["type"] == "tool_result"]
+        self.assertEqual(len(results), 1)
+        self.assertTrue(results[0]["is_error"])
+        self.assertEqual(results[0]["content"], [{"type": "text", "text": "denied by the user: not now"}])
+
+    async def test_attach_while_pending_and_rest(self):
+        first = await self.connect()
+        await first.send("time?")
+        req = (await self.until(first, agentik.ApprovalRequest))[-1]
+        # A connection that attaches is told what waits, right after STATUS.
+        second = await self.connect(conversation_id=first.conversation_id)
+        self.assertIs(second.status.working, True)
+        self.assertEqual(await asyncio.wait_for(second.receive(), TIMEOUT), req)
+
+        rest = agentik.Rest(self.server.url, token=TOKEN)
+        pending = await rest.approvals(first.conversation_id)
+        self.assertEqual([(p["call_id"], p["name"]) for p in pending], [(req.call_id, "current_time")])
+        with self.assertRaises(AgentikError) as cm:  # not the other principal's to answer
+            await agentik.Rest(self.server.url, token=OTHER).approve(first.conversation_id, req.call_id)
+        self.assertEqual(cm.exception.code, "not_found")
+        with self.assertRaises(AgentikError) as cm:
+            await rest.approve(first.conversation_id, req.call_id, arguments={"timezone": 5})
+        self.assertEqual(cm.exception.code, "invalid")
+        await rest.approve(first.conversation_id, req.call_id)
+        for client in (first, second):
+            got = await self.until(client, End)
+            self.assertEqual("".join(m.text for m in got if isinstance(m, TextChunk)), "It is tea time.")
+        self.assertEqual(await rest.approvals(first.conversation_id), [])
+        with self.assertRaises(AgentikError) as cm:
+            await rest.deny(first.conversation_id, req.call_id, "late")
+        self.assertEqual(cm.exception.code, "conflict")

@@ -78,13 +78,23 @@ class SeedShapes(unittest.TestCase):
             '{"type":"ERROR","details":"no code"}',
             '{"type":"AGENT_EVENT","subtype":"END","tokens_used":"many"}',
             '{"type":"AGENT_EVENT","subtype":"TOOL_CALL","name":"no call_id"}',
+            '{"type":"AGENT_EVENT","subtype":"APPROVAL_REQUEST","call_id":"no name"}',
         ]
         for data in bad:
             with self.subTest(data=data), self.assertRaises(ValueError):
                 OutgoingMessage.model_validate_json(data)
-        for data in ["{}", '{"type":"USER_MESSAGE"}', '{"type":"USER_MESSAGE","text":"x","if_busy":"panic"}', '{"type":"STOP"}']:
+        for data in ["{}", '{"type":"USER_MESSAGE"}', '{"type":"USER_MESSAGE","text":"x","if_busy":"panic"}', '{"type":"STOP"}',
+                     '{"type":"APPROVAL","call_id":"c"}', '{"type":"APPROVAL","approved":true}',
+                     '{"type":"APPROVAL","call_id":"c","approved":true,"arguments":[1]}']:
             with self.subTest(data=data), self.assertRaises(ValueError):
                 IncomingMessage.model_validate_json(data)
+
+    def test_approval_models_built_in_python(self):
+        self.assertEqual(agentik.Approval(call_id="c", approved=False, reason="no").to_json(),
+                         '{"type":"APPROVAL","call_id":"c","approved":false,"reason":"no"}')
+        req = OutgoingMessage.model_validate_json('{"type":"AGENT_EVENT","subtype":"APPROVAL_REQUEST","call_id":"c","name":"t","arguments":{"a":[1]}}')
+        self.assertIsInstance(req, agentik.ApprovalRequest)
+        self.assertEqual((req.call_id, req.name, req.arguments, req.expires_at), ("c", "t", {"a": [1]}, None))
 
     def test_the_parsers_are_not_models(self):
         with self.assertRaises(TypeError):
@@ -98,7 +108,7 @@ class LenientParsing(unittest.TestCase):
     messages become UnknownMessage instead of failing."""
 
     def test_unknown_types_and_subtypes(self):
-        for frame in ['{"type":"APPROVAL","x":1}', '{"type":"AGENT_EVENT","subtype":"APPROVAL_REQUEST","call_id":"c"}',
+        for frame in ['{"type":"APPROVAL","x":1}', '{"type":"AGENT_EVENT","subtype":"INPUT_REQUEST","call_id":"c"}',
                       '{"type":"AGENT_EVENT"}']:
             with self.subTest(frame=frame):
                 m = models.parse_server_message(frame)

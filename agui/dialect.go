@@ -59,12 +59,17 @@ func (d Dialect) adapt(ev Event) Event {
 	}
 	if ev.Type == RunFinished && ev.Outcome != nil {
 		switch ev.Outcome.Type {
-		case OutcomeSuccess, OutcomeCancelled:
+		case OutcomeSuccess, OutcomeCancelled, OutcomeInterrupt:
 			// 0.0.x knows no pendingToolCallIds and no "cancelled": an
 			// absent outcome is success in every 0.0.x (older ones have no
 			// outcome at all). A frontend tool is still run: the client
 			// finds the call without a result in its messages. A cancelled
-			// run keeps what was shown, as a finished one.
+			// run keeps what was shown, as a finished one. A run that waits
+			// for approvals ends the same way: the pending calls are the
+			// calls without a result, answered with a tool message each,
+			// as frontend tools are (approval.go) — 0.0.59's schema would
+			// take an interrupt outcome, but no 0.0.x client acts on it
+			// and older ones strip it.
 			ev.Outcome = nil
 		}
 	}

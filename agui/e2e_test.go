@@ -173,6 +173,26 @@ func TestOfficialClient(t *testing.T) {
 	})
 }
 
+// TestOfficialClientApproval: @ag-ui/client 1.0.0 through a whole tool
+// approval — interrupt, resume with edited arguments, interrupt, cancel —
+// on one thread, against a real listener; the tool ran once, as edited.
+func TestOfficialClientApproval(t *testing.T) {
+	installClient(t)
+	e := newEnv(t, withApproval)
+	approvalScript(e)
+	e.node("approval")
+	var results []string
+	for _, m := range e.journal(ConversationID("", "e2e-approval")) {
+		if m.Type == agentik.MsgToolResult {
+			results = append(results, m.CallID+"="+agentik.JoinText(m.Content))
+		}
+	}
+	want := `call_echo=echo {"x":1};call_mail=sent {"to":"bob@example.com","text":"late"};call_mail2=denied by the user: cancelled`
+	if got := strings.Join(results, ";"); got != want {
+		t.Fatalf("results %s\nwant    %s", got, want)
+	}
+}
+
 // TestOfficialClientAgainstBinary runs the client against the real agentik
 // binary (built from cmd/agentik, configured only by its environment) with
 // the scripted model: the facade as shipped, mounted at AGENTIK_AGUI_PATH.

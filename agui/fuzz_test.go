@@ -17,6 +17,8 @@ func FuzzDecodeInput(f *testing.F) {
 		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":[{"type":"binary","mimeType":"image/png","data":"iVBORw0KGgo="}]}]}`,
 		`{"threadId":"t","runId":"r","messages":[{"id":"a1","role":"assistant","toolCalls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"id":"t1","role":"tool","toolCallId":"c1","content":"ok","error":"boom"}]}`,
 		`{"threadId":"t","runId":"r","messages":[{"id":"x","role":"reasoning","content":"hm"},{"id":"y","role":"activity","activityType":"a","content":{}}],"resume":[{"interruptId":"i","status":"resolved"}]}`,
+		`{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"call_1","status":"resolved","payload":{"approved":true,"editedArgs":{"to":"x"}}},{"interruptId":"call_2","status":"cancelled","metadata":{}}]}`,
+		`{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"a","status":"resolved"},{"interruptId":"a","status":"cancelled"}]}`,
 		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":""}]}`,
 		`{"threadId":"t","runId":"r","messages":null}`,
 		`{"threadId":"t","runId":"r","messages":[],"tools":[{"name":"a"},{"name":"a"}]}`,
@@ -57,6 +59,29 @@ func FuzzDecodeInput(f *testing.F) {
 						t.Fatalf("accepted tool content the core refuses: %v", err)
 					}
 				}
+			}
+		}
+		seen := map[string]bool{}
+		for _, r := range in.Resume {
+			if r.InterruptID == "" || seen[r.InterruptID] || (r.Status != ResumeResolved && r.Status != ResumeCancelled) {
+				t.Fatalf("accepted resume entry %+v", r)
+			}
+			seen[r.InterruptID] = true
+			// Its payload decodes to a valid resolution or is refused 422.
+			if res, err := resolutionOfResume(r); err == nil {
+				if err := res.Validate(); err != nil {
+					t.Fatalf("resolution %+v: %v", res, err)
+				}
+			} else if agentik.ErrorCode(err) != agentik.EInvalid {
+				t.Fatalf("resume %+v: code %q", r, agentik.ErrorCode(err))
+			}
+		}
+		for _, m := range in.Messages {
+			if m.Role != RoleTool {
+				continue
+			}
+			if _, err := resolutionOfToolMessage(m); err != nil && agentik.ErrorCode(err) != agentik.EInvalid {
+				t.Fatalf("tool answer %+v: code %q", m, agentik.ErrorCode(err))
 			}
 		}
 		for _, tool := range in.Tools {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -140,6 +141,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type plan struct {
 	users    []InputMessage
 	results  []agentik.ClientToolResult
+	answers  []answer        // approvals answered by resume entries or tool messages
+	fromTool map[string]bool // answers that came as tool messages
 	snapshot bool
 }
 
@@ -165,15 +168,33 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 			conv.Close()
 		}
 	}()
-	p := reconcile(journal, in)
+	// Calls waiting for approval: only a journal whose last round has calls
+	// without results can have any.
+	var pend []agentik.PendingApproval
+	if len(in.Resume) > 0 || len(waitingCalls(journal)) > 0 {
+		if pend, err = approvalsOf(ctx, conv); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	if len(in.Resume) > 0 && conv == nil {
+		h.writeError(w, r, agentik.Errorf(agentik.ENotFound, "the thread has no interrupt to resume"))
+		return
+	}
+	p, err := reconcile(journal, in, pend)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	p.snapshot = len(in.Messages) == 0
 	if len(p.users) > h.opts.MaxRunMessages {
 		h.writeError(w, r, agentik.Errorf(agentik.EInvalid, "the run brings %d new user messages; at most %d are taken in one run", len(p.users), h.opts.MaxRunMessages))
 		return
 	}
-	if len(p.users) == 0 && len(p.results) == 0 {
+	if len(p.users) == 0 && len(p.results) == 0 && len(p.answers) == 0 {
 		// Nothing to answer: the run only reports (the server's history when
-		// the client sent none, e.g. a reloaded UI).
+		// the client sent none, e.g. a reloaded UI), and what still waits
+		// for approval.
 		unlock()
 		locked = false
 		s := h.startStream(w, r, in)
@@ -181,7 +202,11 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 			msgs := snapshotMessages(journal)
 			s.emit(Event{Type: MessagesSnapshot, Messages: msgs})
 		}
-		s.emit(Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID})
+		fin := Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID}
+		if len(pend) > 0 {
+			fin.Outcome = interruptOutcome(pend)
+		}
+		s.emit(fin)
 		return
 	}
 
@@ -232,6 +257,35 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 	sendCtx := context.WithoutCancel(ctx)
 	var turns []string
 	skip := map[string]bool{}
+	if len(p.answers) > 0 {
+		// The answers resume the parked turn; the run follows it.
+		if err := h.resolve(sendCtx, conv, p.answers); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		if len(pend) == 0 {
+			// Answered calls that were not listed as waiting (the listing
+			// raced a new park): nothing of theirs to follow in this run.
+			unlock()
+			locked = false
+			s := h.startStream(w, r, in)
+			s.emit(Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID})
+			return
+		}
+		turns = append(turns, pend[0].ReplyTo)
+		for _, a := range p.answers {
+			skip[a.callID] = p.fromTool[a.callID] // the client has its own tool message
+		}
+		if rest := unanswered(pend, p.answers); len(rest) > 0 {
+			// Some calls still wait (a client that answered only some): the
+			// turn stays parked and the run ends as it would have.
+			unlock()
+			locked = false
+			s := h.startStream(w, r, in)
+			s.emit(Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID, Outcome: interruptOutcome(rest)})
+			return
+		}
+	}
 	if len(p.results) > 0 {
 		res, err := conv.Send(sendCtx, agentik.SendRequest{ToolResults: p.results, ClientTools: in.Tools, IfBusy: h.opts.IfBusy})
 		switch {
@@ -248,6 +302,30 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 			h.writeError(w, r, err)
 			return
 		}
+	}
+	if len(turns) == 0 && len(pend) > 0 && user != nil {
+		// A new message while calls wait for approval, without answers:
+		// the conversation's busy policy decides (enqueue: it waits behind
+		// the parked turn; interrupt: the calls are denied and it is
+		// answered now; reject: 409).
+		user.IfBusy = h.opts.IfBusy
+		res, err := conv.Send(sendCtx, *user)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		still, err := approvalsOf(ctx, conv)
+		if err == nil && len(still) > 0 {
+			// Still waiting: the message is queued behind the parked turn.
+			// The run reports what waits; the answers resume the turn.
+			unlock()
+			locked = false
+			s := h.startStream(w, r, in)
+			s.emit(Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID, Outcome: interruptOutcome(still)})
+			return
+		}
+		turns = append(turns, res.MessageID)
+		user = nil
 	}
 	var sendErr error
 	if user != nil {
@@ -334,7 +412,11 @@ func (h *Handler) follow(ctx context.Context, conv agentik.Conversation, stream 
 			if ev.Cursor > cursor {
 				cursor = ev.Cursor
 			}
-			s.emitAll(tr.event(ev))
+			out := tr.event(ev)
+			if n := len(out); n > 0 && out[n-1].Outcome != nil && out[n-1].Outcome.Type == OutcomeInterrupt {
+				enrich(ctx, conv, out[n-1].Outcome)
+			}
+			s.emitAll(out)
 			keepAlive.Reset(h.opts.KeepAlive)
 		}
 	}
@@ -439,15 +521,48 @@ func (h *Handler) read(ctx context.Context, conv agentik.Conversation) (agentik.
 
 // reconcile compares the client's messages with the journal: user messages
 // whose ids the server has not seen are new; tool messages answer the calls
-// the last turn waits for.
-func reconcile(journal []agentik.Message, in RunInput) plan {
+// the last turn waits for — approvals among them (pend) as well as client
+// tools; resume entries answer approvals.
+func reconcile(journal []agentik.Message, in RunInput, pend []agentik.PendingApproval) (plan, error) {
 	seen := seenIDs(journal)
 	waiting := waitingCalls(journal)
 	var p plan
+	asking := map[string]bool{}
+	for _, a := range pend {
+		asking[a.CallID] = true
+	}
+	// Resume entries first: they are the 1.0 answer, and win over a tool
+	// message for the same call. An entry for a call that does not wait
+	// (unknown, answered, another thread's) is kept: answering it gives the
+	// native API's error, before anything else is done.
+	answered := map[string]bool{}
+	for _, e := range in.Resume {
+		res, err := resolutionOfResume(e)
+		if err != nil {
+			return p, err
+		}
+		p.answers = append(p.answers, answer{callID: e.InterruptID, res: res})
+		answered[e.InterruptID] = true
+	}
 	for _, m := range in.Messages {
 		switch {
 		case m.Role == RoleUser && !seen[m.ID]:
 			p.users = append(p.users, m)
+		case m.Role == RoleTool && asking[m.ToolCallID]:
+			if answered[m.ToolCallID] {
+				continue
+			}
+			res, err := resolutionOfToolMessage(m)
+			if err != nil {
+				return p, err
+			}
+			p.answers = append(p.answers, answer{callID: m.ToolCallID, res: res})
+			answered[m.ToolCallID] = true
+			if p.fromTool == nil {
+				p.fromTool = map[string]bool{}
+			}
+			p.fromTool[m.ToolCallID] = true
+			delete(waiting, m.ToolCallID)
 		case m.Role == RoleTool && waiting[m.ToolCallID]:
 			content := m.Content
 			if m.Error != "" && len(content) == 0 {
@@ -457,7 +572,20 @@ func reconcile(journal []agentik.Message, in RunInput) plan {
 			delete(waiting, m.ToolCallID)
 		}
 	}
-	return p
+	// Unknown ids first (their error is what the client gets, and nothing
+	// has changed yet), then edited approvals (refused arguments are the
+	// likeliest error left), then the rest, in the client's order.
+	rank := func(a answer) int {
+		switch {
+		case !asking[a.callID]:
+			return 0
+		case len(a.res.Arguments) > 0:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(p.answers, func(a, b answer) int { return rank(a) - rank(b) })
+	return p, nil
 }
 
 // mergeUsers makes the run's new user messages one message to send: their

@@ -151,9 +151,28 @@ func (e *env) run(in any) response {
 	if r.status != http.StatusOK {
 		e.t.Fatalf("status %d: %s", r.status, r.body)
 	}
-	var ids struct{ ThreadID, RunID string }
+	var ids struct {
+		ThreadID, RunID string
+		Messages        []struct {
+			ToolCalls []struct{ ID string } `json:"toolCalls"`
+		}
+		Resume []struct {
+			InterruptID string `json:"interruptId"`
+		}
+	}
 	json.Unmarshal(b, &ids)
-	verifyRun(e.t, r.events, ids.ThreadID, ids.RunID)
+	// Calls the client holds from earlier runs may get their results in
+	// this one (an approved call runs in the run that answers it).
+	var known []string
+	for _, m := range ids.Messages {
+		for _, c := range m.ToolCalls {
+			known = append(known, c.ID)
+		}
+	}
+	for _, r := range ids.Resume {
+		known = append(known, r.InterruptID)
+	}
+	verifyRun(e.t, r.events, ids.ThreadID, ids.RunID, known...)
 	return r
 }
 
@@ -191,7 +210,8 @@ func parseFrames(t *testing.T, b []byte) ([]string, []map[string]any) {
 // verifyRun applies the rules of @ag-ui/client's verifier and schema that
 // matter here, plus those the client does not check (ids matching the
 // request, a terminal event at all, TOOL_CALL_RESULT for a started call).
-func verifyRun(t *testing.T, evs []map[string]any, threadID, runID string) {
+// known names calls started in earlier runs that the client holds.
+func verifyRun(t *testing.T, evs []map[string]any, threadID, runID string, known ...string) {
 	t.Helper()
 	fail := func(i int, f string, a ...any) {
 		t.Helper()
@@ -202,6 +222,9 @@ func verifyRun(t *testing.T, evs []map[string]any, threadID, runID string) {
 	}
 	text, reasoning, span, calls := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	started := map[string]bool{}
+	for _, id := range known {
+		started[id] = true
+	}
 	for i, ev := range evs {
 		typ, _ := ev["type"].(string)
 		for k, v := range ev {
@@ -235,6 +258,21 @@ func verifyRun(t *testing.T, evs []map[string]any, threadID, runID string) {
 			}
 			if typ == RunFinished && len(text)+len(reasoning)+len(span)+len(calls) > 0 {
 				fail(i, "RUN_FINISHED with open items")
+			}
+			if o, ok := ev["outcome"].(map[string]any); ok && o["type"] == OutcomeInterrupt {
+				ins, _ := o["interrupts"].([]any)
+				if len(ins) == 0 {
+					fail(i, "interrupt outcome without interrupts")
+				}
+				seen := map[string]bool{}
+				for _, x := range ins {
+					in, _ := x.(map[string]any)
+					id, _ := in["id"].(string)
+					if id == "" || seen[id] || in["reason"] == "" || in["reason"] == nil {
+						fail(i, "bad interrupt %v", in)
+					}
+					seen[id] = true
+				}
 			}
 		case RunError:
 			str("message")

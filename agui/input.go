@@ -20,6 +20,7 @@ const (
 	maxIDLen       = 512
 	maxToolNameLen = 64 // OpenAI's limit for function names
 	maxTools       = 128
+	maxResume      = 128
 )
 
 // Thread ids. A threadId is a name the client chooses, so it can never be
@@ -71,7 +72,7 @@ func threadCandidates(principal, threadID string) (existing, fresh []string) {
 }
 
 // RunInput is a decoded, validated RunAgentInput: only what the facade uses.
-// state, forwardedProps and resume are accepted and ignored.
+// state and forwardedProps are accepted and ignored.
 type RunInput struct {
 	ThreadID    string
 	RunID       string
@@ -79,6 +80,8 @@ type RunInput struct {
 	Messages    []InputMessage
 	Tools       []agentik.ToolSpec
 	Context     []InputContext
+	// Resume answers the interrupts of an earlier run (AG-UI 1.0), in order.
+	Resume []ResumeEntry
 
 	// ProtocolVersion is input.protocolVersion, "" when absent (clients
 	// before AG-UI 1.0 do not send it); it selects the dialect (dialect.go).
@@ -96,6 +99,19 @@ type InputMessage struct {
 	Error      string // role tool: the client's tool failed
 }
 
+// ResumeEntry is one entry of input.resume: the answer to one interrupt.
+type ResumeEntry struct {
+	InterruptID string
+	Status      string          // ResumeResolved or ResumeCancelled
+	Payload     json.RawMessage // the answer (status resolved); nil when absent
+}
+
+// Resume statuses.
+const (
+	ResumeResolved  = "resolved"
+	ResumeCancelled = "cancelled"
+)
+
 // InputContext is one entry of input.context.
 type InputContext struct {
 	Description string `json:"description"`
@@ -104,17 +120,24 @@ type InputContext struct {
 
 // wire shapes of the request; pointers tell absent from empty.
 type wireInput struct {
-	ThreadID    *string           `json:"threadId"`
-	RunID       *string           `json:"runId"`
-	ParentRunID *string           `json:"parentRunId"`
-	Messages    *[]wireMessage    `json:"messages"`
-	Tools       []wireTool        `json:"tools"`
-	Context     []InputContext    `json:"context"`
-	State       json.RawMessage   `json:"state"`
-	Forwarded   json.RawMessage   `json:"forwardedProps"`
-	Resume      []json.RawMessage `json:"resume"`
+	ThreadID    *string         `json:"threadId"`
+	RunID       *string         `json:"runId"`
+	ParentRunID *string         `json:"parentRunId"`
+	Messages    *[]wireMessage  `json:"messages"`
+	Tools       []wireTool      `json:"tools"`
+	Context     []InputContext  `json:"context"`
+	State       json.RawMessage `json:"state"`
+	Forwarded   json.RawMessage `json:"forwardedProps"`
+	Resume      []wireResume    `json:"resume"`
 
 	ProtocolVersion *string `json:"protocolVersion"`
+}
+
+type wireResume struct {
+	InterruptID *string         `json:"interruptId"`
+	Status      *string         `json:"status"`
+	Payload     json.RawMessage `json:"payload"`
+	Metadata    json.RawMessage `json:"metadata"`
 }
 
 type wireMessage struct {
@@ -187,6 +210,27 @@ func DecodeInput(b []byte) (RunInput, error) {
 		return in, agentik.Errorf(agentik.EInvalid, "threadId and runId must be at most %d bytes", maxIDLen)
 	case len(w.Tools) > maxTools:
 		return in, agentik.Errorf(agentik.EInvalid, "at most %d tools", maxTools)
+	case len(w.Resume) > maxResume:
+		return in, agentik.Errorf(agentik.EInvalid, "at most %d resume entries", maxResume)
+	}
+	answered := map[string]bool{}
+	for i, r := range w.Resume {
+		switch {
+		case r.InterruptID == nil || *r.InterruptID == "":
+			return in, agentik.Errorf(agentik.EInvalid, "resume[%d].interruptId is required", i)
+		case len(*r.InterruptID) > maxIDLen:
+			return in, agentik.Errorf(agentik.EInvalid, "resume[%d].interruptId is longer than %d bytes", i, maxIDLen)
+		case r.Status == nil || (*r.Status != ResumeResolved && *r.Status != ResumeCancelled):
+			return in, agentik.Errorf(agentik.EInvalid, "resume[%d].status must be \"resolved\" or \"cancelled\"", i)
+		case answered[*r.InterruptID]:
+			return in, agentik.Errorf(agentik.EInvalid, "resume[%d] answers interrupt %q a second time", i, *r.InterruptID)
+		}
+		answered[*r.InterruptID] = true
+		e := ResumeEntry{InterruptID: *r.InterruptID, Status: *r.Status}
+		if p := bytes.TrimSpace(r.Payload); len(p) > 0 && string(p) != "null" {
+			e.Payload = json.RawMessage(p)
+		}
+		in.Resume = append(in.Resume, e)
 	}
 	in.ThreadID, in.RunID = *w.ThreadID, *w.RunID
 	if w.ParentRunID != nil {
@@ -353,5 +397,5 @@ func imagePart(mime, data string) (agentik.Content, error) {
 
 // String is for logs.
 func (in RunInput) String() string {
-	return fmt.Sprintf("thread=%q run=%q messages=%d tools=%d", in.ThreadID, in.RunID, len(in.Messages), len(in.Tools))
+	return fmt.Sprintf("thread=%q run=%q messages=%d tools=%d resume=%d", in.ThreadID, in.RunID, len(in.Messages), len(in.Tools), len(in.Resume))
 }

@@ -1,6 +1,7 @@
 package agui
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/agentik/agentik"
@@ -44,6 +45,9 @@ type translator struct {
 	finalErr error
 	// called: the run's turns that called tools in this run.
 	called map[string]bool
+	// asking: calls of the run's turns waiting for approval, in request
+	// order, until answered.
+	asking []agentik.PendingApproval
 }
 
 func newTranslator(threadID, runID string, turns []string, skip map[string]bool, newID func() string) *translator {
@@ -168,6 +172,26 @@ func (t *translator) event(ev agentik.Event) []Event {
 			return nil
 		}
 		out = t.fail(out, agentik.TurnErrorMessage(m.Code, m.Details), m.Code)
+	case agentik.EvApprovalRequested:
+		if t.isOurs(ev.ReplyTo) && !slices.ContainsFunc(t.asking, func(p agentik.PendingApproval) bool { return p.CallID == ev.CallID }) {
+			t.asking = append(t.asking, pendingOfEvent(ev))
+		}
+	case agentik.EvApprovalResolved:
+		t.asking = slices.DeleteFunc(t.asking, func(p agentik.PendingApproval) bool { return p.CallID == ev.CallID })
+	case agentik.EvAwaitingApproval:
+		// The turn parked: it has run every call it may and waits for
+		// answers. The run ends here with an interrupt (AG-UI 1.0); the
+		// answers start a new run (resume), which follows the same turn.
+		if !t.isOurs(ev.ReplyTo) || len(t.asking) == 0 {
+			return nil
+		}
+		out = t.closeAll(out)
+		if t.finalErr != nil {
+			code, msg := edge.Public(t.finalErr)
+			return t.fail(out, msg, code)
+		}
+		t.done = true
+		out = append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: interruptOutcome(t.asking)})
 	case agentik.EvInterrupted:
 		if t.isOurs(ev.ReplyTo) {
 			t.cancelled = true

@@ -47,15 +47,34 @@ type Event struct {
 
 // Outcome is RUN_FINISHED.outcome: absent means success.
 type Outcome struct {
-	Type               string   `json:"type"` // success, cancelled
-	PendingToolCallIDs []string `json:"pendingToolCallIds,omitempty"`
+	Type               string      `json:"type"` // success, interrupt, cancelled
+	PendingToolCallIDs []string    `json:"pendingToolCallIds,omitempty"`
+	Interrupts         []Interrupt `json:"interrupts,omitempty"` // type interrupt: at least one
 }
 
 // Outcome types.
 const (
 	OutcomeSuccess   = "success"
+	OutcomeInterrupt = "interrupt"
 	OutcomeCancelled = "cancelled"
 )
+
+// Interrupt is one entry of an interrupt outcome (AG-UI 1.0): what the run
+// waits for. The facade raises one per tool call waiting for approval, with
+// the call id as both id and toolCallId.
+type Interrupt struct {
+	ID             string          `json:"id"`
+	Reason         string          `json:"reason"`
+	Message        string          `json:"message,omitempty"`
+	ToolCallID     string          `json:"toolCallId,omitempty"`
+	ResponseSchema json.RawMessage `json:"responseSchema,omitempty"`
+	ExpiresAt      string          `json:"expiresAt,omitempty"` // RFC 3339
+	Metadata       map[string]any  `json:"metadata,omitempty"`
+}
+
+// ReasonToolApproval is Interrupt.reason of a tool call waiting for a
+// person's yes (SPEC §10).
+const ReasonToolApproval = "tool_approval"
 
 // Message is an AG-UI message as the facade writes it (MESSAGES_SNAPSHOT).
 // Content is a JSON string, or an array of content parts for user messages

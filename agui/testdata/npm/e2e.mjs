@@ -7,7 +7,7 @@
 // "RESULT <scenario> <json>" for each and exits 0 when all held; otherwise
 // prints the reason to stderr and exits 1 (client/verifier error, stream
 // without RUN_FINISHED, ids not matching, unexpected content).
-import { HttpAgent } from "@ag-ui/client";
+import { HttpAgent, buildResumeArray } from "@ag-ui/client";
 
 const [url, list] = process.argv.slice(2);
 let scenario = "";
@@ -131,6 +131,49 @@ const scenarios = {
     await run(agent, { tools: [pickColor] });
     expectEqual("roles", agent.messages.map((m) => m.role), ["user", "assistant", "tool", "assistant"]);
     expectEqual("answer", texts(agent.messages, "assistant").at(-1), "You picked blue.");
+    return { messages: agent.messages.length };
+  },
+
+  // Tool approval (AG-UI 1.0 interrupts): the run ends with an interrupt
+  // outcome for the call that waits; the client answers through resume
+  // (approve with edited arguments), the same turn continues; the next call
+  // that waits is cancelled (a denial), and the turn answers again.
+  async approval() {
+    const agent = new HttpAgent({ url, threadId: "e2e-approval", initialMessages: [{ id: "u1", role: "user", content: "Mail bob" }] });
+    let outcome;
+    const first = await run(agent);
+    outcome = first.last.outcome;
+    if (outcome?.type !== "interrupt") fail(`first run outcome ${JSON.stringify(outcome)}`);
+    expectEqual("pending interrupts", agent.pendingInterrupts.map((i) => [i.id, i.reason, i.toolCallId]), [["call_mail", "tool_approval", "call_mail"]]);
+    const schema = agent.pendingInterrupts[0].responseSchema;
+    if (!schema?.required?.includes("approved") || !schema.properties?.arguments?.required?.includes("to")) fail(`responseSchema ${JSON.stringify(schema)}`);
+    const call = agent.messages.find((m) => m.role === "assistant")?.toolCalls?.[0];
+    if (call?.id !== "call_mail" || JSON.parse(call.function.arguments).to !== "bob") fail(`call not applied: ${JSON.stringify(agent.messages)}`);
+    // The client refuses a run that leaves the interrupt unanswered.
+    let refused = false;
+    try {
+      await agent.runAgent({ runId: "run-unanswered" });
+    } catch (err) {
+      refused = /pending interrupt/.test(err?.message ?? "");
+    }
+    if (!refused) fail("the client ran without answering the interrupt");
+    const resume = buildResumeArray(agent.pendingInterrupts, {
+      call_mail: { status: "resolved", payload: { approved: true, arguments: { to: "bob@example.com", text: "late" } } },
+    });
+    const second = await run(agent, { resume });
+    if (second.last.outcome && second.last.outcome.type !== "success") fail(`second run outcome ${JSON.stringify(second.last.outcome)}`);
+    expectEqual("pending after resume", agent.pendingInterrupts, []);
+    const result = agent.messages.find((m) => m.role === "tool" && m.toolCallId === "call_mail");
+    expectEqual("approved result", result?.content, 'sent {"to":"bob@example.com","text":"late"}');
+    expectEqual("answer", texts(agent.messages, "assistant").at(-1), "Mail sent.");
+
+    agent.addMessage({ id: "u2", role: "user", content: "Mail eve" });
+    const third = await run(agent);
+    expectEqual("third run interrupts", third.last.outcome?.interrupts?.map((i) => i.id), ["call_mail2"]);
+    await run(agent, { resume: buildResumeArray(agent.pendingInterrupts, { call_mail2: { status: "cancelled" } }) });
+    const denied = agent.messages.find((m) => m.role === "tool" && m.toolCallId === "call_mail2");
+    expectEqual("denied result", denied?.content, "denied by the user: cancelled");
+    expectEqual("answer after denial", texts(agent.messages, "assistant").at(-1), "Not sent.");
     return { messages: agent.messages.length };
   },
 

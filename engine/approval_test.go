@@ -514,3 +514,80 @@ func TestParseApprovalPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalInterruptWhileAllowedCallsRun: the turn is interrupted while
+// an allowed call of the response still runs and the other call waits for
+// approval (the turn has not parked yet): the waiting call ends with
+// approval_resolved (denied, reason interrupted, by who interrupted) and
+// its denial, committed with the interrupted record; one call answered
+// before the interrupt keeps its answer. Nothing waits afterwards.
+func TestApprovalInterruptWhileAllowedCallsRun(t *testing.T) {
+	bt := blockTool{started: make(chan struct{})}
+	a, b := &recTool{name: "send_a"}, &recTool{name: "send_b"}
+	h := newHarness(t, func(o *engine.Options) {
+		o.Tools = tools.NewRegistry(bt, a, b)
+		o.Approval = agentik.ApprovalPolicy{{Pattern: "send_*", Action: agentik.ApprovalAsk}}
+		o.ToolTimeout = time.Hour
+	})
+	h.ctx = asUser(h.ctx)
+	h.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("block", `{}`).WithID("blk"),
+		llmtest.Call("send_a", `{"to":"x"}`).WithID("c1"), llmtest.Call("send_b", `{"to":"y"}`).WithID("c2")))
+	c, s := h.conversation()
+	res := h.send(c, "block and mail")
+	<-bt.started
+	// c2 is answered while the allowed call runs; c1 is not.
+	if err := approver(t, c).Resolve(h.ctx, "c2", agentik.Resolution{Approved: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.Interrupt(h.ctx); err != nil || !ok {
+		t.Fatalf("interrupt: %v %v", ok, err)
+	}
+	evs := until(t, s, endOf(res.MessageID))
+	var resolved []agentik.Event
+	for _, ev := range evs {
+		if ev.Type == agentik.EvApprovalResolved {
+			resolved = append(resolved, ev)
+		}
+	}
+	if len(resolved) != 2 || resolved[0].CallID != "c2" || !*resolved[0].Approved {
+		t.Fatalf("resolutions %+v (events %s)", resolved, types(evs))
+	}
+	if r := resolved[1]; r.CallID != "c1" || *r.Approved || r.Reason != agentik.ApprovalInterrupted || r.By != "alice" {
+		t.Fatalf("interrupt resolution %+v", r)
+	}
+	if got := types(evs[len(evs)-4:]); got != "approval_resolved,tool_failed,interrupted,end" {
+		t.Fatalf("close %s (all %s)", got, types(evs))
+	}
+	if len(a.calls())+len(b.calls()) != 0 || len(h.llm.Requests()) != 1 {
+		t.Fatal("a tool or the model ran after the interrupt")
+	}
+	// Every approval_requested has its approval_resolved, in the store.
+	stored, err := h.store.ApprovalEvents(h.ctx, c.ID(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, done := map[string]bool{}, map[string]bool{}
+	for _, ev := range stored {
+		switch ev.Type {
+		case agentik.EvApprovalRequested:
+			req[ev.CallID] = true
+		case agentik.EvApprovalResolved:
+			if done[ev.CallID] {
+				t.Fatalf("%s answered twice", ev.CallID)
+			}
+			done[ev.CallID] = true
+		}
+	}
+	if len(req) != 2 || len(done) != 2 || !done["c1"] || !done["c2"] {
+		t.Fatalf("requested %v resolved %v", req, done)
+	}
+	if got := pendingIDs(t, c); got != "" {
+		t.Fatalf("pending %q", got)
+	}
+	if err := approver(t, c).Resolve(h.ctx, "c1", agentik.Resolution{Approved: true}); agentik.ErrorCode(err) != agentik.EConflict {
+		t.Fatalf("answer after interrupt: %v", err)
+	}
+	if open, _ := h.store.OpenTurns(h.ctx); len(open) != 0 {
+		t.Fatalf("open turns %v", open)
+	}
+}

@@ -80,6 +80,7 @@ type turn struct {
 	user   agentik.Message
 	cancel context.CancelFunc
 	reason string // interrupt reason, set before cancel
+	by     string // who interrupted, when known (approval_resolved.by)
 }
 
 func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
@@ -367,6 +368,16 @@ func (c *conv) interrupt(reason string) bool {
 	return c.interruptLocked(reason)
 }
 
+// interruptBy is interrupt on behalf of principal by.
+func (c *conv) interruptBy(reason, by string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running != nil && c.running.reason == "" {
+		c.running.by = by
+	}
+	return c.interruptLocked(reason)
+}
+
 func (c *conv) interruptLocked(reason string) bool {
 	if c.running == nil {
 		return false
@@ -577,7 +588,7 @@ func (c *conv) syncShared(ctx context.Context, req agentik.SendRequest) error {
 
 // Interrupt cancels the turn here, or asks the process running it.
 func (h *handle) Interrupt(ctx context.Context) (bool, error) {
-	if h.c.interrupt(agentik.ReasonUser) {
+	if h.c.interruptBy(agentik.ReasonUser, agentik.PrincipalFrom(ctx)) {
 		return true, nil
 	}
 	if ok, err := h.c.interruptParked(ctx, agentik.ReasonUser, agentik.PrincipalFrom(ctx)); ok || err != nil {

@@ -59,6 +59,10 @@ type turnRun struct {
 	text   string        // the response text of the current model call
 	reason string        // reasoning of the current model call
 	parked *pendingRound // the round that waits for approvals
+	// asking: the calls of the current round that wait for approval, in
+	// call order, while the round's other calls run; an interrupt then
+	// denies those still unanswered (closeInterrupted).
+	asking []agentik.Event
 
 	start     time.Time // for the observer
 	outcome   string    // the end reason, once ended
@@ -296,6 +300,11 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 			waiting[tc.ID] = true
 		}
 	}
+	for _, tc := range calls {
+		if ev, ok := asking[tc.ID]; ok {
+			r.asking = append(r.asking, ev)
+		}
+	}
 	results, err := r.runCalls(set, calls, func(tc agentik.ToolCall) bool {
 		_, ask := asking[tc.ID]
 		return !waiting[tc.ID] && !ask
@@ -303,6 +312,7 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	if err != nil {
 		return err
 	}
+	r.asking = nil
 	if len(asking) > 0 {
 		// Parked. Answers that came while the other calls ran are found
 		// when the loop reads the journal again, right after.
@@ -491,8 +501,57 @@ func (r *turnRun) closeInterrupted() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout) // keeps the turn's fence
 	defer cancel()
+	if len(r.asking) > 0 {
+		// Interrupted while the round's allowed calls ran: the calls that
+		// wait for approval are denied with the close, like a parked turn's.
+		c.resolveMu.Lock()
+		defer c.resolveMu.Unlock()
+	}
+	for try := 0; ; try++ {
+		w, err := r.interruptedWrite(ctx, reason)
+		if err == nil {
+			err = c.appendMemory(ctx, w)
+		}
+		if err == nil {
+			break
+		}
+		if agentik.ErrorCode(err) == agentik.EConflict && len(r.asking) > 0 && try < 3 {
+			continue // a call was answered meanwhile (another process): read again
+		}
+		c.e.log.Error("close interrupted turn", "conversation", c.id, "reply_to", r.t.user.ID, "err", err)
+		break
+	}
+	r.end(agentik.EndInterrupted)
+}
+
+// interruptedWrite is the write that closes the interrupted turn: the
+// partial answer, a denial (reason interrupted) for each call of the round
+// that still waits for approval, and the interrupted event.
+func (r *turnRun) interruptedWrite(ctx context.Context, reason string) (agentik.Write, error) {
+	c := r.c
 	now := agentik.Now()
 	var w agentik.Write
+	if len(r.asking) > 0 {
+		st, err := c.readApprovals(ctx)
+		if err != nil {
+			return w, err
+		}
+		c.mu.Lock()
+		by := r.t.by
+		c.mu.Unlock()
+		no := false
+		for _, req := range r.asking {
+			if _, done := st.resolved[req.CallID]; done {
+				continue
+			}
+			w.Events = append(w.Events, agentik.Event{ConversationID: c.id, Date: now, Type: agentik.EvApprovalResolved,
+				CallID: req.CallID, Name: req.Name, Approved: &no, Reason: agentik.ApprovalInterrupted, By: by, ReplyTo: r.t.user.ID})
+			m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgToolResult,
+				CallID: req.CallID, Name: req.Name, Content: []agentik.Content{agentik.Text(agentik.DeniedText(agentik.ApprovalInterrupted))},
+				IsError: true, ReplyTo: r.t.user.ID}
+			w.Events = append(w.Events, agentik.MessageEvent(&m))
+		}
+	}
 	if r.text != "" {
 		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgAssistant,
 			Content: textContent(r.text), Reasoning: r.reason, Interrupted: true, ReplyTo: r.t.user.ID}
@@ -507,10 +566,7 @@ func (r *turnRun) closeInterrupted() {
 	w.Events = append(w.Events, agentik.Event{ConversationID: c.id, Date: now, Type: agentik.EvInterrupted, ReplyTo: r.t.user.ID, Reason: reason})
 	w.Touch = now
 	w.Tokens = r.tokens
-	if err := c.appendMemory(ctx, w); err != nil {
-		c.e.log.Error("close interrupted turn", "conversation", c.id, "reply_to", r.t.user.ID, "err", err)
-	}
-	r.end(agentik.EndInterrupted)
+	return w, nil
 }
 
 // closeFailed records the failure and ends the turn; the conversation stays usable.

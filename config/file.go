@@ -51,6 +51,7 @@ type fileToken struct {
 	TokenFile string   `yaml:"token_file"`
 	Token     string   `yaml:"token"` // inline: allowed, but warned about
 	Agents    []string `yaml:"agents"`
+	Admin     bool     `yaml:"admin"`
 }
 
 type fileLog struct {
@@ -630,7 +631,7 @@ func (l *loader) resolve(c *Config, f *file, root *yaml.Node) {
 	seen := map[string]int{}
 	for i, ft := range f.Auth.Tokens {
 		p := fmt.Sprintf("auth.tokens[%d]", i)
-		t := TokenEntry{Principal: ft.Principal, Agents: ft.Agents, Env: ft.TokenEnv, File: l.pathOrEmpty(ft.TokenFile)}
+		t := TokenEntry{Principal: ft.Principal, Agents: ft.Agents, Env: ft.TokenEnv, File: l.pathOrEmpty(ft.TokenFile), Admin: ft.Admin}
 		if ft.Principal == "" || strings.ContainsAny(ft.Principal, "\n,") {
 			l.bad(p+".principal", "required: the name the token acts for (no comma or newline)")
 		}
@@ -984,6 +985,9 @@ type TokenEntry struct {
 	Env       string   // token_env
 	File      string   // token_file
 	Inline    string   // token (secret)
+	// Admin: the principal may use the admin API and /metrics, as if it
+	// were listed in AGENTIK_ADMINS.
+	Admin bool
 }
 
 // Value reads the token (from the environment or its file, again at each

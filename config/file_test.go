@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -263,9 +264,16 @@ func TestExampleLoads(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "prompts"), 0o755)
 	writeFile(t, dir, "prompts/coder.md", "You write code.")
 	path := writeFile(t, dir, "agentik.yaml", Example)
-	c, err := Load(path, env(map[string]string{"ALICE_TOKEN": "alice-secret-1", "ROUTER_TOKEN": "router-secret-1", "OPENAI_API_KEY": "sk-x"}))
+	c, err := Load(path, env(map[string]string{"ALICE_TOKEN": "alice-secret-1", "ROUTER_TOKEN": "router-secret-1", "OPS_TOKEN": "ops-secret-1", "OPENAI_API_KEY": "sk-x"}))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if a := c.AdminPrincipals(); !slices.Equal(a, []string{"ops"}) {
+		t.Fatalf("admins %v", a)
+	}
+	c.Obs.Admins = []string{"root", "ops"} // AGENTIK_ADMINS adds to them
+	if a := c.AdminPrincipals(); !slices.Equal(a, []string{"root", "ops"}) {
+		t.Fatalf("admins with AGENTIK_ADMINS %v", a)
 	}
 	if len(c.Agents) != 3 || c.Agents[0].ID != "support" || c.Agents[1].SystemPrompt != "You write code." ||
 		len(c.Agents[2].A2AAgents) != 2 || c.Agents[2].A2AAgents[0].Token != "router-secret-1" || len(c.Agents[0].MCPServers) == 0 {

@@ -1,5 +1,7 @@
 package config
 
+import "slices"
+
 // ObsConfig configures metrics and the admin API (docs/observability.md).
 type ObsConfig struct {
 	// MetricsAddr, when set (":9090"), serves GET /metrics on a listener
@@ -19,4 +21,16 @@ func (c *ObsConfig) read(r *reader) {
 	r.oneOf("AGENTIK_METRICS_PUBLIC", &public, "on", "off", "true", "false", "1", "0")
 	c.MetricsPublic = public == "on" || public == "true" || public == "1"
 	r.list("AGENTIK_ADMINS", &c.Admins)
+}
+
+// AdminPrincipals are the principals of AGENTIK_ADMINS and those of the
+// file's auth.tokens with admin: true.
+func (c Config) AdminPrincipals() []string {
+	out := append([]string(nil), c.Obs.Admins...)
+	for _, t := range c.Tokens {
+		if t.Admin && !slices.Contains(out, t.Principal) {
+			out = append(out, t.Principal)
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Tokens authenticates bearer tokens and says which agents a principal may
@@ -42,6 +43,10 @@ type Options struct {
 	// method, the ServeMux pattern that matched ("" for none), the status
 	// and the duration (metrics).
 	Observe func(method, route string, status int, d time.Duration)
+	// RequestLogLevel is the level of the one line Handler logs per
+	// request (a 5xx is logged at warn whatever this says). The zero value
+	// is slog.LevelInfo.
+	RequestLogLevel slog.Level
 }
 
 // Edge is the HTTP edge of one process. Safe for concurrent use.
@@ -51,11 +56,13 @@ type Edge struct {
 	cors        map[string]bool
 	log         *slog.Logger
 	observe     func(method, route string, status int, d time.Duration)
+	logLevel    slog.Level
 }
 
 // New returns an edge.
 func New(opts Options) *Edge {
-	e := &Edge{tokens: opts.Tokens, bodyTimeout: opts.BodyTimeout, cors: map[string]bool{}, log: opts.Logger, observe: opts.Observe}
+	e := &Edge{tokens: opts.Tokens, bodyTimeout: opts.BodyTimeout, cors: map[string]bool{}, log: opts.Logger, observe: opts.Observe,
+		logLevel: opts.RequestLogLevel}
 	if e.bodyTimeout <= 0 {
 		e.bodyTimeout = DefaultBodyTimeout
 	}
@@ -185,8 +192,10 @@ type note struct{ principal string }
 
 // Handler is the outermost handler of a listener: it answers CORS (the
 // preflight OPTIONS of an allowed origin included) and logs one line per
-// request with the principal it acted for — never the token, and never the
-// query string, which may carry one.
+// request: method, route pattern (never the raw path, which holds
+// conversation ids, nor the query string, which may carry a token),
+// status, duration, the principal it acted for and, when the request's
+// context carries a span, its trace id.
 func (e *Edge) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -202,12 +211,24 @@ func (e *Edge) Handler(next http.Handler) http.Handler {
 		if e.observe != nil {
 			e.observe(r.Method, r.Pattern, rec.status, d)
 		}
-		level := slog.LevelDebug
+		level := e.logLevel
 		if rec.status >= 500 {
 			level = slog.LevelWarn
 		}
-		e.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "route", r.Pattern, "status", rec.status,
-			"duration", d.Round(time.Microsecond), "principal", n.principal)
+		ctx := r.Context()
+		if !e.log.Enabled(ctx, level) {
+			return
+		}
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		attrs := []slog.Attr{slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
+			slog.Duration("duration", d.Round(time.Microsecond)), slog.String("principal", n.principal)}
+		if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		}
+		e.log.LogAttrs(ctx, level, "request", attrs...)
 	})
 }
 

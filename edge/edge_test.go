@@ -4,16 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentik/agentik"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // fakeTokens: alice may use every agent, bob only "support".
@@ -484,5 +487,125 @@ func TestErrorMappings(t *testing.T) {
 	WriteError(w, r, nil, &agentik.Error{Code: agentik.ERateLimited, Message: "slow down", RetryAfter: 1500 * time.Millisecond})
 	if w.Code != 429 || w.Header().Get("Retry-After") != "2" {
 		t.Fatalf("rate limited: %d %v", w.Code, w.Header())
+	}
+}
+
+// syncBuffer is a log destination the server's goroutines and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestRequestLog: one JSON line per request at info, with the route
+// pattern (not the raw path), status, duration, principal and the trace
+// id of the span in the request's context; nothing at a level below the
+// logger's.
+func TestRequestLog(t *testing.T) {
+	var logs syncBuffer
+	e := New(Options{Tokens: fakeTokens{}, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	mux := http.NewServeMux()
+	mux.Handle("GET /conversations/{id}", e.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]string{"id": r.PathValue("id")})
+	}), Route{}))
+	mux.Handle("GET /boom", e.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, nil, agentik.Errorf(agentik.EInternal, "boom"))
+	}), Route{}))
+	traceID, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	spanID, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled})
+	h := e.Handler(mux)
+	// What a tracing middleware in front of the edge does: the span in the
+	// request's context.
+	traced := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Test-Traced") != "" {
+			r = r.WithContext(trace.ContextWithSpanContext(r.Context(), sc))
+		}
+		h.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(traced)
+	defer srv.Close()
+
+	if s, _, _ := do(t, "GET", srv.URL+"/conversations/c-secret-id?access_token=alice-token-1", "", "Authorization", "Bearer alice-token-1", "X-Test-Traced", "1"); s != 200 {
+		t.Fatalf("status %d", s)
+	}
+	if s, _, _ := do(t, "GET", srv.URL+"/conversations/c2", ""); s != 401 {
+		t.Fatalf("status %d", s)
+	}
+	if s, _, _ := do(t, "GET", srv.URL+"/no/such/c-other-id", "", "Authorization", "Bearer bob-token-22"); s != 404 {
+		t.Fatalf("status %d", s)
+	}
+	if s, _, _ := do(t, "GET", srv.URL+"/boom", "", "Authorization", "Bearer bob-token-22"); s != 500 {
+		t.Fatalf("status %d", s)
+	}
+	lines := logs.lines(t)
+	var reqs []map[string]any
+	for _, l := range lines {
+		if l["msg"] == "request" {
+			reqs = append(reqs, l)
+		}
+	}
+	if len(reqs) != 4 {
+		t.Fatalf("%d request lines, want 4:\n%v", len(reqs), lines)
+	}
+	want := []struct {
+		level, route, principal, traceID string
+		status                           float64
+	}{
+		{"INFO", "GET /conversations/{id}", "alice", "4bf92f3577b34da6a3ce929d0e0e4736", 200},
+		{"INFO", "GET /conversations/{id}", "-", "", 401},
+		{"INFO", "unmatched", "-", "", 404}, // the edge authenticates matched routes only
+		{"WARN", "GET /boom", "bob", "", 500},
+	}
+	for i, w := range want {
+		l := reqs[i]
+		if l["level"] != w.level || l["method"] != "GET" || l["route"] != w.route || l["status"] != w.status || l["principal"] != w.principal {
+			t.Errorf("line %d: %v, want %+v", i, l, w)
+		}
+		if d, ok := l["duration"].(float64); !ok || d <= 0 {
+			t.Errorf("line %d: duration %v", i, l["duration"])
+		}
+		if got, _ := l["trace_id"].(string); got != w.traceID {
+			t.Errorf("line %d: trace_id %q, want %q", i, got, w.traceID)
+		}
+	}
+	all := fmt.Sprint(lines)
+	for _, leak := range []string{"c-secret-id", "c-other-id", "alice-token-1", "access_token"} {
+		if strings.Contains(all, leak) {
+			t.Errorf("the request log shows %q: %s", leak, all)
+		}
+	}
+
+	// Below the logger's level, nothing.
+	var quiet syncBuffer
+	q := New(Options{Logger: slog.New(slog.NewJSONHandler(&quiet, &slog.HandlerOptions{Level: slog.LevelInfo})), RequestLogLevel: slog.LevelDebug})
+	qs := httptest.NewServer(q.Handler(mux))
+	defer qs.Close()
+	do(t, "GET", qs.URL+"/no/such", "")
+	if l := quiet.lines(t); len(l) != 0 {
+		t.Errorf("debug request lines logged at info: %v", l)
 	}
 }

@@ -27,6 +27,7 @@ func RunAgents(t *testing.T, open func(t *testing.T) Agents) {
 	})
 	t.Run("Isolation", func(t *testing.T) { testAgentIsolation(t, open(t)) })
 	t.Run("Adopt", func(t *testing.T) { testAdopt(t, open(t)) })
+	t.Run("Stats", func(t *testing.T) { testStats(t, open(t)) })
 }
 
 func testAgentIsolation(t *testing.T, s Agents) {

@@ -31,7 +31,55 @@ type adminTurn struct {
 func (a *app) mountAdmin(ctx context.Context) error {
 	a.mux.Handle("GET /admin/turns", a.adminOnly(http.HandlerFunc(a.adminTurns)))
 	a.mux.Handle("POST /admin/turns/{reply_to}/cancel", a.adminOnly(http.HandlerFunc(a.adminCancel)))
+	a.mux.Handle("GET /admin/stats", a.adminOnly(http.HandlerFunc(a.adminStats)))
 	return nil
+}
+
+// adminStats is the body of GET /admin/stats.
+type adminStats struct {
+	Database struct {
+		Backend string `json:"backend"` // sqlite or postgres
+		Bytes   int64  `json:"bytes"`
+	} `json:"database"`
+	Agents []agentStats `json:"agents"`
+}
+
+type agentStats struct {
+	Agent string `json:"agent"`
+	agentik.StoreStats
+	// OpenTurns are the running and queued turns in the store (GET
+	// /admin/turns lists them).
+	OpenTurns int `json:"open_turns"`
+}
+
+// adminStats counts what the store holds, agent by agent.
+func (a *app) adminStats(w http.ResponseWriter, r *http.Request) {
+	var out adminStats
+	out.Database.Backend = "sqlite"
+	if a.cfg.DatabaseURL != "" {
+		out.Database.Backend = "postgres"
+	}
+	out.Agents = []agentStats{}
+	for _, ag := range a.agents {
+		sr, ok := ag.store.(agentik.StatsReader)
+		if !ok {
+			edge.WriteError(w, r, a.log, agentik.Errorf(agentik.EUnavailable, "the store does not count what it holds"))
+			return
+		}
+		st, err := sr.Stats(r.Context())
+		if err != nil {
+			edge.WriteError(w, r, a.log, err)
+			return
+		}
+		open, err := ag.store.OpenTurns(r.Context())
+		if err != nil {
+			edge.WriteError(w, r, a.log, err)
+			return
+		}
+		out.Database.Bytes = st.DatabaseBytes
+		out.Agents = append(out.Agents, agentStats{Agent: ag.ID, StoreStats: st, OpenTurns: len(open)})
+	}
+	edge.WriteJSON(w, http.StatusOK, out)
 }
 
 // openTurns lists every open turn in the store (on PostgreSQL: of every

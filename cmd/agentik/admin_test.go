@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,5 +123,98 @@ func TestAdminTurnsAndCancel(t *testing.T) {
 	}
 	if code, _ := adminDo(t, http.MethodPost, p.url+"/admin/turns/"+first.MessageID+"/cancel", root); code != http.StatusNotFound {
 		t.Fatalf("cancel of a closed turn: %d", code)
+	}
+}
+
+// TestAdminStatsAndFileAdmin: a principal with admin: true in the
+// configuration file is an admin (no AGENTIK_ADMINS); GET /admin/stats
+// counts each agent's conversations, messages and events exactly; anyone
+// else gets 404.
+func TestAdminStatsAndFileAdmin(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Handle(func(r llmtest.Request) llmtest.Reply { return llmtest.Text("answer") })
+	dir := t.TempDir()
+	file := filepath.Join(dir, "agentik.yaml")
+	cfg := `database: ./agentik.db
+auth:
+  tokens:
+    - {principal: ops, token_env: OPS_TOKEN, admin: true}
+    - {principal: bob, token_env: BOB_TOKEN}
+agents:
+  - id: alpha
+    model: {base_url: "` + llm.URL() + `", model: model-a}
+  - id: beta
+    model: {base_url: "` + llm.URL() + `", model: model-b}
+`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const ops, bob = "tok-ops-secret", "tok-bob-secret"
+	p := startProc(t, "AGENTIK_CONFIG="+file, "OPS_TOKEN="+ops, "BOB_TOKEN="+bob)
+
+	for _, path := range []string{"/admin/stats", "/admin/turns", "/metrics"} {
+		if code, body := adminDo(t, http.MethodGet, p.url+path, bob); code != http.StatusNotFound {
+			t.Errorf("GET %s as bob: %d %s", path, code, body)
+		}
+		if code, body := adminDo(t, http.MethodGet, p.url+path, ops); code != http.StatusOK {
+			t.Errorf("GET %s as ops (admin: true): %d %s", path, code, body)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	alpha := httpapi.NewClient(p.url+"/agents/alpha", httpapi.WithToken(bob))
+	beta := httpapi.NewClient(p.url+"/agents/beta", httpapi.WithToken(bob))
+	first, err := alpha.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alpha.CreateConversation(ctx, agentik.CreateRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := beta.CreateConversation(ctx, agentik.CreateRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := alpha.Conversation(ctx, first.ID)
+	s, err := conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := conv.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("hello")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range s.C() {
+		if ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID {
+			break
+		}
+	}
+
+	code, body := adminDo(t, http.MethodGet, p.url+"/admin/stats", ops)
+	if code != http.StatusOK {
+		t.Fatalf("stats: %d %s", code, body)
+	}
+	var st adminStats
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Database.Backend != "sqlite" || st.Database.Bytes <= 0 || len(st.Agents) != 2 {
+		t.Fatalf("stats: %s", body)
+	}
+	a, b := st.Agents[0], st.Agents[1]
+	// One plain turn: the user message and the answer, each a journal
+	// message and its durable event.
+	if a.Agent != "alpha" || a.Conversations != 2 || a.Messages != 2 || a.Events != 2 || a.AgentEvents < 2 || a.OpenTurns != 0 {
+		t.Errorf("alpha: %+v", a)
+	}
+	if b.Agent != "beta" || b.Conversations != 1 || b.Messages != 0 || b.Events != 0 || b.AgentEvents != 1 || b.OpenTurns != 0 {
+		t.Errorf("beta: %+v", b)
+	}
+	for _, k := range []string{`"conversations":`, `"messages":`, `"events":`, `"agent_events":`, `"open_turns":`, `"bytes":`} {
+		if !strings.Contains(body, k) {
+			t.Errorf("no %s in %s", k, body)
+		}
 	}
 }

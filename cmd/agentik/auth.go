@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 
@@ -74,6 +75,11 @@ func tokenSet(cfg config.Config, getenv func(string) string) (map[string]string,
 // newEdge builds the HTTP edge on a.tokens.
 func (a *app) newEdge() {
 	opts := edge.Options{BodyTimeout: a.cfg.HTTP.BodyTimeout, CORSOrigins: a.cfg.HTTP.CORSOrigins, Logger: a.log}
+	// The request log is an operator's record in JSON mode (info, read by
+	// a log pipeline); in text mode, a terminal, it is debug.
+	if a.cfg.LogFormat != "json" {
+		opts.RequestLogLevel = slog.LevelDebug
+	}
 	if a.tokens != nil {
 		opts.Tokens = a.tokens
 	}

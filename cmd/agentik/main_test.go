@@ -47,7 +47,8 @@ type proc struct {
 	logs strings.Builder
 }
 
-var listening = regexp.MustCompile(`msg="agentik listening" addr=(\S+)`)
+// listening finds the address in the start-up line, in text or JSON logs.
+var listening = regexp.MustCompile(`msg="agentik listening" addr=(\S+)|"msg":"agentik listening","addr":"([^"]+)"`)
 
 func startProc(t *testing.T, env ...string) *proc {
 	t.Helper()
@@ -70,7 +71,7 @@ func startProc(t *testing.T, env ...string) *proc {
 			p.logs.WriteString(line + "\n")
 			p.mu.Unlock()
 			if m := listening.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
+				addr <- m[1] + m[2]
 			}
 		}
 		io.Copy(io.Discard, stderr)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/telemetry"
 )
@@ -21,10 +22,24 @@ func (a *app) observer() agentik.Observer {
 	return a.metrics
 }
 
-// isAdmin reports whether principal is one of AGENTIK_ADMINS. On an open
-// server (no tokens) nobody is: the admin API needs authentication.
+// isAdmin reports whether principal is one of AGENTIK_ADMINS or has
+// admin: true in the configuration file (as reloaded on SIGHUP). On an
+// open server (no tokens) nobody is: the admin API needs authentication.
 func (a *app) isAdmin(principal string) bool {
-	return !a.edge.Open() && principal != "" && slices.Contains(a.cfg.Obs.Admins, principal)
+	if a.edge.Open() || principal == "" {
+		return false
+	}
+	admins := a.admins.Load()
+	if admins == nil {
+		return slices.Contains(a.cfg.AdminPrincipals(), principal)
+	}
+	return slices.Contains(*admins, principal)
+}
+
+// setAdmins puts the admin principals of cfg in force.
+func (a *app) setAdmins(cfg config.Config) {
+	admins := cfg.AdminPrincipals()
+	a.admins.Store(&admins)
 }
 
 // adminOnly serves h to admin principals; anyone else gets 404, as for a

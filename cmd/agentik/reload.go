@@ -62,6 +62,7 @@ func (a *app) reload(last config.Config) config.Config {
 			cfg.Tokens, cfg.Auth = last.Tokens, last.Auth
 		} else {
 			a.tokens.ReplaceLimited(pairs, limits)
+			a.setAdmins(cfg)
 			a.log.Info("tokens reloaded", "tokens", a.tokens.Len())
 		}
 	case authConfigured(cfg):

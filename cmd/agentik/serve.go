@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +45,9 @@ type app struct {
 	mountErr error  // the first error of a mount (a listener that cannot listen)
 
 	metrics *telemetry.Metrics // nil outside serve (metrics.go)
+	// admins are the admin principals in force (metrics.go, reloaded on
+	// SIGHUP with the tokens).
+	admins atomic.Pointer[[]string]
 
 	// onStart runs once the engines have started (facades with listeners
 	// of their own begin serving); onShutdown runs before the engines
@@ -92,6 +96,7 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, l
 	a := &app{cfg: cfg, log: log, getenv: getenv}
 	defer a.close()
 	a.newMetrics()
+	a.setAdmins(cfg)
 	if err := a.setupAuth(ctx); err != nil {
 		return err
 	}

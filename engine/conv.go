@@ -11,7 +11,7 @@ import (
 )
 
 // conv is the one live struct of a conversation. Lock order: mu, then
-// writeMu, then Engine.agentMu.
+// writeMu, then Engine.agentMu (never held across a store call).
 type conv struct {
 	e        *Engine
 	id       string
@@ -166,13 +166,13 @@ func (c *conv) rename(ctx context.Context, title string) (agentik.ConversationIn
 	if err := validTitle(title); err != nil {
 		return agentik.ConversationInfo{}, err
 	}
-	e := c.e
-	e.agentMu.Lock()
+	aw := c.e.beginAgentWrite(c.temporal)
 	rec, ev, err := c.store.RenameConversation(ctx, c.id, title, agentik.Now())
 	if err == nil {
-		e.publishAgentLocked(ev, c.temporal)
+		aw.done(&ev)
+	} else {
+		aw.done(nil)
 	}
-	e.agentMu.Unlock()
 	if err != nil {
 		if agentik.IsNotFound(err) {
 			return agentik.ConversationInfo{}, agentik.Errorf(agentik.ENotFound, "conversation not found")
@@ -398,16 +398,18 @@ func (c *conv) commit(ctx context.Context, w agentik.Write) ([]agentik.Event, er
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	// agentMu keeps agent events in cursor order from commit to publication;
-	// a Bus that sequences them (PostgreSQL) orders them itself, and holding
-	// a process-wide lock across the commit would serialise every turn.
-	sequenced := c.e.agentSequenced()
-	if !w.Touch.IsZero() && !sequenced {
-		c.e.agentMu.Lock()
-		defer c.e.agentMu.Unlock()
+	// A touch appends an agent event: published in cursor order without a
+	// lock held across the commit (agentorder.go).
+	var aw agentWrite
+	touch := !w.Touch.IsZero()
+	if touch {
+		aw = c.e.beginAgentWrite(c.temporal)
 	}
 	evs, agentEv, err := c.store.Commit(ctx, w)
 	if err != nil {
+		if touch {
+			aw.done(nil)
+		}
 		if agentik.IsNotFound(err) {
 			return nil, agentik.Errorf(agentik.ENotFound, "conversation not found")
 		}
@@ -429,12 +431,8 @@ func (c *conv) commit(ctx context.Context, w agentik.Write) ([]agentik.Event, er
 		}
 		c.e.opts.Bus.Publish(ev)
 	}
-	if agentEv != nil {
-		if sequenced {
-			c.e.agentMu.Lock()
-			defer c.e.agentMu.Unlock()
-		}
-		c.e.publishAgentLocked(*agentEv, c.temporal)
+	if touch { // only a touch appends an agent event
+		aw.done(agentEv)
 	}
 	return evs, nil
 }

@@ -190,10 +190,14 @@ type Engine struct {
 
 	limits limits
 
-	// agentMu orders every commit that produces an agent event with its
-	// publication, so agent events reach subscribers in cursor order.
+	// agentMu guards the publication of agent events, in cursor order
+	// (agentorder.go), and what a new agent stream starts from.
 	agentMu       sync.Mutex
 	lastAgentSeen int64
+	agentNext     uint64           // the next write's ticket
+	agentLow      uint64           // the lowest ticket not back
+	agentBack     []bool           // per ticket from agentLow: the write is back
+	agentHeld     []heldAgentEvent // committed, waiting for earlier tickets; by cursor
 }
 
 var _ agentik.Agent = (*Engine)(nil)
@@ -322,15 +326,16 @@ func (e *Engine) CreateConversation(ctx context.Context, req agentik.CreateReque
 		UpdatedAt: now,
 	}
 	c := e.newConv(rec)
-	e.agentMu.Lock()
+	aw := e.beginAgentWrite(rec.Temporal)
 	ev, err := e.storeFor(rec.Temporal).CreateConversation(ctx, rec)
 	if err == nil {
 		e.mu.Lock()
 		e.live[rec.ID] = c
 		e.mu.Unlock()
-		e.publishAgentLocked(ev, rec.Temporal)
+		aw.done(&ev)
+	} else {
+		aw.done(nil)
 	}
-	e.agentMu.Unlock()
 	if err != nil {
 		return agentik.ConversationInfo{}, fmt.Errorf("create conversation: %w", err)
 	}
@@ -397,15 +402,16 @@ func (e *Engine) DeleteConversation(ctx context.Context, id string) error {
 	c.mu.Unlock()
 	c.interrupt(agentik.ReasonUser)
 	e.loadMu.Lock()
-	e.agentMu.Lock()
+	aw := e.beginAgentWrite(c.temporal)
 	ev, err := c.store.DeleteConversation(ctx, id, agentik.Now())
 	if err == nil {
 		e.mu.Lock()
 		delete(e.live, id)
 		e.mu.Unlock()
-		e.publishAgentLocked(ev, c.temporal)
+		aw.done(&ev)
+	} else {
+		aw.done(nil)
 	}
-	e.agentMu.Unlock()
 	e.loadMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("delete conversation: %w", err)

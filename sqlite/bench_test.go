@@ -3,6 +3,7 @@ package sqlite
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/agentik/agentik"
@@ -93,4 +94,34 @@ func BenchmarkCommitImage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkCommitParallel is BenchmarkCommit from 20 goroutines at once,
+// each on its own conversation (20 concurrent turns): the writes queued
+// behind a running transaction are group committed.
+func BenchmarkCommitParallel(b *testing.B) {
+	s, err := Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	convs := make(chan string, 20*runtime.GOMAXPROCS(0))
+	for range cap(convs) {
+		convs <- benchConv(b, s).ID
+	}
+	b.SetParallelism(20)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c := <-convs
+		for i := 0; pb.Next(); i++ {
+			m := userMessage(c, fmt.Sprintf("message %d", i))
+			_, _, err := s.Commit(b.Context(), agentik.Write{ConversationID: c,
+				Events: []agentik.Event{agentik.MessageEvent(m)}, Touch: agentik.Now(),
+				Memory: []agentik.MemoryEntry{{SourceID: m.ID, Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: m.Content}}}})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

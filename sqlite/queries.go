@@ -93,4 +93,5 @@ var writeQueries = []string{
 	qExists, qGetConversation, qInsertConversation, qRename, qDelete, qInsertAgentEvent,
 	qCommitConversation, qInsertMessage, qInsertEvent, qCloseTurn, qDropMemory, qInsertMemory,
 	qUpdateAfterCommit, qReferenceImage, qInsertImage, qSetState, qDeleteState,
+	qSavepoint, qRollbackTo, qRelease,
 }

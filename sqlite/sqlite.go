@@ -2,16 +2,21 @@
 // conversations, their journals, durable events, working memory and the
 // agent-level event stream, on the pure-Go modernc.org/sqlite driver (no cgo).
 //
-// Main guarantee: every Commit is one SQLite transaction, so a journal message
-// and the durable event that announces it are stored together or not at all
-// (the transactional outbox of SPEC §1.4); seqs are gap-free per conversation
-// and cursors strictly increasing and never reused, also across restarts and
-// deletes.
+// Main guarantee: every Commit is atomic — its own SQLite transaction, or its
+// own savepoint in a transaction shared with concurrent writes — so a journal
+// message and the durable event that announces it are stored together or not
+// at all (the transactional outbox of SPEC §1.4), and a Commit returns only
+// after the transaction holding it committed; seqs are gap-free per
+// conversation and cursors strictly increasing and never reused, also across
+// restarts and deletes.
 //
 // Writes go through a single connection using BEGIN IMMEDIATE, which
 // serialises writers in this process without SQLITE_BUSY upgrades and lets
-// busy_timeout arbitrate with other processes; reads use a separate pool of
-// read-only connections, which WAL lets run beside the writer.
+// busy_timeout arbitrate with other processes. Writes that arrive while one
+// transaction runs are group committed: the next transaction applies all of
+// them, each in a savepoint, so the cost of a commit is shared (write.go).
+// Reads use a separate pool of read-only connections, which WAL lets run
+// beside the writer.
 package sqlite
 
 import (
@@ -57,6 +62,8 @@ type db struct {
 	r  *sql.DB // read-only pool
 	ws stmts   // prepared on w
 	rs stmts   // prepared on r
+
+	writer // the queue of writes to w (write.go)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -205,24 +212,6 @@ func classify(err error) error {
 	return unavailable(err)
 }
 
-// write runs fn in one write transaction (BEGIN IMMEDIATE on the single
-// writer connection); any error rolls everything back. op names the
-// operation in the returned error.
-func (s *Store) write(ctx context.Context, op string, fn func(tx *wtx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, classify(err))
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(&wtx{tx: tx, st: s.ws}); err != nil {
-		return fmt.Errorf("%s: %w", op, classify(err))
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: %w", op, classify(err))
-	}
-	return nil
-}
-
 // read runs fn on the reader pool. Reads are single statements (a page query
 // fetches one extra row for has_more), so they need no transaction: each
 // statement sees one consistent snapshot on its own.
@@ -278,33 +267,6 @@ func (st stmts) close() {
 	for _, p := range st {
 		p.Close()
 	}
-}
-
-// wtx is a write transaction that runs the writer's prepared statements.
-type wtx struct {
-	tx *sql.Tx
-	st stmts
-}
-
-func (t *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if p := t.st[q]; p != nil {
-		return t.tx.StmtContext(ctx, p).ExecContext(ctx, args...)
-	}
-	return t.tx.ExecContext(ctx, q, args...)
-}
-
-func (t *wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	if p := t.st[q]; p != nil {
-		return t.tx.StmtContext(ctx, p).QueryRowContext(ctx, args...)
-	}
-	return t.tx.QueryRowContext(ctx, q, args...)
-}
-
-func (t *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	if p := t.st[q]; p != nil {
-		return t.tx.StmtContext(ctx, p).QueryContext(ctx, args...)
-	}
-	return t.tx.QueryContext(ctx, q, args...)
 }
 
 // reader runs the reader pool's prepared statements; database/sql prepares

@@ -1,0 +1,254 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+)
+
+// Group commit. Every write of a Store goes through one queue to the single
+// writer connection. A write that finds the writer idle runs at once in its
+// own transaction; writes that arrive while a transaction runs wait, and the
+// next transaction applies all of them in arrival order, each between a
+// SAVEPOINT and its RELEASE. A commit costs about the same for one write as
+// for many (most of it is writing the WAL frames of the touched pages), so
+// under concurrency the writer commits far less often than it writes.
+//
+// Each write keeps the guarantees of its own transaction:
+//   - it is atomic: an error in its function rolls back to its savepoint,
+//     undoing its statements and nothing of the other writes;
+//   - its caller returns only after the transaction holding it committed
+//     (a 202 of the HTTP API is sent after that, never before);
+//   - when the shared transaction itself fails (its COMMIT, or an error that
+//     SQLite answers by rolling back the whole transaction), every write of
+//     it that had succeeded runs again alone, in its own transaction, and
+//     gets that one's outcome. Write functions may therefore run more than
+//     once and must assign, not accumulate, what they report.
+//
+// There is no writer goroutine: the caller that finds the writer idle leads
+// the batch, and hands the lead to the first waiting caller when it is done,
+// so nothing runs once the queue is empty.
+
+// maxBatch bounds the writes of one transaction, and so how long a write
+// that arrives first waits for those queued behind it.
+const maxBatch = 64
+
+// Savepoint statements, prepared with the writer's queries.
+const (
+	qSavepoint  = `SAVEPOINT w`
+	qRollbackTo = `ROLLBACK TO w`
+	qRelease    = `RELEASE w`
+)
+
+// writer is the queue of one database's writes.
+type writer struct {
+	wmu     sync.Mutex
+	queue   []*writeReq
+	leading bool // a caller is running a batch; the others wait in queue
+
+	// Test hooks, called with wmu held: the queue's length after a write
+	// joined it, and the size of each batch as it starts.
+	onQueue func(n int)
+	onBatch func(n int)
+}
+
+// writeReq is one write waiting for, or in, a batch.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(tx *wtx) error
+	err  error
+	done bool          // err is final
+	wake chan struct{} // signalled once done, or to lead the next batch
+}
+
+// write runs fn atomically in a write transaction, possibly shared with
+// concurrent writes (see above), and returns once it committed. Any error
+// undoes everything fn did. op names the operation in the returned error.
+//
+// A write whose ctx ends while it waits for the writer is not run; once
+// its turn has come it runs to the end whatever happens to ctx (fn's
+// statements ignore the context they are given), because interrupting a
+// statement would roll back the writes sharing its transaction.
+func (s *Store) write(ctx context.Context, op string, fn func(tx *wtx) error) error {
+	r := &writeReq{ctx: ctx, fn: fn, wake: make(chan struct{}, 1)}
+	s.wmu.Lock()
+	s.queue = append(s.queue, r)
+	if s.onQueue != nil {
+		s.onQueue(len(s.queue))
+	}
+	lead := !s.leading
+	s.leading = true
+	s.wmu.Unlock()
+	if lead {
+		s.lead() // r is the head of the queue, so in this batch
+	}
+	for {
+		<-r.wake
+		if r.done {
+			break
+		}
+		s.lead() // woken without an outcome: lead the next batch, headed by r
+	}
+	if r.err != nil {
+		return fmt.Errorf("%s: %w", op, classify(r.err))
+	}
+	return nil
+}
+
+// lead runs one batch from the head of the queue, hands the lead to the
+// next waiting write, if any, and wakes the writes of the batch.
+func (d *db) lead() {
+	d.wmu.Lock()
+	n := min(len(d.queue), maxBatch)
+	batch := d.queue[:n:n]
+	d.queue = d.queue[n:]
+	if len(d.queue) == 0 {
+		d.queue = nil // let the backing array go
+	}
+	if d.onBatch != nil {
+		d.onBatch(n)
+	}
+	d.wmu.Unlock()
+
+	d.runBatch(batch)
+
+	d.wmu.Lock()
+	var next *writeReq
+	if len(d.queue) > 0 {
+		next = d.queue[0]
+	} else {
+		d.leading = false
+	}
+	d.wmu.Unlock()
+	if next != nil {
+		next.wake <- struct{}{}
+	}
+	for _, r := range batch {
+		r.done = true
+		r.wake <- struct{}{}
+	}
+}
+
+// runBatch sets the outcome of every write of batch.
+func (d *db) runBatch(batch []*writeReq) {
+	live := make([]*writeReq, 0, len(batch))
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // gave up waiting: not run
+			continue
+		}
+		live = append(live, r)
+	}
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		live[0].err = d.runAlone(live[0])
+		return
+	}
+	if d.runGroup(live) != nil {
+		// The shared transaction is gone, and with it what the writes that
+		// had succeeded did: each runs again on its own.
+		for _, r := range live {
+			if r.err == nil {
+				r.err = d.runAlone(r)
+			}
+		}
+	}
+}
+
+// runAlone runs one write in its own transaction.
+func (d *db) runAlone(r *writeReq) error {
+	ctx := context.WithoutCancel(r.ctx)
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := r.fn(newWtx(ctx, tx, d.ws)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// runGroup runs the writes in one transaction, each in a savepoint, and
+// sets the error of each write that failed. It returns an error when the
+// transaction could not be completed; the writes without an error then did
+// not commit.
+func (d *db) runGroup(live []*writeReq) error {
+	ctx := context.Background()
+	tx, err := d.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	t := newWtx(ctx, tx, d.ws)
+	for _, r := range live {
+		if _, err := t.ExecContext(ctx, qSavepoint); err != nil {
+			return err
+		}
+		if r.err = r.fn(t); r.err != nil {
+			// Fails when SQLite already rolled the whole transaction back.
+			if _, err := t.ExecContext(ctx, qRollbackTo); err != nil {
+				return err
+			}
+		}
+		if _, err := t.ExecContext(ctx, qRelease); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// wtx is a write transaction that runs the writer's prepared statements. It
+// runs every statement on its own context, not the one it is given (see
+// write).
+type wtx struct {
+	ctx  context.Context
+	tx   *sql.Tx
+	st   stmts
+	used map[*sql.Stmt]*sql.Stmt // st's statements bound to tx, made once per transaction
+}
+
+func newWtx(ctx context.Context, tx *sql.Tx, st stmts) *wtx {
+	return &wtx{ctx: ctx, tx: tx, st: st}
+}
+
+// stmt returns q's prepared statement bound to the transaction, or nil.
+func (t *wtx) stmt(q string) *sql.Stmt {
+	p := t.st[q]
+	if p == nil {
+		return nil
+	}
+	if b := t.used[p]; b != nil {
+		return b
+	}
+	if t.used == nil {
+		t.used = make(map[*sql.Stmt]*sql.Stmt, 8)
+	}
+	b := t.tx.StmtContext(t.ctx, p)
+	t.used[p] = b
+	return b
+}
+
+func (t *wtx) ExecContext(_ context.Context, q string, args ...any) (sql.Result, error) {
+	if p := t.stmt(q); p != nil {
+		return p.ExecContext(t.ctx, args...)
+	}
+	return t.tx.ExecContext(t.ctx, q, args...)
+}
+
+func (t *wtx) QueryRowContext(_ context.Context, q string, args ...any) *sql.Row {
+	if p := t.stmt(q); p != nil {
+		return p.QueryRowContext(t.ctx, args...)
+	}
+	return t.tx.QueryRowContext(t.ctx, q, args...)
+}
+
+func (t *wtx) QueryContext(_ context.Context, q string, args ...any) (*sql.Rows, error) {
+	if p := t.stmt(q); p != nil {
+		return p.QueryContext(t.ctx, args...)
+	}
+	return t.tx.QueryContext(t.ctx, q, args...)
+}

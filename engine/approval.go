@@ -421,7 +421,7 @@ func (r *turnRun) runApproved(set *tools.Set, p *pendingRound) error {
 		}
 		calls = append(calls, tc)
 	}
-	results, err := r.runCalls(set, calls, nil)
+	results, err := r.runCalls(set, calls, nil, nil)
 	if err != nil {
 		return err
 	}

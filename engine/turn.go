@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -305,10 +306,19 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 			r.asking = append(r.asking, ev)
 		}
 	}
+	// A round that runs here whole goes to working memory with its last
+	// result, in one commit.
+	var round *roundWrite
+	if len(asking) == 0 && len(waiting) == 0 {
+		round = &roundWrite{text: resp.Text, reasoning: resp.Reasoning}
+	}
 	results, err := r.runCalls(set, calls, func(tc agentik.ToolCall) bool {
 		_, ask := asking[tc.ID]
 		return !waiting[tc.ID] && !ask
-	})
+	}, round)
+	if round != nil && round.written != nil {
+		c.memory = append(c.memory, round.written...) // committed, even if the turn ends now
+	}
 	if err != nil {
 		return err
 	}
@@ -334,20 +344,44 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 		c.mu.Unlock()
 		return errWaitingForClient
 	}
-	if err := c.appendMemory(r.ctx, agentik.Write{Memory: roundMemory(r.t.user.ID, resp.Text, resp.Reasoning, calls, results)}); err != nil {
-		return r.storeErr(err)
+	if round.written == nil { // not expected: the last result commits the round
+		if err := c.appendMemory(r.ctx, agentik.Write{Memory: roundMemory(r.t.user.ID, resp.Text, resp.Reasoning, calls, results)}); err != nil {
+			return r.storeErr(err)
+		}
 	}
 	return nil
 }
 
+// roundWrite asks runCalls to commit the round's working memory with the
+// last result: the model's text and reasoning of the round, and, once
+// committed, the entries written.
+type roundWrite struct {
+	text, reasoning string
+	written         []agentik.MemoryEntry
+}
+
 // runCalls runs the calls run says to (all when run is nil) concurrently
-// and records each result as it arrives; results are in call order.
-func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(agentik.ToolCall) bool) ([]agentik.ToolResult, error) {
+// and records each result as it arrives; results are in call order. With
+// round, the result that arrives last waits for the others' commits and, if
+// they all succeeded, commits the round's working memory with itself.
+func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(agentik.ToolCall) bool, round *roundWrite) ([]agentik.ToolResult, error) {
 	c := r.c
 	results := make([]agentik.ToolResult, len(calls))
 	var wg sync.WaitGroup
 	var commitErr error
 	var commitMu sync.Mutex
+	n := 0
+	for _, tc := range calls {
+		if run == nil || run(tc) {
+			n++
+		}
+	}
+	if n < len(calls) {
+		round = nil // the round is not whole here
+	}
+	var remaining atomic.Int32
+	remaining.Store(int32(n))
+	others := make(chan struct{}, n) // a non-last call's commit is done
 	for i, tc := range calls {
 		if run != nil && !run(tc) {
 			continue
@@ -357,15 +391,34 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 			defer wg.Done()
 			res := r.callTool(set, tc)
 			results[i] = res
+			last := remaining.Add(-1) == 0
+			if !last {
+				defer func() { others <- struct{}{} }()
+			}
 			if r.ctx.Err() != nil {
 				return
 			}
 			m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: agentik.Now(), Type: agentik.MsgToolResult,
 				CallID: tc.ID, Name: tc.Name, Content: res.Content, IsError: res.IsError, ReplyTo: r.t.user.ID}
-			if _, err := c.commit(r.ctx, agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&m)}}); err != nil {
+			w := agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&m)}}
+			if last && round != nil {
+				for range n - 1 {
+					<-others
+				}
+				commitMu.Lock()
+				ok := commitErr == nil
+				commitMu.Unlock()
+				if ok && r.ctx.Err() == nil {
+					// Every result is in and journaled.
+					w.Memory = roundMemory(r.t.user.ID, round.text, round.reasoning, calls, results)
+				}
+			}
+			if _, err := c.commit(r.ctx, w); err != nil {
 				commitMu.Lock()
 				commitErr = err
 				commitMu.Unlock()
+			} else if w.Memory != nil {
+				round.written = w.Memory // read after wg.Wait
 			}
 		}()
 	}

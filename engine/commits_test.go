@@ -1,0 +1,92 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/sqlite"
+	"github.com/agentik/agentik/tools"
+)
+
+// countingStore counts the commits of the SQLite store it wraps.
+type countingStore struct {
+	*sqlite.Store
+	mu      sync.Mutex
+	commits []agentik.Write
+}
+
+func (s *countingStore) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
+	s.mu.Lock()
+	s.commits = append(s.commits, w)
+	s.mu.Unlock()
+	return s.Store.Commit(ctx, w)
+}
+
+func (s *countingStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.commits)
+}
+
+// TestCommitsPerTurn: a plain turn is two commits (the user message with
+// its working-memory entry, the answer with its own); a tool round adds its
+// calls, and its results, the last of which carries the round's working
+// memory — stored in call order whatever order the results came in.
+func TestCommitsPerTurn(t *testing.T) {
+	pair := &pairTool{both: make(chan struct{})}
+	var counting *countingStore
+	h := newHarness(t, func(o *engine.Options) {
+		o.Tools = tools.NewRegistry(tools.CurrentTime{}, pair)
+		counting = &countingStore{Store: o.Store.(*sqlite.Store)}
+		o.Store = counting
+	})
+	h.llm.Enqueue(llmtest.Text("hello"),
+		llmtest.ToolCalls(llmtest.Call("current_time", `{}`).WithID("call_a")), llmtest.Text("It is late."),
+		llmtest.ToolCalls(llmtest.Call("pair", `{}`).WithID("call_1"), llmtest.Call("pair", `{}`).WithID("call_2")), llmtest.Text("done"))
+	c, s := h.conversation()
+	for _, tc := range []struct {
+		text    string
+		commits int
+	}{
+		{"hi", 2},
+		{"what time is it?", 4}, // + calls, result with the round
+		{"two at once", 5},      // + calls, a result, a result with the round
+	} {
+		before := counting.count()
+		res := h.send(c, tc.text)
+		until(t, s, endOf(res.MessageID))
+		if got := counting.count() - before; got != tc.commits {
+			t.Fatalf("%q: %d commits, want %d", tc.text, got, tc.commits)
+		}
+	}
+
+	mem, err := h.store.Memory(h.ctx, c.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range mem {
+		r := e.Message.Role
+		if e.Message.CallID != "" {
+			r += ":" + e.Message.CallID
+		}
+		for _, tc := range e.Message.ToolCalls {
+			r += "+" + tc.ID
+		}
+		got = append(got, r)
+	}
+	want := []string{"user", "assistant", "user", "assistant+call_a", "tool:call_a", "assistant",
+		"user", "assistant+call_1+call_2", "tool:call_1", "tool:call_2", "assistant"}
+	if len(got) != len(want) {
+		t.Fatalf("working memory %v\nwant %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("working memory %v\nwant %v", got, want)
+		}
+	}
+}

@@ -399,15 +399,68 @@ func (r *runner) concurrency(ctx context.Context) (err error) {
 	}
 	defer stop(t, &err)
 	for _, n := range r.plan.Levels {
+		r.model.startRecording()
 		lvl, err := r.level(ctx, t, a, n)
+		bodies := r.model.take()
+		r.model.stopRecording()
 		if err != nil {
 			return fmt.Errorf("%d conversations: %w", n, err)
 		}
+		if lvl.DirectTurnsPerSec, err = r.directLevel(ctx, n, bodies); err != nil {
+			return fmt.Errorf("%d conversations, direct: %w", n, err)
+		}
+		if lvl.DirectTurnsPerSec > 0 {
+			lvl.OfDirect = round3(lvl.TurnsPerSec / lvl.DirectTurnsPerSec)
+		}
 		r.res.Concurrency = append(r.res.Concurrency, lvl)
-		r.logf("%4d conversations: %7.0f turns/s  p50 %8.3f ms  p99 %8.3f ms  (%d turns, %d errors, server CPU %.3f ms/turn)",
-			n, lvl.TurnsPerSec, lvl.Latency.P50Ms, lvl.Latency.P99Ms, lvl.Turns, lvl.Errors, lvl.ServerCPUPerTurnMs)
+		r.logf("%4d conversations: %7.0f turns/s  p50 %8.3f ms  p99 %8.3f ms  (%d turns, %d errors, server CPU %.3f ms/turn); direct %7.0f turns/s (%.0f %%)",
+			n, lvl.TurnsPerSec, lvl.Latency.P50Ms, lvl.Latency.P99Ms, lvl.Turns, lvl.Errors, lvl.ServerCPUPerTurnMs, lvl.DirectTurnsPerSec, 100*lvl.OfDirect)
 	}
 	return nil
+}
+
+// directLevel is the floor of a concurrency level, measured right after it:
+// n clients in a closed loop, each making the model requests the server made
+// during the level directly (the server is idle meanwhile), for as long as
+// the level's window after its warm-up. It returns model calls per second.
+func (r *runner) directLevel(ctx context.Context, n int, bodies [][]byte) (float64, error) {
+	if len(bodies) == 0 {
+		return 0, nil
+	}
+	var (
+		next      atomic.Int64
+		completed atomic.Int64
+		failed    atomic.Int64
+		wg        sync.WaitGroup
+	)
+	from := time.Now().Add(r.plan.LevelWarmup)
+	end := from.Add(r.plan.LevelDuration)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				if time.Now().After(end) {
+					return
+				}
+				b := bodies[int(next.Add(1)-1)%len(bodies)]
+				if _, err := r.model.direct(ctx, r.hc, b); err != nil {
+					if failed.Add(1) > int64(n) || ctx.Err() != nil {
+						return
+					}
+					continue
+				}
+				if t := time.Now(); t.After(from) && t.Before(end) {
+					completed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		return 0, fmt.Errorf("%d direct requests failed", f)
+	}
+	return round3(float64(completed.Load()) / r.plan.LevelDuration.Seconds()), nil
 }
 
 func (r *runner) level(ctx context.Context, t target, a *api, n int) (ConcurrencyLevel, error) {

@@ -68,7 +68,8 @@ func TestBenchEndToEnd(t *testing.T) {
 		t.Fatalf("concurrency levels %+v", res.Concurrency)
 	}
 	for i, l := range res.Concurrency {
-		if l.Conversations != tinyPlan().Levels[i] || l.Turns == 0 || l.Errors != 0 || l.TurnsPerSec <= 0 || l.Latency.N == 0 || l.Seconds < 0.3 {
+		if l.Conversations != tinyPlan().Levels[i] || l.Turns == 0 || l.Errors != 0 || l.TurnsPerSec <= 0 || l.Latency.N == 0 || l.Seconds < 0.3 ||
+			l.DirectTurnsPerSec <= 0 || l.OfDirect <= 0 {
 			t.Errorf("level %d: %+v", i, l)
 		}
 	}
@@ -100,8 +101,8 @@ func TestBenchEndToEnd(t *testing.T) {
 	if res.Replay == nil || res.Replay.Events != 1000 || res.Replay.Dist.N != 1 || res.Replay.Dist.MinMs <= 0 {
 		t.Errorf("replay %+v", res.Replay)
 	}
-	if len(res.Targets) != 10 {
-		t.Errorf("%d targets, want 10", len(res.Targets))
+	if len(res.Targets) != 18 {
+		t.Errorf("%d targets, want 18", len(res.Targets))
 	}
 	if sb := res.Subscribers; sb == nil || sb.Clients != 20 || sb.IdleRSSKB <= 0 || sb.ConnectedRSSKB <= 0 || sb.AfterRSSKB <= 0 {
 		t.Errorf("subscribers %+v", sb)
@@ -111,7 +112,7 @@ func TestBenchEndToEnd(t *testing.T) {
 		// 1,000 subscribers are not in the tiny plan: those targets must
 		// say so instead of claiming a result.
 		wantMissing := strings.Contains(tg.Name, " concurrent") || strings.Contains(tg.Name, "100,000") || strings.Contains(tg.Name, "replay") ||
-			strings.Contains(tg.Name, "1,000 idle SSE")
+			strings.Contains(tg.Name, "1,000 idle SSE") || strings.Contains(tg.Name, "at 20 conversations") || strings.Contains(tg.Name, "at 100 conversations")
 		if tg.Missing != wantMissing || (tg.Missing && tg.Met) {
 			t.Errorf("target %+v: missing %v, want %v", tg, tg.Missing, wantMissing)
 		}

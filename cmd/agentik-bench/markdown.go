@@ -26,9 +26,13 @@ func markdown(res *Results) string {
 		p("\n")
 	}
 	if len(res.Concurrency) > 0 {
-		p("### 2. Throughput and latency under concurrency\n\n| conversations | turns/s | p50 | p99 | turns | window | errors | server CPU per turn |\n|---|---|---|---|---|---|---|---|\n")
+		p("### 2. Throughput and latency under concurrency\n\n| conversations | turns/s | p50 | p99 | turns | window | errors | server CPU per turn | direct (floor) | of the floor |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, l := range res.Concurrency {
-			p("| %d | **%.0f** | %.1f ms | %.1f ms | %d | %.1f s | %d | %.3f ms |\n", l.Conversations, l.TurnsPerSec, l.Latency.P50Ms, l.Latency.P99Ms, l.Turns, l.Seconds, l.Errors, l.ServerCPUPerTurnMs)
+			direct, of := "—", "—"
+			if l.DirectTurnsPerSec > 0 {
+				direct, of = fmt.Sprintf("%.0f/s", l.DirectTurnsPerSec), fmt.Sprintf("%.0f %%", 100*l.OfDirect)
+			}
+			p("| %d | **%.0f** | %.1f ms | %.1f ms | %d | %.1f s | %d | %.3f ms | %s | %s |\n", l.Conversations, l.TurnsPerSec, l.Latency.P50Ms, l.Latency.P99Ms, l.Turns, l.Seconds, l.Errors, l.ServerCPUPerTurnMs, direct, of)
 		}
 		p("\n![latency vs concurrency](bench-concurrency.svg)\n\n")
 	}

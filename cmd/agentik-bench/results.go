@@ -87,6 +87,12 @@ type ConcurrencyLevel struct {
 	// level (warm-up included) divided by every turn it completed: a figure
 	// that, unlike turns/s, holds when other work shares the machine.
 	ServerCPUPerTurnMs float64 `json:"server_cpu_per_turn_ms"`
+	// DirectTurnsPerSec is the floor measured right after the level: as
+	// many clients making the level's model requests directly (the model
+	// called without the runtime), model calls per second; OfDirect is
+	// TurnsPerSec ÷ DirectTurnsPerSec.
+	DirectTurnsPerSec float64 `json:"direct_turns_per_sec,omitempty"`
+	OfDirect          float64 `json:"of_direct,omitempty"`
 }
 
 type Relay struct {

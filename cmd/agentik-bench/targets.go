@@ -2,7 +2,7 @@ package main
 
 import "fmt"
 
-// evaluate compares the results with the targets of issues 11 and 2. A
+// evaluate compares the results with the targets of issues 11, 2, 24 and 23. A
 // target whose phase did not run is reported as missing, never as met.
 func evaluate(res *Results) []Target {
 	var ts []Target
@@ -67,5 +67,22 @@ func evaluate(res *Results) []Target {
 	}
 	add("24", "1,000 idle SSE subscribers after an answer went through them, above idle", "≤ 40 MiB", "MiB", idleSSE, idleSSE <= 40,
 		res.Subscribers != nil && res.Subscribers.Clients == 1000 && res.Server == "binary")
+
+	// Issue 23: against the floor measured in the same run.
+	var addedP99, addedTool float64
+	if haveLat {
+		addedP99, addedTool = res.Latency.Plain.AddedP99Ms, res.Latency.Tool.AddedP50Ms
+	}
+	add("23", "added latency per plain turn, p50", "≤ 0.8 ms", "ms", added, added <= 0.8, haveLat)
+	add("23", "added latency per plain turn, p99", "≤ 3 ms", "ms", addedP99, addedP99 <= 3, haveLat)
+	add("23", "added latency per turn with one tool call, p50", "≤ 1.5 ms", "ms", addedTool, addedTool <= 1.5, haveLat && res.Latency.Tool.Agentik.N > 0)
+	for _, n := range []int{20, 100} {
+		l, ok := level(n)
+		add("23", fmt.Sprintf("turns/s at %d conversations ÷ the direct floor", n), "≥ 0.8", "×", l.OfDirect,
+			l.OfDirect >= 0.8 && l.Errors == 0, ok && l.DirectTurnsPerSec > 0)
+	}
+	add("23", "server CPU per turn at 20 conversations", "≤ 0.6 ms", "ms", l20.ServerCPUPerTurnMs, l20.ServerCPUPerTurnMs <= 0.6, ok20)
+	add("23", "replay of 10,000 durable events, p50", "≤ 60 ms", "ms", replay, replay <= 60, res.Replay != nil && res.Replay.Events == 10_000)
+	add("23", "turn latency p50 at 100,000 messages ÷ at 10 messages", "≤ 1.1", "×", ratio, ratio <= 1.1, ok10 && ok100k)
 	return ts
 }

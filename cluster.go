@@ -72,6 +72,9 @@ type Lease struct {
 
 // TurnQueue is a conversation's open turns in seq order, and the journal
 // messages answering the first one (its turn so far: tool calls, results).
+// Only the first open turn is read whole: a Coordinator may give the others
+// as their identity alone (ID, ConversationID, Seq, Type), which is all the
+// engine needs of a turn that waits behind another.
 type TurnQueue struct {
 	Open []Message
 	Turn []Message

@@ -501,11 +501,14 @@ func (e *Engine) agentSequenced() bool {
 // temporal conversations come from the memory store, whose cursors are not
 // comparable with the database's: they are published but not tracked.
 func (e *Engine) publishAgentLocked(ev agentik.AgentEvent, temporal bool) {
-	if ev.Cursor == 0 {
-		return
-	}
 	if temporal {
 		return // temporal conversations emit no agent events (see docs)
+	}
+	if ev.Cursor == 0 {
+		if e.agentSequenced() {
+			e.opts.Bus.PublishAgent(ev) // the Bus numbers it, then delivers it
+		}
+		return
 	}
 	if ev.Cursor > e.lastAgentSeen {
 		e.lastAgentSeen = ev.Cursor

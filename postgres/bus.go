@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -73,10 +74,11 @@ type Bus struct {
 	turnMu sync.Mutex
 	turns  map[string]*remoteTurn
 
-	// in: items to deliver, in order; drained by deliver.
-	inMu   sync.Mutex
-	in     []item
-	inWake chan struct{}
+	// Items to deliver, in order, by lane: a conversation's items go to the
+	// lane of its id (so its events stay in order while another
+	// conversation's catch-up waits for the store), agent events to the
+	// last lane. Each lane is drained by a deliver goroutine of its own.
+	lanes []*lane
 
 	// out: notifications to send, in order; drained by send.
 	outMu   sync.Mutex
@@ -86,10 +88,21 @@ type Bus struct {
 	// seqWake wakes the sequencer: this process committed agent events.
 	seqWake chan struct{}
 
-	// Owned by deliver: every agent-event cursor up to it has been
-	// delivered (or nobody here followed agent events then).
+	// Owned by the agent lane's deliver: every agent-event cursor up to it
+	// has been delivered (or nobody here followed agent events then).
 	agentDelivered int64
 }
+
+// lane is one delivery queue and its wake-up.
+type lane struct {
+	mu   sync.Mutex
+	in   []item
+	wake chan struct{}
+}
+
+// conversationLanes is how many lanes deliver conversations' events: up to
+// that many catch-up reads of different conversations run at once.
+const conversationLanes = 4
 
 // convState is one conversation followed here: its subscribers and the
 // cursor up to which its events were delivered to them (at the first
@@ -149,7 +162,6 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 		convs:   make(map[string]*convState),
 		agents:  make(map[*agentSub]struct{}),
 		turns:   make(map[string]*remoteTurn),
-		inWake:  make(chan struct{}, 1),
 		outWake: make(chan struct{}, 1),
 		seqWake: make(chan struct{}, 1),
 	}
@@ -157,8 +169,13 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 		return nil, fmt.Errorf("start bus: %w", classify(err))
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.wg.Add(4)
-	go b.deliver()
+	for range conversationLanes + 1 {
+		b.lanes = append(b.lanes, &lane{wake: make(chan struct{}, 1)})
+	}
+	b.wg.Add(3 + len(b.lanes))
+	for _, l := range b.lanes {
+		go b.deliver(l)
+	}
 	go b.send()
 	go b.listen()
 	go b.sequencer()
@@ -185,7 +202,7 @@ func (b *Bus) Publish(ev agentik.Event) {
 		b.notifyEvent(ev.ConversationID, ev.Cursor)
 		return
 	}
-	b.queueOut(onlinePayloads(b.s.node, b.nextSeq, ev)...)
+	b.queueOut(onlineEntries(ev)...)
 }
 
 // PublishAgent delivers ev here and announces it to the other processes. An
@@ -202,18 +219,18 @@ func (b *Bus) PublishAgent(ev agentik.AgentEvent) {
 
 func (b *Bus) nextSeq() uint64 { return b.seq.Add(1) }
 
-// outEntry is a notification to send: an encoded payload, or committed
-// cursors (of conversations, or of agent events) that fold together until
-// sent.
+// outEntry is a notification entry to send: encoded (without its header),
+// or committed cursors (of conversations, or of agent events) that fold
+// together until sent.
 type outEntry struct {
-	payload string
-	events  []convCursor
-	size    int // of events, encoded
-	agent   int64
+	entry  string
+	events []convCursor
+	size   int // of events, encoded
+	agent  int64
 }
 
 // maxNoticeSize bounds the cursor list of one durable-events notification.
-const maxNoticeSize = maxPayload - 100
+const maxNoticeSize = maxEntry - 2
 
 // notifyEvent queues a committed-cursor notification. A notification that
 // directly follows another of the same kind folds into it: it says events
@@ -258,9 +275,8 @@ func (b *Bus) notifyAgent(cursor int64) {
 
 // notifyControl sends an interrupt notification to the other processes.
 func (b *Bus) notifyControl(n notification) {
-	n.node, n.seq = b.s.node, b.nextSeq()
-	if p, err := encodeNotification(n); err == nil {
-		b.queueOut(p)
+	if e, err := encodeEntry(n); err == nil {
+		b.queueOut(e)
 	}
 }
 
@@ -271,23 +287,56 @@ func (b *Bus) queueOut(ps ...string) {
 	b.outMu.Lock()
 	if len(b.out) < maxQueue {
 		for _, p := range ps {
-			b.out = append(b.out, outEntry{payload: p})
+			b.out = append(b.out, outEntry{entry: p})
 		}
 	}
 	b.outMu.Unlock()
 	wake(b.outWake)
 }
 
+// enqueue queues an item on its lane; a catch-up is split by lane.
 func (b *Bus) enqueue(it item, droppable bool) {
-	b.inMu.Lock()
-	if droppable && len(b.in) >= maxQueue {
-		b.inMu.Unlock()
+	switch it.kind {
+	case itemAgent:
+		b.enqueueOn(b.agentLane(), it, droppable)
+	case itemCatchUp:
+		if len(it.events) > 0 {
+			byLane := map[*lane][]convCursor{}
+			for _, e := range it.events {
+				l := b.laneOf(e.conv)
+				byLane[l] = append(byLane[l], e)
+			}
+			for l, evs := range byLane {
+				b.enqueueOn(l, item{kind: itemCatchUp, events: evs}, false)
+			}
+		}
+		if it.agents > 0 {
+			b.enqueueOn(b.agentLane(), item{kind: itemCatchUp, agents: it.agents}, false)
+		}
+	default:
+		b.enqueueOn(b.laneOf(it.ev.ConversationID), it, droppable)
+	}
+}
+
+func (b *Bus) enqueueOn(l *lane, it item, droppable bool) {
+	l.mu.Lock()
+	if droppable && len(l.in) >= maxQueue {
+		l.mu.Unlock()
 		return
 	}
-	b.in = append(b.in, it)
-	b.inMu.Unlock()
-	wake(b.inWake)
+	l.in = append(l.in, it)
+	l.mu.Unlock()
+	wake(l.wake)
 }
+
+// laneOf is the lane of a conversation's items.
+func (b *Bus) laneOf(conversationID string) *lane {
+	h := fnv.New32a()
+	h.Write([]byte(conversationID))
+	return b.lanes[h.Sum32()%conversationLanes]
+}
+
+func (b *Bus) agentLane() *lane { return b.lanes[conversationLanes] }
 
 func wake(c chan struct{}) {
 	select {
@@ -418,14 +467,14 @@ func (b *Bus) cutOff(ids []string, agents bool) {
 	}
 }
 
-// deliver hands queued items to the local subscribers in order.
-func (b *Bus) deliver() {
+// deliver hands a lane's queued items to the local subscribers in order.
+func (b *Bus) deliver(l *lane) {
 	defer b.wg.Done()
 	for {
-		b.inMu.Lock()
-		items := b.in
-		b.in = nil
-		b.inMu.Unlock()
+		l.mu.Lock()
+		items := l.in
+		l.in = nil
+		l.mu.Unlock()
 		for _, it := range foldCatchUps(items) {
 			b.deliverItem(it)
 		}
@@ -435,7 +484,7 @@ func (b *Bus) deliver() {
 		select {
 		case <-b.ctx.Done():
 			return
-		case <-b.inWake:
+		case <-l.wake:
 		}
 	}
 }
@@ -480,9 +529,13 @@ func (b *Bus) deliverItem(it item) {
 		b.turnMu.Lock()
 		b.trackLocked(it.ev, false)
 		b.turnMu.Unlock()
-	case itemCatchUp:
-		b.catchUpEvents(it.events)
-		b.catchUpAgent(it.agents)
+	case itemCatchUp: // of one lane: conversations', or agent events
+		if len(it.events) > 0 {
+			b.catchUpEvents(it.events)
+		}
+		if it.agents > 0 {
+			b.catchUpAgent(it.agents)
+		}
 	}
 }
 
@@ -659,21 +712,26 @@ func (b *Bus) send() {
 }
 
 // sendBatch sends notifications in one transaction: PostgreSQL delivers the
-// notifications of a transaction in order. A failed send is not retried:
-// durable events are found by the other processes' poll, online events are
-// allowed to be lost.
+// notifications of a transaction in order. The entries are packed into as
+// few notifications as they fit. A failed send is not retried: durable
+// events are found by the other processes' poll, online events are allowed
+// to be lost.
 func (b *Bus) sendBatch(es []outEntry) {
 	ctx, cancel := context.WithTimeout(b.ctx, catchUpTimeout)
 	defer cancel()
-	var batch pgx.Batch
+	entries := make([]string, 0, len(es))
 	for _, e := range es {
-		p := e.payload
+		p := e.entry
 		switch {
 		case e.events != nil:
-			p, _ = encodeNotification(notification{node: b.s.node, seq: b.nextSeq(), kind: kindEvents, events: e.events})
+			p, _ = encodeEntry(notification{kind: kindEvents, events: e.events})
 		case e.agent != 0:
-			p, _ = encodeNotification(notification{node: b.s.node, seq: b.nextSeq(), kind: kindAgent, cursor: e.agent})
+			p, _ = encodeEntry(notification{kind: kindAgent, cursor: e.agent})
 		}
+		entries = append(entries, p)
+	}
+	var batch pgx.Batch
+	for _, p := range packPayloads(b.s.node, b.nextSeq, entries) {
 		batch.Queue("SELECT pg_notify($1, $2)", b.channel, p)
 	}
 	if err := b.s.pool.SendBatch(ctx, &batch).Close(); err != nil && b.ctx.Err() == nil {
@@ -814,14 +872,20 @@ func (b *Bus) pollOnce(conn *pgx.Conn) error {
 }
 
 func (b *Bus) handle(payload string) {
-	n, err := decodeNotification(payload)
+	ns, err := decodePayload(payload)
 	if err != nil {
 		b.log.Debug("bus: ignoring a malformed notification", "len", strconv.Itoa(len(payload)))
 		return
 	}
-	if n.node == b.s.node {
-		return
+	for _, n := range ns {
+		if n.node == b.s.node {
+			return
+		}
+		b.handleOne(n)
 	}
+}
+
+func (b *Bus) handleOne(n notification) {
 	switch n.kind {
 	case kindEvents:
 		b.enqueue(item{kind: itemCatchUp, events: n.events}, false)

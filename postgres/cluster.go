@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
@@ -16,22 +17,30 @@ import (
 // failover time.
 const DefaultScanInterval = time.Second
 
+// DefaultLeaseSessions is how many connections a Coordinator holds leases
+// on: each conversation's lease lives on one of them (by a hash of its id),
+// so taking and giving back the leases of different conversations does not
+// wait for one connection's round trips.
+const DefaultLeaseSessions = 4
+
 // CoordinatorOptions tune a Coordinator. Zero values take the defaults.
 type CoordinatorOptions struct {
-	ScanInterval time.Duration
-	Logger       *slog.Logger
+	ScanInterval  time.Duration
+	LeaseSessions int
+	Logger        *slog.Logger
 }
 
 // Coordinator is the agentik.Coordinator of processes sharing one database.
 //
 // A conversation's lease is a session-level advisory lock held on a
-// connection of the Coordinator's own: exactly one session can hold it, and
-// PostgreSQL frees it the moment that session ends — a process that dies
-// (SIGKILL included) loses its leases as soon as the server sees its
-// connection close, and the next scan of another process picks the open
-// turns up. If this process's lock connection fails, it cannot know whether
-// another took its leases, so it tells the engine (Lost) to stop its turns
-// without closing them.
+// connection of the Coordinator's own (one of LeaseSessions, chosen by the
+// conversation's id, so that the lock is always taken and freed on the same
+// one): exactly one session can hold it, and PostgreSQL frees it the moment
+// that session ends — a process that dies (SIGKILL included) loses its
+// leases as soon as the server sees its connection close, and the next scan
+// of another process picks the open turns up. If one of this process's lock
+// connections fails, it cannot know whether another took those leases, so
+// it tells the engine (Lost) to stop its turns without closing them.
 //
 // Interrupts posted to a process that does not run the turn travel as a
 // notification on the Bus's channel.
@@ -41,9 +50,10 @@ type Coordinator struct {
 	scan time.Duration
 	log  *slog.Logger
 
-	mu   sync.Mutex // serialises the lock session
-	cfg  *pgx.ConnConfig
-	conn *pgx.Conn        // nil until needed, and after it failed
+	cfg      *pgx.ConnConfig
+	sessions []*leaseSession
+
+	mu   sync.Mutex       // guards held, last and cb; never held across I/O
 	held map[string]int64 // lease epochs of the leases held
 	last map[string]int64 // the epoch this process last held, by conversation
 	cb   agentik.CoordinatorCallbacks
@@ -55,6 +65,12 @@ type Coordinator struct {
 
 var _ agentik.Coordinator = (*Coordinator)(nil)
 
+// leaseSession is one lock connection; mu serialises its use.
+type leaseSession struct {
+	mu   sync.Mutex
+	conn *pgx.Conn // nil until needed, and after it failed
+}
+
 // NewCoordinator returns the Coordinator of store s, using b for interrupts.
 // It does no I/O; the engine calls Start.
 func NewCoordinator(s *Store, b *Bus, opts CoordinatorOptions) *Coordinator {
@@ -64,7 +80,13 @@ func NewCoordinator(s *Store, b *Bus, opts CoordinatorOptions) *Coordinator {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.LeaseSessions <= 0 {
+		opts.LeaseSessions = DefaultLeaseSessions
+	}
 	c := &Coordinator{s: s, b: b, scan: opts.ScanInterval, log: opts.Logger, held: map[string]int64{}, last: map[string]int64{}}
+	for range opts.LeaseSessions {
+		c.sessions = append(c.sessions, &leaseSession{})
+	}
 	// The lock session's only writes are new lease epochs. They need not
 	// wait for their flush: epochs come from a sequence and are never handed
 	// out twice, and every fenced write that depends on one is itself a
@@ -88,50 +110,70 @@ func (c *Coordinator) Start(cb agentik.CoordinatorCallbacks) error {
 	return nil
 }
 
-// Close stops the scan and ends the lock session, freeing every lease this
-// process holds. Call it after the engine has shut down. Idempotent.
+// Close stops the scan and ends the lock sessions, freeing every lease
+// this process holds. Call it after the engine has shut down. Idempotent.
 func (c *Coordinator) Close() {
 	c.cancel()
 	c.wg.Wait()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.conn != nil {
-		c.conn.Close(context.Background())
-		c.conn = nil
+	for _, ls := range c.sessions {
+		ls.mu.Lock()
+		if ls.conn != nil {
+			ls.conn.Close(context.Background())
+			ls.conn = nil
+		}
+		ls.mu.Unlock()
 	}
+	c.mu.Lock()
 	clear(c.held)
+	c.mu.Unlock()
 }
 
 func (c *Coordinator) key(conversationID string) string {
 	return "agentik lease " + c.s.schema + " " + conversationID
 }
 
-// session returns the lock connection, dialling it if needed. c.mu is held.
-func (c *Coordinator) session(ctx context.Context) (*pgx.Conn, error) {
-	if c.conn != nil && !c.conn.IsClosed() {
-		return c.conn, nil
+// sessionOf returns the lock session a conversation's lease lives on.
+func (c *Coordinator) sessionOf(conversationID string) *leaseSession {
+	h := fnv.New32a()
+	h.Write([]byte(conversationID))
+	return c.sessions[h.Sum32()%uint32(len(c.sessions))]
+}
+
+// connect returns the session's connection, dialling it if needed. ls.mu
+// is held.
+func (c *Coordinator) connect(ctx context.Context, ls *leaseSession) (*pgx.Conn, error) {
+	if ls.conn != nil && !ls.conn.IsClosed() {
+		return ls.conn, nil
 	}
-	c.dropLocked()
+	c.dropLocked(ls)
 	conn, err := pgx.ConnectConfig(ctx, c.cfg)
 	if err != nil {
 		return nil, err
 	}
-	c.conn = conn
+	ls.conn = conn
 	return conn, nil
 }
 
-// dropLocked forgets a failed lock session. The server freed its locks
-// when it ended (or will, when it notices): leases held here are lost.
-func (c *Coordinator) dropLocked() {
-	if c.conn != nil {
-		c.conn.Close(context.Background())
-		c.conn = nil
+// dropLocked forgets a failed lock session; ls.mu is held. The server freed
+// its locks when it ended (or will, when it notices): the leases held on it
+// are lost.
+func (c *Coordinator) dropLocked(ls *leaseSession) {
+	if ls.conn != nil {
+		ls.conn.Close(context.Background())
+		ls.conn = nil
 	}
-	if len(c.held) > 0 {
-		clear(c.held)
-		if lost := c.cb.Lost; lost != nil {
-			go lost()
+	c.mu.Lock()
+	lost := false
+	for id := range c.held {
+		if c.sessionOf(id) == ls {
+			delete(c.held, id)
+			lost = true
 		}
+	}
+	cb := c.cb.Lost
+	c.mu.Unlock()
+	if lost && cb != nil {
+		go cb()
 	}
 }
 
@@ -145,23 +187,27 @@ const qAcquire = `WITH l AS (SELECT pg_try_advisory_lock(hashtextextended($1, 0)
 		WHERE id = $2 AND (SELECT ok FROM l) RETURNING lease_epoch, lease_prev)
 	SELECT l.ok, u.lease_epoch, u.lease_prev FROM l LEFT JOIN u ON true`
 
-// Acquire tries to take the conversation's lease without waiting.
+// Acquire tries to take the conversation's lease without waiting. Only the
+// conversation's lock session waits for its round trip.
 func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (agentik.Lease, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.held[conversationID]; ok {
+	e, ok := c.held[conversationID]
+	c.mu.Unlock()
+	if ok {
 		return agentik.Lease{Held: true, Epoch: e, Continued: true}, nil
 	}
-	conn, err := c.session(ctx)
+	ls := c.sessionOf(conversationID)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	conn, err := c.connect(ctx, ls)
 	if err != nil {
 		return agentik.Lease{}, unavailable(err)
 	}
-	var ok bool
 	var epoch, prev *int64
 	key := c.key(conversationID)
 	if err := conn.QueryRow(ctx, qAcquire, key, conversationID).Scan(&ok, &epoch, &prev); err != nil {
 		if ctx.Err() == nil {
-			c.dropLocked()
+			c.dropLocked(ls)
 		}
 		return agentik.Lease{}, classify(err)
 	}
@@ -169,9 +215,11 @@ func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (agent
 		return agentik.Lease{}, nil
 	}
 	if epoch == nil { // deleted meanwhile: nothing to run
-		c.unlockLocked(ctx, conversationID)
+		c.unlockLocked(ctx, ls, conversationID)
 		return agentik.Lease{}, notFound(conversationID)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.held[conversationID] = *epoch
 	continued := c.last[conversationID] == *prev && *prev != 0
 	c.last[conversationID] = *epoch
@@ -180,25 +228,29 @@ func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (agent
 
 // Release gives the lease back.
 func (c *Coordinator) Release(ctx context.Context, conversationID string) {
+	ls := c.sessionOf(conversationID)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.held[conversationID]; !ok {
-		return
-	}
+	_, ok := c.held[conversationID]
 	delete(c.held, conversationID)
-	c.unlockLocked(ctx, conversationID)
+	c.mu.Unlock()
+	if ok {
+		c.unlockLocked(ctx, ls, conversationID)
+	}
 }
 
-// unlockLocked frees the advisory lock of a conversation; c.mu is held.
-func (c *Coordinator) unlockLocked(ctx context.Context, conversationID string) {
-	if c.conn == nil {
+// unlockLocked frees the advisory lock of a conversation on its session;
+// ls.mu is held.
+func (c *Coordinator) unlockLocked(ctx context.Context, ls *leaseSession, conversationID string) {
+	if ls.conn == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := c.conn.Exec(ctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", c.key(conversationID)); err != nil {
+	if _, err := ls.conn.Exec(ctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", c.key(conversationID)); err != nil {
 		c.log.Warn("cluster: release lease", "conversation", conversationID, "err", err)
-		c.dropLocked() // ending the session frees the lock
+		c.dropLocked(ls) // ending the session frees the lock
 	}
 }
 
@@ -267,19 +319,35 @@ func (c *Coordinator) run() {
 	}
 }
 
-// checkSession proves the lock session alive while it holds leases, so a
-// broken one is noticed within a scan interval even when idle.
+// budget bounds one check of a lock session and one scan: the scan
+// interval, but never under a second, so that a loaded machine (or a scan
+// interval shortened in tests) does not fail a healthy session or skip
+// every scan.
+func (c *Coordinator) budget() time.Duration { return max(c.scan, time.Second) }
+
+// checkSession proves the lock sessions alive while they hold leases, so
+// a broken one is noticed within a scan interval even when idle.
 func (c *Coordinator) checkSession() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.held) == 0 || c.conn == nil {
-		return
+	holding := map[*leaseSession]bool{}
+	for id := range c.held {
+		holding[c.sessionOf(id)] = true
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.scan)
-	defer cancel()
-	if _, err := c.conn.Exec(ctx, "SELECT 1"); err != nil && c.ctx.Err() == nil {
-		c.log.Warn("cluster: lock session lost; stopping this process's turns", "err", err)
-		c.dropLocked()
+	c.mu.Unlock()
+	for _, ls := range c.sessions {
+		if !holding[ls] {
+			continue
+		}
+		ls.mu.Lock()
+		if ls.conn != nil {
+			ctx, cancel := context.WithTimeout(c.ctx, c.budget())
+			if _, err := ls.conn.Exec(ctx, "SELECT 1"); err != nil && c.ctx.Err() == nil {
+				c.log.Warn("cluster: lock session lost; stopping this process's turns", "err", err)
+				c.dropLocked(ls)
+			}
+			cancel()
+		}
+		ls.mu.Unlock()
 	}
 }
 
@@ -291,7 +359,7 @@ const qOpenConversations = `SELECT DISTINCT m.conversation_id FROM messages m JO
 // process does not hold; the engine's loop takes the lease if it is free.
 func (c *Coordinator) scanOpenTurns() {
 	started := time.Now()
-	ctx, cancel := context.WithTimeout(c.ctx, c.scan)
+	ctx, cancel := context.WithTimeout(c.ctx, c.budget())
 	defer cancel()
 	var ids []string
 	err := queryEach(ctx, c.s.pool, func(rows pgx.Rows) error {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -163,15 +164,23 @@ func turnsOn(t testing.TB, nodes []*node, convs, perConv int) {
 //
 //	go test -run '^$' -bench ClusterTurns -cpuprofile cpu.out ./postgres
 func BenchmarkClusterTurns(b *testing.B) {
-	llm := llmtest.NewServer()
-	defer llm.Close()
-	llm.Handle(echo)
-	n := newNode(b, freshSchema(b), llm, nodeOptions{scan: time.Second})
-	per := max(1, b.N/20)
-	b.ResetTimer()
-	start := time.Now()
-	turnsOn(b, []*node{n}, 20, per)
-	b.ReportMetric(float64(20*per)/time.Since(start).Seconds(), "turns/s")
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			llm := llmtest.NewServer()
+			defer llm.Close()
+			llm.Handle(echo)
+			dsn := freshSchema(b)
+			var nodes []*node
+			for range n {
+				nodes = append(nodes, newNode(b, dsn, llm, nodeOptions{scan: time.Second}))
+			}
+			per := max(1, b.N/20)
+			b.ResetTimer()
+			start := time.Now()
+			turnsOn(b, nodes, 20, per)
+			b.ReportMetric(float64(20*per)/time.Since(start).Seconds(), "turns/s")
+		})
+	}
 }
 
 // gated answers the first request with "partial " and then waits for gate
@@ -190,14 +199,15 @@ func gated(gate *llmtest.Gate) func(llmtest.Request) llmtest.Reply {
 	}
 }
 
-// killLeaseSession ends the node's lease connection on the server, as a
-// network failure or a database-side timeout would, leaving the process
-// and its pool alone.
-func killLeaseSession(t *testing.T, n *node, dsn string) {
+// killLeaseSession ends the node's lease connection of a conversation on
+// the server, as a network failure or a database-side timeout would,
+// leaving the process and its pool alone.
+func killLeaseSession(t *testing.T, n *node, dsn, conversationID string) {
 	t.Helper()
-	n.coord.mu.Lock()
-	pid := n.coord.conn.PgConn().PID()
-	n.coord.mu.Unlock()
+	ls := n.coord.sessionOf(conversationID)
+	ls.mu.Lock()
+	pid := ls.conn.PgConn().PID()
+	ls.mu.Unlock()
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +248,7 @@ func TestFencedTurnAnsweredOnce(t *testing.T) {
 
 	m := sendText(t, convA, "one")
 	<-gate.Reached() // A streams its answer
-	killLeaseSession(t, a, dsn)
+	killLeaseSession(t, a, dsn, info.ID)
 	waitFor(t, s, "B's answer", func(ev agentik.Event) bool {
 		return ev.Type == agentik.EvAssistantMessage && ev.Message.ReplyTo == m.MessageID
 	})
@@ -301,5 +311,69 @@ func TestCommitFence(t *testing.T) {
 	}
 	if msgs, _, _ := s.Messages(ctx, id, agentik.MessagesRequest{}); len(msgs) != 2 || msgs[0].Seq != 1 || msgs[1].Seq != 2 {
 		t.Fatalf("journal after the fenced writes: %+v", msgs)
+	}
+}
+
+// TestQueueReadsTheFirstTurnWhole: the Coordinator's queue is the store's
+// open turns in seq order — the first whole, as ReadTurnQueue reads it, with
+// the journal answering it; the others by their identity — and nothing
+// once they are closed.
+func TestQueueReadsTheFirstTurnWhole(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, freshSchema(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id := agentik.NewID()
+	now := agentik.Now()
+	if _, err := s.CreateConversation(ctx, agentik.ConversationRecord{ID: id, Owner: "bob", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := s.queue(ctx, id); err != nil || len(q.Open) != 0 || q.Turn != nil {
+		t.Fatalf("empty queue: %+v, %v", q, err)
+	}
+	msg := func(m agentik.Message) agentik.Event {
+		m.ConversationID, m.Date = id, now
+		if m.ID == "" {
+			m.ID = agentik.NewID()
+		}
+		return agentik.MessageEvent(&m)
+	}
+	first := msg(agentik.Message{Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("one")}})
+	evs := []agentik.Event{
+		first,
+		msg(agentik.Message{Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("two")}}),
+		msg(agentik.Message{Type: agentik.MsgToolCall, ReplyTo: first.Message.ID, CallID: "c1", Name: "pick", Arguments: agentik.RawJSON(`{}`)}),
+		msg(agentik.Message{Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("three")}}),
+	}
+	if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id, Events: evs}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := agentik.ReadTurnQueue(ctx, s, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.queue(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Open) != 3 || len(want.Open) != 3 || !reflect.DeepEqual(got.Open[0], want.Open[0]) || !reflect.DeepEqual(got.Turn, want.Turn) || len(got.Turn) != 1 {
+		t.Fatalf("queue %+v\nwant %+v", got, want)
+	}
+	for i, m := range got.Open[1:] {
+		w := want.Open[i+1]
+		if m.ID != w.ID || m.Seq != w.Seq || m.ConversationID != id || m.Type != agentik.MsgUser {
+			t.Fatalf("open turn %d: %+v, want the identity of %+v", i+1, m, w)
+		}
+	}
+	closing := msg(agentik.Message{Type: agentik.MsgAssistant, ReplyTo: first.Message.ID, Content: []agentik.Content{agentik.Text("done")}})
+	if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id, Events: []agentik.Event{closing}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.queue(ctx, id)
+	if err != nil || len(got.Open) != 2 || got.Open[0].ID != evs[1].Message.ID || agentik.JoinText(got.Open[0].Content) != "two" ||
+		got.Open[1].ID != evs[3].Message.ID || got.Turn != nil {
+		t.Fatalf("after the first turn closed: %+v, %v", got, err)
 	}
 }

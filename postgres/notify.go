@@ -10,26 +10,36 @@ import (
 	"github.com/agentik/agentik"
 )
 
-// Notifications on the store's channel carry one of:
+// Notifications on the store's channel carry one or more entries, one per
+// line, after a header "<node> <seq> ":
 //
-//	<node> <seq> e <conversation id> <cursor> …  events of each conversation
+//	e <conversation id> <cursor> …  events of each conversation
 //	                             up to its cursor are committed
-//	<node> <seq> a <cursor>      agent events up to cursor are numbered
-//	<node> <seq> o <event JSON>  an online event (working, append_text, end, …)
-//	<node> <seq> i <conversation id> <reason> <unless> [<reply to>]  interrupt the
+//	a <cursor>                   agent events up to cursor are numbered
+//	o <event JSON>               an online event (working, append_text, end, …)
+//	i <conversation id> <reason> <unless> [<reply to>]  interrupt the
 //	                             conversation's running turn unless it answers message
 //	                             <unless> ("-": any); with <reply to>, only the turn
 //	                             answering that message
 //
 // node is the sending process's id (a process ignores its own), seq a counter
 // of that process: PostgreSQL folds identical payloads sent in one
-// transaction into one, and two equal deltas must both arrive.
+// transaction into one, and two equal deltas must both arrive. A sender packs
+// the entries it has queued into as few payloads as fit (one notification
+// each, in order): every notification costs the database and every listening
+// process the same whatever its size. JSON never holds a raw newline.
 //
 // PostgreSQL refuses payloads of 8000 bytes or more. maxPayload leaves room
 // for the header; an append_text event that does not fit is split into
 // several (their texts concatenate to the original), any other online event
 // that does not fit is not sent to other processes (see docs/postgres.md).
 const maxPayload = 7999
+
+// maxHeader bounds a payload's header: a node id, a seq and two spaces.
+const maxHeader = 64
+
+// maxEntry bounds one entry, so that it fits a payload with any header.
+const maxEntry = maxPayload - maxHeader
 
 // Notification kinds.
 const (
@@ -55,13 +65,22 @@ type notification struct {
 
 var errBadNotification = errors.New("malformed notification")
 
-// encodeNotification renders n as a payload.
+// encodeNotification renders n as a payload of its own.
 func encodeNotification(n notification) (string, error) {
+	e, err := encodeEntry(n)
+	if err != nil {
+		return "", err
+	}
+	return header(n.node, n.seq) + e, nil
+}
+
+func header(node string, seq uint64) string {
+	return node + " " + strconv.FormatUint(seq, 10) + " "
+}
+
+// encodeEntry renders n without its header: "<kind> <body>".
+func encodeEntry(n notification) (string, error) {
 	var b strings.Builder
-	b.WriteString(n.node)
-	b.WriteByte(' ')
-	b.WriteString(strconv.FormatUint(n.seq, 10))
-	b.WriteByte(' ')
 	b.WriteByte(n.kind)
 	b.WriteByte(' ')
 	switch n.kind {
@@ -105,27 +124,75 @@ func encodeNotification(n notification) (string, error) {
 	return b.String(), nil
 }
 
-// decodeNotification parses a payload. Anyone allowed to connect can notify
-// on the channel, so everything is checked: an online event must be a
-// non-durable type of a conversation, an interrupt must name one.
-func decodeNotification(p string) (notification, error) {
-	var n notification
+// packPayloads packs entries, in order, into as few payloads of at most
+// maxPayload bytes as they fit, each with a header from seq.
+func packPayloads(node string, seq func() uint64, entries []string) []string {
+	var out []string
+	var b strings.Builder
+	for _, e := range entries {
+		if b.Len() > 0 && b.Len()+1+len(e) > maxPayload {
+			out = append(out, b.String())
+			b.Reset()
+		}
+		if b.Len() == 0 {
+			b.WriteString(header(node, seq()))
+		} else {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e)
+	}
+	if b.Len() > 0 {
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// decodePayload parses a payload into its entries, each with the header's
+// node and seq. A payload with any malformed entry is refused whole.
+func decodePayload(p string) ([]notification, error) {
 	node, rest, ok := strings.Cut(p, " ")
 	if !ok || node == "" {
-		return n, errBadNotification
+		return nil, errBadNotification
 	}
-	seq, rest, ok := strings.Cut(rest, " ")
+	seqText, rest, ok := strings.Cut(rest, " ")
 	if !ok {
-		return n, errBadNotification
+		return nil, errBadNotification
 	}
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	if err != nil {
+		return nil, errBadNotification
+	}
+	var out []notification
+	for line := range strings.SplitSeq(rest, "\n") {
+		n, err := decodeEntry(line)
+		if err != nil {
+			return nil, err
+		}
+		n.node, n.seq = node, seq
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// decodeNotification parses a payload of one entry.
+func decodeNotification(p string) (notification, error) {
+	ns, err := decodePayload(p)
+	if err != nil || len(ns) != 1 {
+		return notification{}, errBadNotification
+	}
+	return ns[0], nil
+}
+
+// decodeEntry parses one entry. Anyone allowed to connect can notify on the
+// channel, so everything is checked: an online event must be a non-durable
+// type of a conversation, an interrupt must name one.
+func decodeEntry(rest string) (notification, error) {
+	var n notification
 	var err error
-	if n.seq, err = strconv.ParseUint(seq, 10, 64); err != nil {
-		return n, errBadNotification
-	}
 	if len(rest) < 2 || rest[1] != ' ' {
 		return n, errBadNotification
 	}
-	n.node, n.kind, rest = node, rest[0], rest[2:]
+	n.kind, rest = rest[0], rest[2:]
 	switch n.kind {
 	case kindEvents:
 		parts := strings.Split(rest, " ")
@@ -174,16 +241,16 @@ func decodeNotification(p string) (notification, error) {
 	return n, nil
 }
 
-// onlinePayloads encodes an online event for other processes, splitting an
-// append_text that does not fit into one payload. It returns nil for any
+// onlineEntries encodes an online event for other processes, splitting an
+// append_text that does not fit into one entry. It returns nil for any
 // other event that does not fit.
-func onlinePayloads(node string, seq func() uint64, ev agentik.Event) []string {
-	p, err := encodeNotification(notification{node: node, seq: seq(), kind: kindOnline, event: ev})
+func onlineEntries(ev agentik.Event) []string {
+	e, err := encodeEntry(notification{kind: kindOnline, event: ev})
 	if err != nil {
 		return nil
 	}
-	if len(p) <= maxPayload {
-		return []string{p}
+	if len(e) <= maxEntry {
+		return []string{e}
 	}
 	if ev.Type != agentik.EvAppendText || len(ev.Text) < 2 {
 		return nil
@@ -199,8 +266,8 @@ func onlinePayloads(node string, seq func() uint64, ev agentik.Event) []string {
 	}
 	first, second := ev, ev
 	first.Text, second.Text = ev.Text[:mid], ev.Text[mid:]
-	a := onlinePayloads(node, seq, first)
-	b := onlinePayloads(node, seq, second)
+	a := onlineEntries(first)
+	b := onlineEntries(second)
 	if a == nil || b == nil {
 		return nil
 	}

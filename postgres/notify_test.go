@@ -48,23 +48,81 @@ func TestOnlinePayloadsFit(t *testing.T) {
 	var seq uint64
 	next := func() uint64 { seq++; return seq }
 	text := strings.Repeat("\x01ж", 10000) // escapes to 6 bytes + 2
-	ps := onlinePayloads(node, next, agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: text})
+	es := onlineEntries(agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: text})
+	ps := packPayloads(node, next, es)
 	var joined strings.Builder
 	for _, p := range ps {
 		if len(p) > maxPayload {
 			t.Fatalf("payload of %d bytes", len(p))
 		}
-		n, err := decodeNotification(p)
+		ns, err := decodePayload(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		joined.WriteString(n.event.Text)
+		for _, n := range ns {
+			joined.WriteString(n.event.Text)
+		}
 	}
 	if joined.String() != text {
 		t.Fatalf("split text does not join back (%d payloads)", len(ps))
 	}
-	if ps := onlinePayloads(node, next, agentik.Event{ConversationID: conv, Type: agentik.EvAppendImage, Data: strings.Repeat("A", 8000)}); ps != nil {
-		t.Fatalf("an oversized image was encoded into %d payloads", len(ps))
+	if es := onlineEntries(agentik.Event{ConversationID: conv, Type: agentik.EvAppendImage, Data: strings.Repeat("A", 8000)}); es != nil {
+		t.Fatalf("an oversized image was encoded into %d entries", len(es))
+	}
+}
+
+// TestPackPayloads: entries queued together travel in as few payloads as
+// fit, in order, each under PostgreSQL's limit, and decode back to them.
+func TestPackPayloads(t *testing.T) {
+	node, conv := agentik.NewID(), agentik.NewID()
+	var seq uint64
+	next := func() uint64 { seq++; return seq }
+	var want []notification
+	var entries []string
+	for i := range 300 {
+		var n notification
+		switch i % 3 {
+		case 0:
+			n = notification{kind: kindOnline, event: agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: strings.Repeat("x", i) + "\n"}}
+		case 1:
+			n = notification{kind: kindEvents, events: []convCursor{{conv, int64(i)}}}
+		default:
+			n = notification{kind: kindAgent, cursor: int64(i)}
+		}
+		e, err := encodeEntry(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+		want = append(want, n)
+	}
+	ps := packPayloads(node, next, entries)
+	var got []notification
+	for _, p := range ps {
+		if len(p) > maxPayload {
+			t.Fatalf("payload of %d bytes", len(p))
+		}
+		ns, err := decodePayload(p)
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		for _, n := range ns {
+			if n.node != node {
+				t.Fatalf("node %q", n.node)
+			}
+			n.node, n.seq = "", 0
+			got = append(got, n)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%d entries came back as %d", len(want), len(got))
+	}
+	// 300 entries of about 170 bytes on average: a handful of payloads.
+	if len(ps) > 10 {
+		t.Fatalf("%d payloads for %d entries", len(ps), len(entries))
+	}
+	if _, err := decodePayload(node + " 1 a 3\nz 1"); err == nil {
+		t.Fatal("a payload with a malformed entry decoded")
 	}
 }
 
@@ -80,18 +138,24 @@ func FuzzDecodeNotification(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	f.Add(node + " 8 a 7\ne " + conv + " 3\ni " + conv + " user -")
 	f.Fuzz(func(t *testing.T, p string) {
-		n, err := decodeNotification(p)
+		ns, err := decodePayload(p)
 		if err != nil {
 			return
 		}
-		again, err := encodeNotification(n)
-		if err != nil {
-			t.Fatalf("decoded %q does not encode: %v", p, err)
+		var entries []string
+		for _, n := range ns {
+			e, err := encodeEntry(n)
+			if err != nil {
+				t.Fatalf("decoded %q does not encode: %v", p, err)
+			}
+			entries = append(entries, e)
 		}
-		m, err := decodeNotification(again)
-		if err != nil || !reflect.DeepEqual(m, n) {
-			t.Fatalf("%q -> %+v -> %q -> %+v, %v", p, n, again, m, err)
+		again := header(ns[0].node, ns[0].seq) + strings.Join(entries, "\n")
+		ms, err := decodePayload(again)
+		if err != nil || !reflect.DeepEqual(ms, ns) {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", p, ns, again, ms, err)
 		}
 	})
 }

@@ -42,17 +42,18 @@ const (
 	// Used by the Coordinator: one conversation's open turns, in seq order.
 	qOpenTurnsOf = `SELECT payload, images FROM messages
 		WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed ORDER BY seq`
-	// The Coordinator's queue in one round trip: the open turns (false) in
-	// seq order, then the journal entries answering the first of them
-	// (true) in seq order.
-	qQueue = `WITH o AS (SELECT seq, id, payload, images FROM messages
+	// The Coordinator's queue in one round trip: the ids of the open turns
+	// after the first (part 0) in seq order, then the first open turn and
+	// the journal entries answering it (part 1) in seq order. Only the
+	// first open turn's payload is read: the others are listed (TurnQueue).
+	qQueue = `WITH o AS (SELECT seq, id FROM messages
 			WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed),
 		f AS (SELECT seq, id FROM o ORDER BY seq LIMIT 1)
-		SELECT false AS turn, seq, payload, images FROM o
+		SELECT 0 AS part, o.seq, o.id, NULL::text AS payload, NULL::text AS images FROM o, f WHERE o.seq > f.seq
 		UNION ALL
-		SELECT true, m.seq, m.payload, m.images FROM messages m, f
-			WHERE m.conversation_id = $1 AND m.seq > f.seq AND m.reply_to = f.id
-		ORDER BY turn, seq`
+		SELECT 1, m.seq, m.id, m.payload, m.images FROM messages m, f
+			WHERE m.conversation_id = $1 AND (m.seq = f.seq OR (m.seq > f.seq AND m.reply_to = f.id))
+		ORDER BY part, seq`
 	// Used by the Bus: the events of the conversations it has subscribers
 	// for, each after the cursor it delivered up to and up to a bound, a
 	// page of at most $4 per conversation, in cursor order per

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -96,18 +97,29 @@ func (b *Bus) expireTurns(open []string, since time.Time) {
 }
 
 // queue reads a conversation's open turns and the journal of the first one,
-// in one query (one round trip on every turn of the lease holder).
+// in one query (one round trip on every turn of the lease holder). The open
+// turns after the first carry their identity only (TurnQueue).
 func (s *Store) queue(ctx context.Context, conversationID string) (agentik.TurnQueue, error) {
-	var msgs []agentik.Message
-	var turn []bool // msgs[i] answers the first open turn
+	var later []agentik.Message // the open turns after the first
+	var msgs []agentik.Message  // the first open turn, then its journal
 	err := s.read(ctx, "open turns of "+conversationID, func(q querier) error {
+		later, msgs = nil, nil
 		var withImages []storeutil.Pending
 		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
-			var ofTurn bool
+			var part int
+			var seq int64
+			var id string
 			var payload []byte
 			var refs *string
-			if err := rows.Scan(&ofTurn, nil, &payload, &refs); err != nil {
+			if err := rows.Scan(&part, &seq, &id, &payload, &refs); err != nil {
 				return err
+			}
+			if part == 0 {
+				later = append(later, agentik.Message{ID: id, ConversationID: conversationID, Seq: seq, Type: agentik.MsgUser})
+				return nil
+			}
+			if payload == nil {
+				return errors.New("journal entry without payload")
 			}
 			m, err := storeutil.DecodeMessage(payload)
 			if err != nil {
@@ -117,7 +129,6 @@ func (s *Store) queue(ctx context.Context, conversationID string) (agentik.TurnQ
 				withImages = append(withImages, storeutil.Pending{I: len(msgs), Refs: *refs})
 			}
 			msgs = append(msgs, m)
-			turn = append(turn, ofTurn)
 			return nil
 		}, qQueue, conversationID); err != nil {
 			return err
@@ -126,7 +137,7 @@ func (s *Store) queue(ctx context.Context, conversationID string) (agentik.TurnQ
 		// since the query: nothing is open any more.
 		missing, err := restoreImages(ctx, q, withImages, func(i int) []agentik.Content { return msgs[i].Content })
 		if len(missing) > 0 {
-			msgs, turn = nil, nil
+			later, msgs = nil, nil
 		}
 		return err
 	})
@@ -134,11 +145,11 @@ func (s *Store) queue(ctx context.Context, conversationID string) (agentik.TurnQ
 		return agentik.TurnQueue{}, err
 	}
 	q := agentik.TurnQueue{Open: []agentik.Message{}}
-	for i, m := range msgs {
-		if turn[i] {
-			q.Turn = append(q.Turn, m)
-		} else {
-			q.Open = append(q.Open, m)
+	if len(msgs) > 0 {
+		q.Open = append(append(q.Open, msgs[0]), later...)
+		q.Turn = msgs[1:]
+		if len(q.Turn) == 0 {
+			q.Turn = nil
 		}
 	}
 	return q, nil

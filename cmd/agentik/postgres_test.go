@@ -455,6 +455,29 @@ func pgProcs(t testing.TB, llm *llmtest.Server, n int, extra ...string) ([]*proc
 	return ps, cs
 }
 
+// pgProcsApp is pgProcs with every connection named app
+// (application_name).
+func pgProcsApp(t *testing.T, llm *llmtest.Server, n int, app string, extra ...string) ([]*proc, []*httpapi.Client) {
+	dsn := withApp(pgSchema(t), app)
+	env := append([]string{"AGENTIK_DATABASE_URL=" + dsn, "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}, extra...)
+	var ps []*proc
+	var cs []*httpapi.Client
+	for range n {
+		p := startProc(t, env...)
+		ps = append(ps, p)
+		cs = append(cs, httpapi.NewClient(p.url+"/agentik"))
+	}
+	return ps, cs
+}
+
+func withApp(dsn, app string) string {
+	u, _ := url.Parse(dsn)
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // echo answers every request with "echo <last user text>".
 func echo(r llmtest.Request) llmtest.Reply {
 	return llmtest.Stream().Role().Content("echo ", r.LastUserText()).Finish("stop").Done()
@@ -701,6 +724,12 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 	}
 	convs := benchInt(t, "AGENTIK_BENCH_CONVS", 20)
 	rounds := benchInt(t, "AGENTIK_BENCH_ROUNDS", 3)
+	// AGENTIK_BENCH_IDLE more processes share the database but are sent
+	// nothing: what a process costs for the cluster's traffic alone.
+	idle := 0
+	if os.Getenv("AGENTIK_BENCH_IDLE") != "" {
+		idle = benchInt(t, "AGENTIK_BENCH_IDLE", 0)
+	}
 	var rtt time.Duration
 	if v := os.Getenv("AGENTIK_BENCH_RTT"); v != "" {
 		var err error
@@ -722,6 +751,7 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 	}
 	rates := map[key][]float64{}
 	cpu := map[key][]float64{}
+	dbcpu := map[key][]float64{}
 	for r := range rounds {
 		for _, build := range builds {
 			for _, n := range procs {
@@ -734,24 +764,34 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 					llm := llmtest.NewServer()
 					defer llm.Close()
 					llm.Handle(echo)
+					// Every connection of the run carries one application_name,
+					// so that the database's CPU for it can be read.
+					app := "agentik-bench-" + agentik.NewID()[:8]
 					var ps []*proc
 					var cs []*httpapi.Client
 					if rtt > 0 {
-						ps, cs = pgProcsVia(t, llm, n, rtt/2)
+						ps, cs = pgProcsVia(t, llm, n, rtt/2, app)
 					} else {
-						ps, cs = pgProcs(t, llm, n, unlimited...)
+						ps, cs = pgProcsApp(t, llm, n+idle, app, unlimited...)
+						cs = cs[:n]
 					}
-					before := procsCPU(ps)
+					busy, idlers := ps[:len(cs)], ps[len(cs):]
+					before, idleBefore, dbBefore := procsCPU(busy), procsCPU(idlers), dbCPU(t, app)
 					start := time.Now()
 					_, turns := converse(t, cs, convs, per)
 					d := time.Since(start)
-					used := procsCPU(ps) - before
+					used, idleUsed, dbUsed := procsCPU(busy)-before, procsCPU(idlers)-idleBefore, dbCPU(t, app)-dbBefore
 					rate := float64(turns) / d.Seconds()
 					k := key{name, n}
 					rates[k] = append(rates[k], rate)
-					cpu[k] = append(cpu[k], used.Seconds()*1e6/float64(turns))
-					t.Logf("%s, %d processes: %d turns in %v = %.0f turns/s; agentik CPU %.0f µs/turn",
-						name, n, turns, d.Round(time.Millisecond), rate, used.Seconds()*1e6/float64(turns))
+					perTurn := func(d time.Duration) float64 { return d.Seconds() * 1e6 / float64(turns) }
+					cpu[k] = append(cpu[k], perTurn(used))
+					dbcpu[k] = append(dbcpu[k], perTurn(dbUsed))
+					t.Logf("%s, %d processes: %d turns in %v = %.0f turns/s; CPU per turn: agentik %.0f µs, PostgreSQL backends %.0f µs",
+						name, n, turns, d.Round(time.Millisecond), rate, perTurn(used), perTurn(dbUsed))
+					if len(idlers) > 0 {
+						t.Logf("%s, %d processes: %d idle processes used %.0f µs per turn", name, n, len(idlers), perTurn(idleUsed))
+					}
 				})
 			}
 		}
@@ -767,8 +807,8 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 			if len(rates[k]) == 0 {
 				continue
 			}
-			t.Logf("median %s, %d conversations, round trip +%v: %d processes %.0f turns/s (all: %.0f), agentik CPU %.0f µs/turn",
-				name, convs, rtt, n, median(rates[k]), rates[k], median(cpu[k]))
+			t.Logf("median %s, %d conversations, round trip +%v: %d processes %.0f turns/s (all: %.0f); CPU per turn: agentik %.0f µs, PostgreSQL %.0f µs",
+				name, convs, rtt, n, median(rates[k]), rates[k], median(cpu[k]), median(dbcpu[k]))
 		}
 	}
 }
@@ -777,22 +817,50 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 func procsCPU(ps []*proc) time.Duration {
 	var total time.Duration
 	for _, p := range ps {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-		if err != nil {
-			return 0
-		}
-		// Fields after the command name (which may hold spaces): utime and
-		// stime are the 12th and 13th, in clock ticks (100 per second).
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 13 {
-			return 0
-		}
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		total += time.Duration(u+st) * 10 * time.Millisecond
+		total += pidCPU(p.cmd.Process.Pid)
 	}
 	return total
+}
+
+// dbCPU is the CPU time used so far by the database's backends serving
+// connections named app (Linux, a database on this machine; 0 otherwise).
+func dbCPU(t *testing.T, app string) time.Duration {
+	conn, err := pgx.Connect(context.Background(), os.Getenv("AGENTIK_TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		total += pidCPU(int(pid))
+	}
+	return total
+}
+
+// pidCPU is the CPU time process pid used so far (Linux; 0 elsewhere).
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces): utime and
+	// stime are the 12th and 13th, in clock ticks (100 per second).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
 // unlimited lifts the per-principal limits (on by default) for tests that
@@ -813,8 +881,8 @@ func benchInt(t *testing.T, name string, def int) int {
 
 // pgProcsVia is pgProcs with every process reaching the database through
 // its own proxy that delays each direction by delay.
-func pgProcsVia(t *testing.T, llm *llmtest.Server, n int, delay time.Duration) ([]*proc, []*httpapi.Client) {
-	dsn := pgSchema(t)
+func pgProcsVia(t *testing.T, llm *llmtest.Server, n int, delay time.Duration, app string) ([]*proc, []*httpapi.Client) {
+	dsn := withApp(pgSchema(t), app)
 	var ps []*proc
 	var cs []*httpapi.Client
 	for range n {

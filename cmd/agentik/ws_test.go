@@ -162,10 +162,13 @@ func TestTypeScriptSDK(t *testing.T) {
 	})
 	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(),
 		"AGENTIK_AUTH_TOKENS=ts:tok-typescript")
+	// The approval tests' server: its agent asks before current_time runs.
+	pa := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "approval.db"), "OPENAI_BASE_URL="+llm.URL(),
+		"AGENTIK_AUTH_TOKENS=ts:tok-typescript", "AGENTIK_TOOL_APPROVAL=current_time=ask")
 
 	cmd := exec.Command("node", "--test", "--test-concurrency=1", "dist/test/")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AGENTIK_WS_URL="+wsURL(p), "AGENTIK_TOKEN=tok-typescript")
+	cmd.Env = append(os.Environ(), "AGENTIK_WS_URL="+wsURL(p), "AGENTIK_APPROVAL_WS_URL="+wsURL(pa), "AGENTIK_TOKEN=tok-typescript")
 	if nodeMajor(t) < 22 {
 		cmd.Env = append(cmd.Env, "NODE_OPTIONS=--experimental-websocket")
 	}

@@ -43,7 +43,23 @@ export type ToolResultEvent = {
   text: string;
   is_error: boolean;
 };
-export type AgentEvent = TextChunkEvent | EndEvent | ReasoningChunkEvent | ToolCallEvent | ToolResultEvent;
+/**
+ * Tool approval extension (docs/websocket.md): a tool call waits for a
+ * person's answer. Sent to every connection of the conversation (no
+ * extension needed), and again for each pending call right after STATUS
+ * when a connection attaches. Answer with approve() / deny().
+ */
+export type ApprovalRequestEvent = {
+  type: "AGENT_EVENT";
+  subtype: "APPROVAL_REQUEST";
+  call_id: string;
+  name: string;
+  /** The call's arguments (a JSON object). */
+  arguments?: Record<string, unknown>;
+  /** RFC 3339; only when the server has an approval timeout. */
+  expires_at?: string;
+};
+export type AgentEvent = TextChunkEvent | EndEvent | ReasoningChunkEvent | ToolCallEvent | ToolResultEvent | ApprovalRequestEvent;
 export type ErrorMessage = {
   type: "ERROR";
   code: string;
@@ -59,7 +75,41 @@ export type BusyPolicy = "enqueue" | "interrupt" | "reject";
 export type UserMessage = { type: "USER_MESSAGE"; text: string; if_busy?: BusyPolicy };
 /** Extension: cancel the running turn. */
 export type InterruptMessage = { type: "INTERRUPT" };
-export type ClientMessage = UserMessage | InterruptMessage;
+/**
+ * Extension: the answer to an APPROVAL_REQUEST. `arguments`, only with
+ * `approved: true`, replace the call's (a JSON object the tool's schema
+ * accepts); `reason` is what the model is told of a denial. Nothing comes
+ * back on success; a refusal is an ERROR (invalid, not_found, conflict).
+ */
+export type ApprovalMessage = {
+  type: "APPROVAL";
+  call_id: string;
+  approved: boolean;
+  reason?: string;
+  arguments?: Record<string, unknown>;
+};
+export type ClientMessage = UserMessage | InterruptMessage | ApprovalMessage;
+
+/** The answer to a tool call that waits for approval. */
+export type Resolution = { approved: boolean; reason?: string; arguments?: Record<string, unknown> };
+
+/** What ask() calls for each APPROVAL_REQUEST of its turn: true approves, false denies. */
+export type OnApproval = (request: ApprovalRequestEvent) => boolean | Resolution | Promise<boolean | Resolution>;
+
+/** A tool call waiting for approval, as the REST API lists it (GET …/approvals). */
+export type PendingApproval = {
+  conversation_id: string;
+  call_id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  /** The user message whose turn waits. */
+  reply_to: string;
+  requested_at: string;
+  expires_at?: string;
+  cursor?: number;
+  /** The tool's parameters (JSON Schema), for an edit form. */
+  schema?: Record<string, unknown>;
+};
 
 export type Extension = "tools" | "reasoning";
 
@@ -297,11 +347,44 @@ export class Connection implements AsyncIterable<ServerMessage> {
   }
 
   /**
-   * Sends text and collects the answer up to its END. Other messages that
-   * arrive meanwhile (tool activity, errors) are returned in `events`.
-   * Use it when nothing else reads this connection.
+   * Approves the waiting tool call `callId` (an APPROVAL_REQUEST's),
+   * optionally with edited `arguments` that replace the call's. Nothing
+   * comes back on success: the turn goes on. A refusal arrives as an ERROR
+   * (invalid, not_found, conflict).
    */
-  async ask(text: string): Promise<{ text: string; end: EndEvent; events: ServerMessage[] }> {
+  approve(callId: string, options: { arguments?: Record<string, unknown>; reason?: string } = {}): void {
+    this.answer(callId, { approved: true, ...options });
+  }
+
+  /** Denies the waiting tool call `callId`; the model is told "denied by the user: <reason>". */
+  deny(callId: string, reason?: string): void {
+    this.answer(callId, reason === undefined ? { approved: false } : { approved: false, reason });
+  }
+
+  /** Sends APPROVAL for `callId` (approve() and deny() are the short forms). */
+  answer(callId: string, r: Resolution): void {
+    const m: ApprovalMessage = { type: "APPROVAL", call_id: callId, approved: r.approved };
+    if (r.reason !== undefined) m.reason = r.reason;
+    if (r.arguments !== undefined) m.arguments = r.arguments;
+    this.#write(m);
+  }
+
+  /**
+   * The tool calls waiting for approval in this conversation, from the REST
+   * API next to the WebSocket endpoint (the connect URL without its /ws).
+   */
+  pendingApprovals(): Promise<PendingApproval[]> {
+    return listApprovals(apiBase(this.url), this.conversationId, { token: this.options.token });
+  }
+
+  /**
+   * Sends text and collects the answer up to its END. Other messages that
+   * arrive meanwhile (tool activity, approval requests, errors) are returned
+   * in `events`. Each APPROVAL_REQUEST is answered with `onApproval`'s
+   * verdict; without it ask waits until someone answers elsewhere. Use it
+   * when nothing else reads this connection.
+   */
+  async ask(text: string, options: { onApproval?: OnApproval } = {}): Promise<{ text: string; end: EndEvent; events: ServerMessage[] }> {
     this.send(text);
     let out = "";
     const events: ServerMessage[] = [];
@@ -310,7 +393,13 @@ export class Connection implements AsyncIterable<ServerMessage> {
       if (m === undefined) throw new AgentikError("unavailable", "the connection ended before END");
       if (m.type === "AGENT_EVENT" && m.subtype === "TEXT_CHUNK") out += m.text;
       else if (m.type === "AGENT_EVENT" && m.subtype === "END") return { text: out, end: m, events };
-      else events.push(m);
+      else {
+        events.push(m);
+        if (m.type === "AGENT_EVENT" && m.subtype === "APPROVAL_REQUEST" && options.onApproval) {
+          const v = await options.onApproval(m);
+          this.answer(m.call_id, typeof v === "boolean" ? { approved: v } : v);
+        }
+      }
     }
   }
 
@@ -339,4 +428,73 @@ export class Connection implements AsyncIterable<ServerMessage> {
       delay = Math.min(delay * 2, 5000);
     }
   }
+}
+
+// --- REST: tool approval ------------------------------------------------------
+
+/** The REST prefix of a WebSocket endpoint URL: ws://h/agentik/ws → http://h/agentik. */
+export function apiBase(wsUrl: string): string {
+  const u = new URL(wsUrl);
+  if (u.protocol === "ws:") u.protocol = "http:";
+  if (u.protocol === "wss:") u.protocol = "https:";
+  u.pathname = u.pathname.replace(/\/ws\/?$/, "");
+  u.search = "";
+  u.hash = "";
+  return u.toString().replace(/\/$/, "");
+}
+
+export interface RestOptions {
+  /** Bearer token. */
+  token?: string;
+  /** fetch implementation; default globalThis.fetch. */
+  fetch?: typeof fetch;
+}
+
+async function rest(base: string, method: string, path: string, body: unknown, options: RestOptions): Promise<unknown> {
+  const f = options.fetch ?? globalThis.fetch;
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (options.token) headers.Authorization = `Bearer ${options.token}`;
+  let res: Response;
+  try {
+    res = await f(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    throw new AgentikError("unavailable", `cannot reach ${base}: ${String(e)}`);
+  }
+  const text = await res.text();
+  let data: unknown;
+  try {
+    data = text ? JSON.parse(text) : undefined;
+  } catch {
+    data = undefined;
+  }
+  if (!res.ok) {
+    const err = (data as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
+    if (err && typeof err.code === "string") throw new AgentikError(err.code, String(err.message ?? ""));
+    throw new AgentikError(`http_${res.status}`, `HTTP ${res.status} ${res.statusText}`);
+  }
+  return data;
+}
+
+const convPath = (conversationId: string) => `/conversations/${encodeURIComponent(conversationId)}`;
+
+/**
+ * The tool calls waiting for approval in a conversation (GET
+ * {api}/conversations/{id}/approvals). `api` is the REST prefix, e.g.
+ * http://localhost:8080/agentik (see apiBase).
+ */
+export async function listApprovals(api: string, conversationId: string, options: RestOptions = {}): Promise<PendingApproval[]> {
+  const data = (await rest(api, "GET", convPath(conversationId) + "/approvals", undefined, options)) as { approvals: PendingApproval[] };
+  return data.approvals;
+}
+
+/**
+ * Answers a tool call that waits for approval (POST
+ * {api}/conversations/{id}/approvals/{callId}). Rejects with AgentikError
+ * not_found (no such call waits, or not your conversation), conflict
+ * (answered already, expired, interrupted) or invalid (arguments the
+ * tool's schema refuses, or arguments with a denial).
+ */
+export async function resolveApproval(api: string, conversationId: string, callId: string, r: Resolution, options: RestOptions = {}): Promise<void> {
+  await rest(api, "POST", convPath(conversationId) + "/approvals/" + encodeURIComponent(callId), r, options);
 }

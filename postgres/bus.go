@@ -872,15 +872,17 @@ func (b *Bus) pollOnce(conn *pgx.Conn) error {
 }
 
 func (b *Bus) handle(payload string) {
+	// This process's own notifications come back to its listening
+	// connection too: they are dropped before anything is decoded.
+	if len(payload) > len(b.s.node) && payload[len(b.s.node)] == ' ' && payload[:len(b.s.node)] == b.s.node {
+		return
+	}
 	ns, err := decodePayload(payload)
 	if err != nil {
 		b.log.Debug("bus: ignoring a malformed notification", "len", strconv.Itoa(len(payload)))
 		return
 	}
 	for _, n := range ns {
-		if n.node == b.s.node {
-			return
-		}
 		b.handleOne(n)
 	}
 }

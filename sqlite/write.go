@@ -205,30 +205,35 @@ func (d *db) runGroup(live []*writeReq) error {
 // runs every statement on its own context, not the one it is given (see
 // write).
 type wtx struct {
-	ctx  context.Context
-	tx   *sql.Tx
-	st   stmts
-	used map[*sql.Stmt]*sql.Stmt // st's statements bound to tx, made once per transaction
+	ctx   context.Context
+	tx    *sql.Tx
+	st    stmts
+	bound []boundStmt // st's statements bound to tx, made once per transaction
 }
+
+type boundStmt struct{ prepared, bound *sql.Stmt }
 
 func newWtx(ctx context.Context, tx *sql.Tx, st stmts) *wtx {
 	return &wtx{ctx: ctx, tx: tx, st: st}
 }
 
-// stmt returns q's prepared statement bound to the transaction, or nil.
+// stmt returns q's prepared statement bound to the transaction, or nil. A
+// transaction uses a handful of statements: a linear search is cheapest.
 func (t *wtx) stmt(q string) *sql.Stmt {
 	p := t.st[q]
 	if p == nil {
 		return nil
 	}
-	if b := t.used[p]; b != nil {
-		return b
+	for _, b := range t.bound {
+		if b.prepared == p {
+			return b.bound
+		}
 	}
-	if t.used == nil {
-		t.used = make(map[*sql.Stmt]*sql.Stmt, 8)
+	if t.bound == nil {
+		t.bound = make([]boundStmt, 0, 8)
 	}
 	b := t.tx.StmtContext(t.ctx, p)
-	t.used[p] = b
+	t.bound = append(t.bound, boundStmt{p, b})
 	return b
 }
 

@@ -445,7 +445,9 @@ func (r *runner) directLevel(ctx context.Context, n int, bodies [][]byte) (float
 				}
 				b := bodies[int(next.Add(1)-1)%len(bodies)]
 				if _, err := r.model.direct(ctx, r.hc, b); err != nil {
-					if failed.Add(1) > int64(n) || ctx.Err() != nil {
+					// Not the runtime's: counted and reported, the
+					// client goes on (a loaded machine can time a dial out).
+					if failed.Add(1) > int64(10*n) || ctx.Err() != nil {
 						return
 					}
 					continue
@@ -458,7 +460,10 @@ func (r *runner) directLevel(ctx context.Context, n int, bodies [][]byte) (float
 	}
 	wg.Wait()
 	if f := failed.Load(); f > 0 {
-		return 0, fmt.Errorf("%d direct requests failed", f)
+		r.logf("  direct floor at %d conversations: %d requests failed", n, f)
+	}
+	if completed.Load() == 0 {
+		return 0, fmt.Errorf("no direct request completed (%d failed)", failed.Load())
 	}
 	return round3(float64(completed.Load()) / r.plan.LevelDuration.Seconds()), nil
 }

@@ -6,7 +6,9 @@
 // methods (message/send, message/stream, tasks/get, tasks/cancel,
 // tasks/resubscribe). A contextId is a conversation id, a task is one turn,
 // cancel is an interrupt, and streaming maps the core's events to status and
-// artifact updates ending with a final status. The facade keeps no state:
+// artifact updates ending with a final status. A turn whose tool calls wait
+// for approval is input-required; a message on the same taskId answers them
+// (approval.go). The facade keeps no state:
 // tasks are read back from the conversation's journal, so they outlive the
 // request and the process.
 //

@@ -40,6 +40,8 @@ type env struct {
 type envOpts struct {
 	imageInput bool
 	keepAlive  time.Duration
+	tools      []agentik.Tool         // the agent's tools beside current_time
+	approval   agentik.ApprovalPolicy // the agent's approval policy
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -57,7 +59,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 		t.Fatal(err)
 	}
 	eng, err := engine.New(engine.Options{
-		Store: store, Bus: bus.New(), LLM: model, Tools: tools.NewRegistry(tools.CurrentTime{}),
+		Store: store, Bus: bus.New(), LLM: model, Tools: tools.NewRegistry(append([]agentik.Tool{tools.CurrentTime{}}, o.tools...)...),
+		Approval:   o.approval,
 		Info:       agentik.AgentInfo{ID: "test", Name: "Test agent", Description: "A test agent", Version: "1.2.3"},
 		ImageInput: o.imageInput,
 	})

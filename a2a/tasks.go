@@ -125,10 +125,11 @@ func (s *Server) openTask(ctx context.Context, id string) (agentik.Conversation,
 
 // turnView is a task as read from the journal.
 type turnView struct {
-	task   Task
-	user   agentik.Message
-	seen   map[string]bool // journal ids of the turn's entries
-	closed bool
+	task    Task
+	user    agentik.Message
+	seen    map[string]bool // journal ids of the turn's entries
+	closed  bool
+	pending []agentik.PendingApproval // calls waiting for approval (input-required)
 }
 
 // readTask builds the task of the turn answering the user message at seq
@@ -189,7 +190,17 @@ func readTask(ctx context.Context, conv agentik.Conversation, seq int64, history
 		if err != nil {
 			return nil, coreErr(err)
 		}
+		if info.Working {
+			// A turn that waits for approvals is working for the core and
+			// input-required for A2A.
+			if tv.pending, err = pendingFor(ctx, conv, tv.user.ID); err != nil {
+				return nil, coreErr(err)
+			}
+		}
 		switch {
+		case len(tv.pending) > 0:
+			tv.task.Status = Status{State: StateInputRequired, Timestamp: tv.pending[len(tv.pending)-1].RequestedAt.Time,
+				Message: approvalNote(conv.ID(), id, tv.pending)}
 		case info.Working:
 			tv.task.Status = Status{State: StateWorking, Timestamp: time.Now()}
 		default:
@@ -283,14 +294,6 @@ func (s *Server) begin(ctx context.Context, p *sendParams) (agentik.Conversation
 	if rerr != nil {
 		return nil, nil, nil, "", rerr
 	}
-	if p.msg.TaskID != "" {
-		// One task is one turn: a finished turn takes no more input, and a
-		// running one never waits for input (no input-required state).
-		if _, _, ok := parseTaskID(p.msg.TaskID); !ok {
-			return nil, nil, nil, "", rpcErr(CodeTaskNotFound, "task %q not found", truncate(p.msg.TaskID, 80))
-		}
-		return nil, nil, nil, "", rpcErr(CodeInvalidParams, "task %s takes no further input: each message starts a new task; send it with the contextId only", truncate(p.msg.TaskID, 80))
-	}
 	var conv agentik.Conversation
 	if p.msg.ContextID == "" {
 		info, err := s.agent.CreateConversation(ctx, agentik.CreateRequest{Title: title(content)})
@@ -350,6 +353,9 @@ func (s *Server) send(ctx context.Context, req *request) (any, *Error) {
 	p, rerr := decodeSendParams(req.v, req.Params)
 	if rerr != nil {
 		return nil, rerr
+	}
+	if p.msg.TaskID != "" {
+		return s.sendAnswer(ctx, req, p)
 	}
 	conv, st, task, userID, rerr := s.begin(ctx, p)
 	if rerr != nil {
@@ -452,6 +458,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *request) {
 		s.writeError(w, http.StatusOK, req.ID, rerr)
 		return
 	}
+	if p.msg.TaskID != "" {
+		s.streamAnswer(w, r, req, p)
+		return
+	}
 	conv, st, task, userID, rerr := s.begin(ctx, p)
 	if rerr != nil {
 		s.writeError(w, http.StatusOK, req.ID, rerr)
@@ -497,7 +507,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, req *request)
 		return
 	}
 	out := s.newSSE(w, req)
-	if out.send(&tv.task) != nil || Terminal(tv.task.Status.State) {
+	if out.send(&tv.task) != nil || Terminal(tv.task.Status.State) || tv.task.Status.State == StateInputRequired {
 		return
 	}
 	wt := newWatch(&tv.task, tv.user.ID)
@@ -578,7 +588,7 @@ func (s *Server) settle(ctx context.Context, conv agentik.Conversation, seq int6
 	if rerr != nil {
 		return false, rerr
 	}
-	if !Terminal(tv.task.Status.State) {
+	if !Terminal(tv.task.Status.State) && tv.task.Status.State != StateInputRequired {
 		return false, nil
 	}
 	if out != nil {
@@ -591,4 +601,61 @@ func (s *Server) settle(ctx context.Context, conv agentik.Conversation, seq int6
 		out.send(&StatusUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, Status: st, Final: true})
 	}
 	return true, nil
+}
+
+// sendAnswer answers SendMessage on an input-required task: the message
+// answers its waiting calls; the same task goes on (blocking: until it ends
+// or asks again).
+func (s *Server) sendAnswer(ctx context.Context, req *request, p *sendParams) (any, *Error) {
+	conv, st, tv, rest, rerr := s.answerTask(ctx, p)
+	if rerr != nil {
+		return nil, rerr
+	}
+	defer conv.Close()
+	defer st.Close()
+	_, seq, _ := parseTaskID(tv.task.ID)
+	if p.blocking && len(rest) == 0 {
+		w := newWatch(&tv.task, tv.user.ID)
+		w.skip, w.artifacts = tv.seen, len(tv.task.Artifacts)
+		if rerr := s.follow(ctx, conv, seq, st, w, nil, p.history); rerr != nil {
+			return nil, rerr
+		}
+	}
+	tv, rerr = readTask(ctx, conv, seq, p.history)
+	if rerr != nil {
+		return nil, rerr
+	}
+	return encodeEvent(req.v, &tv.task), nil
+}
+
+// streamAnswer answers SendStreamingMessage on an input-required task: the
+// task (working), then the resumed turn's events until it ends or asks again.
+func (s *Server) streamAnswer(w http.ResponseWriter, r *http.Request, req *request, p *sendParams) {
+	ctx := r.Context()
+	conv, st, tv, rest, rerr := s.answerTask(ctx, p)
+	if rerr != nil {
+		s.writeError(w, http.StatusOK, req.ID, rerr)
+		return
+	}
+	defer conv.Close()
+	defer st.Close()
+	_, seq, _ := parseTaskID(tv.task.ID)
+	out := s.newSSE(w, req)
+	wt := newWatch(&tv.task, tv.user.ID)
+	wt.skip, wt.artifacts = tv.seen, len(tv.task.Artifacts)
+	if len(rest) > 0 {
+		// Calls still wait: the task stays input-required.
+		tv.task.Status.Message = approvalNote(conv.ID(), tv.task.ID, rest)
+		if out.send(&tv.task) == nil {
+			out.send(wt.status(StateInputRequired, tv.task.Status.Message, true))
+		}
+		return
+	}
+	tv.task.Status = Status{State: StateWorking, Timestamp: time.Now()}
+	if out.send(&tv.task) != nil {
+		return
+	}
+	if rerr := s.follow(ctx, conv, seq, st, wt, out, p.history); rerr != nil {
+		out.fail(rerr)
+	}
 }

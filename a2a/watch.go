@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,6 +30,7 @@ type watch struct {
 	errCode   string
 	cancel    func() // called once when the turn is seen running (cancel)
 	canceled  bool
+	asking    []agentik.PendingApproval // the turn's calls waiting for approval
 }
 
 func newWatch(task *Task, userID string) *watch { return &watch{task: task, userID: userID} }
@@ -157,6 +159,20 @@ func (w *watch) handle(ev agentik.Event) ([]Event, bool) {
 			// input-required.
 			return []Event{w.status(StateFailed, w.note(TextPart("the turn stopped: "+ev.Reason)), true)}, true
 		}
+	case agentik.EvApprovalRequested:
+		if ev.ReplyTo == w.userID && !slices.ContainsFunc(w.asking, func(p agentik.PendingApproval) bool { return p.CallID == ev.CallID }) {
+			w.asking = append(w.asking, agentik.PendingApproval{ConversationID: ev.ConversationID, CallID: ev.CallID,
+				Name: ev.Name, Arguments: ev.Arguments, ReplyTo: ev.ReplyTo, RequestedAt: ev.Date, ExpiresAt: ev.ExpiresAt})
+		}
+	case agentik.EvApprovalResolved:
+		w.asking = slices.DeleteFunc(w.asking, func(p agentik.PendingApproval) bool { return p.CallID == ev.CallID })
+	case agentik.EvAwaitingApproval:
+		// The turn parked: the task is input-required, which ends a
+		// stream (final) as a terminal state does.
+		if ev.ReplyTo != w.userID || len(w.asking) == 0 {
+			return nil, false
+		}
+		return []Event{w.status(StateInputRequired, approvalNote(w.task.ContextID, w.task.ID, w.asking), true)}, true
 	case agentik.EvConversationClosing:
 		return []Event{w.status(StateFailed, w.note(TextPart("the conversation was closed")), true)}, true
 	}

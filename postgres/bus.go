@@ -739,18 +739,34 @@ func (b *Bus) sendBatch(es []outEntry) {
 	}
 }
 
+// sequenceGap is the least time between two sequencer runs of one
+// process: under load, each run numbers what the process committed during
+// the gap (one write transaction for all of it, not one per commit), and an
+// agent event waits at most that long, plus the run, for its cursor.
+const sequenceGap = 25 * time.Millisecond
+
 // sequencer numbers the agent events this process committed (and any
 // others committed meanwhile) whenever it is woken, then delivers them here
-// and announces them to the other processes. Wake-ups during a run fold
-// into one more run. A failed run is retried by the next wake-up or poll.
+// and announces them to the other processes. Wake-ups during a run, or
+// within sequenceGap after it, fold into one more run. A failed run is
+// retried by the next wake-up or poll.
 func (b *Bus) sequencer() {
 	defer b.wg.Done()
+	var last time.Time
 	for {
 		select {
 		case <-b.ctx.Done():
 			return
 		case <-b.seqWake:
 		}
+		if wait := sequenceGap - time.Since(last); wait > 0 {
+			select {
+			case <-b.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(b.ctx, catchUpTimeout)
 		n, last, err := sequence(ctx, b.s.pool)
 		cancel()

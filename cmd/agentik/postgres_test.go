@@ -776,19 +776,19 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 						cs = cs[:n]
 					}
 					busy, idlers := ps[:len(cs)], ps[len(cs):]
-					before, idleBefore, dbBefore := procsCPU(busy), procsCPU(idlers), dbCPU(t, app)
+					before, idleBefore, dbBefore, selfBefore := procsCPU(busy), procsCPU(idlers), dbCPU(t, app), selfCPU()
 					start := time.Now()
 					_, turns := converse(t, cs, convs, per)
 					d := time.Since(start)
-					used, idleUsed, dbUsed := procsCPU(busy)-before, procsCPU(idlers)-idleBefore, dbCPU(t, app)-dbBefore
+					used, idleUsed, dbUsed, selfUsed := procsCPU(busy)-before, procsCPU(idlers)-idleBefore, dbCPU(t, app)-dbBefore, selfCPU()-selfBefore
 					rate := float64(turns) / d.Seconds()
 					k := key{name, n}
 					rates[k] = append(rates[k], rate)
 					perTurn := func(d time.Duration) float64 { return d.Seconds() * 1e6 / float64(turns) }
 					cpu[k] = append(cpu[k], perTurn(used))
 					dbcpu[k] = append(dbcpu[k], perTurn(dbUsed))
-					t.Logf("%s, %d processes: %d turns in %v = %.0f turns/s; CPU per turn: agentik %.0f µs, PostgreSQL backends %.0f µs",
-						name, n, turns, d.Round(time.Millisecond), rate, perTurn(used), perTurn(dbUsed))
+					t.Logf("%s, %d processes: %d turns in %v = %.0f turns/s; CPU per turn: agentik %.0f µs, PostgreSQL backends %.0f µs, this test (clients and model) %.0f µs",
+						name, n, turns, d.Round(time.Millisecond), rate, perTurn(used), perTurn(dbUsed), perTurn(selfUsed))
 					if len(idlers) > 0 {
 						t.Logf("%s, %d processes: %d idle processes used %.0f µs per turn", name, n, len(idlers), perTurn(idleUsed))
 					}
@@ -821,6 +821,11 @@ func procsCPU(ps []*proc) time.Duration {
 	}
 	return total
 }
+
+// selfCPU is the CPU time this test process used so far (Linux; 0
+// elsewhere): the load generator (HTTP clients, SSE readers) and the
+// scripted model.
+func selfCPU() time.Duration { return pidCPU(os.Getpid()) }
 
 // dbCPU is the CPU time used so far by the database's backends serving
 // connections named app (Linux, a database on this machine; 0 otherwise).

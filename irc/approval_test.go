@@ -3,6 +3,7 @@ package irc
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ergochat/irc-go/ircmsg"
 
@@ -141,4 +142,23 @@ func TestApprovalNoticeFitsAndRejoin(t *testing.T) {
 	d.notice("#s", "Tool call call_long approved by alice")
 	c.notice("#s", "Tool call call_long approved by alice")
 	c.answer("#s", "Fine.")
+}
+
+// FuzzApprovalNotice: whatever the tool's name and arguments, the NOTICE
+// is valid UTF-8 within the budget and ends with the call id and the
+// commands whole (for call ids of a sane length).
+func FuzzApprovalNotice(f *testing.F) {
+	f.Add("send_mail", `{"to":"bob"}`, "call_1", 400)
+	f.Add(strings.Repeat("n", 300), strings.Repeat("é", 900), "call_abcdefghijklmnopqrstuvwxyz0123456789", 300)
+	f.Add("x", "a\r\nb\x01c\xff", "c", 120)
+	f.Fuzz(func(t *testing.T, name, args, callID string, max int) {
+		if max < 300 || max > 510 || len(callID) > 64 || strings.ContainsAny(callID, "\r\n\x00\x01 ") || !utf8.ValidString(callID) {
+			return
+		}
+		got := approvalNotice(name, args, callID, max)
+		tail := " — answer !approve " + callID + " or !deny " + callID + " [reason]"
+		if len(got) > max || !utf8.ValidString(got) || !strings.HasSuffix(got, tail) || strings.ContainsAny(got, "\r\n\x00\x01") {
+			t.Fatalf("%d > %d bytes, or bad: %q", len(got), max, got)
+		}
+	})
 }

@@ -29,6 +29,7 @@ func FuzzLineHandler(f *testing.F) {
 		"@" + strings.Repeat("k=v;", 1100) + " PING x\r\nNICK " + strings.Repeat("n", 40),
 		"PRIVMSG #" + strings.Repeat("ч", 40) + " :x\r\nJOIN #\x07bell\r\nJOIN 0",
 		"PRIVMSG #a :\xff\xfe\r\n\x00\r\n:src PRIVMSG\r\n   \r\nUSER a b c d e f",
+		"JOIN #a\r\nPRIVMSG #a :!approve\r\nPRIVMSG #a :!deny call_1 " + strings.Repeat("no ", 200) + "\r\nPRIVMSG #a :!approve " + strings.Repeat("x", 300) + " y\r\nPRIVMSG #a :!DENY",
 	} {
 		f.Add([]byte(seed))
 	}

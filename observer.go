@@ -20,6 +20,10 @@ type Observer interface {
 	ModelCall(agent, model, outcome string, d time.Duration, tok TurnTokens)
 	// ToolCall: one tool call ended with outcome ("ok" or "error") after d.
 	ToolCall(agent, tool, outcome string, d time.Duration)
+	// Subscribers: the event streams of agent served to facade (FacadeFrom
+	// the context the stream was asked with) grew by delta (+1 when one
+	// opens, -1 when it ends).
+	Subscribers(agent, facade string, delta int)
 }
 
 // NopObserver observes nothing; it is the engine's default.
@@ -30,3 +34,4 @@ func (NopObserver) TurnEnded(string, string, time.Duration)                     
 func (NopObserver) FirstToken(string, time.Duration)                            {}
 func (NopObserver) ModelCall(string, string, string, time.Duration, TurnTokens) {}
 func (NopObserver) ToolCall(string, string, string, time.Duration)              {}
+func (NopObserver) Subscribers(string, string, int)                             {}

@@ -58,3 +58,22 @@ func ConversationStateFrom(ctx context.Context) ConversationState {
 	s, _ := ctx.Value(stateKey{}).(ConversationState)
 	return s
 }
+
+type facadeKey struct{}
+
+// WithFacade returns ctx marked as a request of facade ("sse", "agui",
+// "a2a", "ws", "mcp", "irc"): the engine labels the event streams asked
+// with it (Observer.Subscribers). cmd/agentik marks the HTTP facades'
+// requests; the IRC and MCP facades, whose core calls do not run on an
+// HTTP request's context, mark their own.
+func WithFacade(ctx context.Context, facade string) context.Context {
+	return context.WithValue(ctx, facadeKey{}, facade)
+}
+
+// FacadeFrom returns the facade of WithFacade, or "other".
+func FacadeFrom(ctx context.Context) string {
+	if f, ok := ctx.Value(facadeKey{}).(string); ok && f != "" {
+		return f
+	}
+	return "other"
+}

@@ -199,8 +199,10 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 		s.Close()
 		return nil, agentik.Errorf(agentik.EUnavailable, "the agent is shutting down")
 	}
+	done := e.subscriber(ctx)
 	go func() {
 		defer e.streams.Done()
+		defer done()
 		defer sub.Close()
 		err := c.feed(s, sub, after, bound, join)
 		c.mu.Lock()
@@ -297,8 +299,10 @@ func (e *Engine) Events(ctx context.Context, after int64) (agentik.Stream[agenti
 		s.Close()
 		return nil, agentik.Errorf(agentik.EUnavailable, "the agent is shutting down")
 	}
+	done := e.subscriber(ctx)
 	go func() {
 		defer e.streams.Done()
+		defer done()
 		defer sub.Close()
 		s.finish(e.feedAgent(s, sub, owner, after, bound))
 	}()
@@ -352,6 +356,14 @@ func (e *Engine) feedAgent(s *stream[agentik.AgentEvent], sub agentik.Subscriber
 			}
 		}
 	}
+}
+
+// subscriber reports a stream opened for the facade of ctx, and returns
+// what reports its end.
+func (e *Engine) subscriber(ctx context.Context) func() {
+	agent, facade := e.opts.Info.ID, agentik.FacadeFrom(ctx)
+	e.opts.Observer.Subscribers(agent, facade, 1)
+	return func() { e.opts.Observer.Subscribers(agent, facade, -1) }
 }
 
 // addStream counts a new stream goroutine unless Shutdown has begun to wait

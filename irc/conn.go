@@ -99,7 +99,7 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(agentik.WithFacade(context.Background(), "irc"))
 	host := "unknown"
 	if h, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		host = h

@@ -147,8 +147,10 @@ func (f *front) coreError(ctx context.Context, op string, err error) *sdk.CallTo
 	return toolError("%s", agentik.ErrorMessage(err))
 }
 
+// ctx is the context of core calls: the SDK's, which carries nothing of
+// the HTTP request, acting for the front's principal, as the mcp facade.
 func (f *front) ctx(ctx context.Context) context.Context {
-	return agentik.WithPrincipal(ctx, f.principal)
+	return agentik.WithFacade(agentik.WithPrincipal(ctx, f.principal), "mcp")
 }
 
 // openConversation returns the conversation ask sends to.

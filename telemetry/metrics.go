@@ -21,6 +21,10 @@ var LatencyBuckets = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 // toolBuckets are the buckets of tool calls (1 ms to the 60 s default timeout and beyond).
 var toolBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
+// commitBuckets are the buckets of store commits, in seconds: 100 µs (a
+// SQLite commit on a quiet disk) to 5 s (a PostgreSQL that stalls).
+var commitBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+
 // Metrics is the Prometheus registry of one process and the series on it.
 // It implements agentik.Observer. Safe for concurrent use.
 type Metrics struct {
@@ -37,6 +41,8 @@ type Metrics struct {
 	toolDur      *prometheus.HistogramVec
 	httpReqs     *prometheus.CounterVec
 	httpDur      *prometheus.HistogramVec
+	subscribers  *prometheus.GaugeVec
+	commitDur    *prometheus.HistogramVec
 }
 
 var _ agentik.Observer = (*Metrics)(nil)
@@ -69,9 +75,13 @@ func NewMetrics() *Metrics {
 			Help: "HTTP requests, by method, route pattern and status."}, []string{"method", "route", "status"}),
 		httpDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentik_http_request_duration_seconds",
 			Help: "Duration of an HTTP request (for streams: until the stream ends).", Buckets: LatencyBuckets}, []string{"route"}),
+		subscribers: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentik_subscribers",
+			Help: "Event streams this process serves, by agent and facade (sse, agui, a2a, ws, mcp, irc, other)."}, []string{"agent", "facade"}),
+		commitDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentik_store_commit_duration_seconds",
+			Help: "Duration of a store commit (a turn's journal, events and memory), waiting for the writer included.", Buckets: commitBuckets}, []string{"agent"}),
 	}
 	reg.MustRegister(m.turns, m.turnDuration, m.firstToken, m.running, m.modelCalls, m.modelDur, m.tokens,
-		m.toolCalls, m.toolDur, m.httpReqs, m.httpDur,
+		m.toolCalls, m.toolDur, m.httpReqs, m.httpDur, m.subscribers, m.commitDur,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -87,6 +97,50 @@ func (m *Metrics) Handler() http.Handler {
 // GaugeFunc registers a gauge whose value f gives at each scrape.
 func (m *Metrics) GaugeFunc(name, help string, f func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
+}
+
+// Sample is one series of a collected family: its label values, in the
+// family's label order, and its value.
+type Sample struct {
+	Labels []string
+	Value  float64
+}
+
+// GaugeVecFunc registers a gauge family with labels whose series f gives
+// at each scrape (f must be safe for concurrent use, and its label values
+// bounded).
+func (m *Metrics) GaugeVecFunc(name, help string, labels []string, f func() []Sample) {
+	m.reg.MustRegister(&funcCollector{desc: prometheus.NewDesc(name, help, labels, nil), kind: prometheus.GaugeValue, f: f})
+}
+
+// CounterVecFunc is GaugeVecFunc for a counter family (f's values only grow).
+func (m *Metrics) CounterVecFunc(name, help string, labels []string, f func() []Sample) {
+	m.reg.MustRegister(&funcCollector{desc: prometheus.NewDesc(name, help, labels, nil), kind: prometheus.CounterValue, f: f})
+}
+
+type funcCollector struct {
+	desc *prometheus.Desc
+	kind prometheus.ValueType
+	f    func() []Sample
+}
+
+func (c *funcCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *funcCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.f() {
+		ch <- prometheus.MustNewConstMetric(c.desc, c.kind, s.Value, s.Labels...)
+	}
+}
+
+// CommitObserver returns what times the store commits of agent: one
+// histogram child, resolved once, so that a commit costs one Observe.
+func (m *Metrics) CommitObserver(agent string) func(time.Duration) {
+	h := m.commitDur.WithLabelValues(agent)
+	return func(d time.Duration) { h.Observe(d.Seconds()) }
+}
+
+func (m *Metrics) Subscribers(agent, facade string, delta int) {
+	m.subscribers.WithLabelValues(agent, facade).Add(float64(delta))
 }
 
 func (m *Metrics) TurnStarted(agent string) { m.running.WithLabelValues(agent).Inc() }

@@ -73,7 +73,7 @@ func (a *app) mountA2A(mux *http.ServeMux, prefix string, ag *agent) {
 	route := func(mux *http.ServeMux) {
 		mux.Handle("GET "+p.Card, srv.CardHandler())
 		mux.Handle("GET "+p.LegacyCard, srv.CardHandler())
-		mux.Handle(p.A2A, a.edge.Guard(srv, edge.Route{Agent: ag.ID, Refuse: srv.Refuse}))
+		mux.Handle(p.A2A, a.edge.Guard(asFacade("a2a", srv), edge.Route{Agent: ag.ID, Refuse: srv.Refuse}))
 	}
 	route(mux)
 	if prefix != "" || cfg.Port == 0 {

@@ -111,7 +111,7 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 	}
 	cfg := a.cfg
 	ag.eng, err = engine.New(engine.Options{
-		Store:         store,
+		Store:         a.timedStore(c.ID, store),
 		Bus:           events,
 		Cluster:       coord,
 		LLM:           ag.llm,

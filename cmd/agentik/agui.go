@@ -25,5 +25,5 @@ func (a *app) mountAGUI(mux *http.ServeMux, prefix string, ag *agent) {
 			Logger:       a.log,
 		})
 	})
-	mux.Handle("POST /"+strings.Trim(a.paths(prefix).AGUI, "/"), a.edge.Guard(ag.agui, edge.Route{Agent: ag.ID}))
+	mux.Handle("POST /"+strings.Trim(a.paths(prefix).AGUI, "/"), a.edge.Guard(asFacade("agui", ag.agui), edge.Route{Agent: ag.ID}))
 }

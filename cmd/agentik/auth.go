@@ -90,10 +90,11 @@ func (a *app) newEdge() {
 }
 
 // guard returns the httpapi-style guard of agent's routes: each route
-// behind the edge with the access it declares.
+// behind the edge with the access it declares, its event streams counted
+// as facade "sse".
 func (a *app) guard(agent string) func(http.Handler, edge.Access) http.Handler {
 	return func(h http.Handler, access edge.Access) http.Handler {
-		return a.edge.Guard(h, edge.Route{Access: access, Agent: agent})
+		return a.edge.Guard(asFacade("sse", h), edge.Route{Access: access, Agent: agent})
 	}
 }
 

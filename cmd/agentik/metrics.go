@@ -11,6 +11,7 @@ import (
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/edge"
+	"github.com/agentik/agentik/mcp"
 	"github.com/agentik/agentik/telemetry"
 )
 
@@ -67,6 +68,19 @@ func (a *app) mountMetrics(ctx context.Context) error {
 			}
 			return float64(n)
 		})
+	a.metrics.GaugeVecFunc("agentik_turns_queued", "Turns waiting behind the running turn of their conversation, from the store (on PostgreSQL: of every process).",
+		[]string{"agent"}, a.queuedTurns)
+	a.metrics.GaugeVecFunc("agentik_mcp_server_up", "1 when the MCP server is connected and its tools offered, else 0 (connecting, down, failed, disabled).",
+		[]string{"agent", "server"}, a.mcpHealth(func(h mcp.ServerHealth) float64 {
+			if h.State == mcp.StateUp {
+				return 1
+			}
+			return 0
+		}))
+	a.metrics.GaugeVecFunc("agentik_mcp_server_tools", "Tools the MCP server offers now.",
+		[]string{"agent", "server"}, a.mcpHealth(func(h mcp.ServerHealth) float64 { return float64(h.Tools) }))
+	a.metrics.CounterVecFunc("agentik_mcp_server_restarts_total", "Times the MCP server was restarted or reconnected.",
+		[]string{"agent", "server"}, a.mcpHealth(func(h mcp.ServerHealth) float64 { return float64(h.Restarts) }))
 	h := a.metrics.Handler()
 	if a.cfg.Obs.MetricsPublic || a.edge.Open() {
 		a.mux.Handle("GET /metrics", h)
@@ -102,4 +116,79 @@ func (a *app) newMetrics() *telemetry.Metrics {
 		a.metrics = telemetry.NewMetrics()
 	}
 	return a.metrics
+}
+
+// asFacade marks the requests of h as those of a facade: the engine labels
+// the event streams they open with it (agentik_subscribers).
+func asFacade(name string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(agentik.WithFacade(r.Context(), name)))
+	})
+}
+
+// timedStore is the store of an agent's engine with its Commits timed
+// (agentik_store_commit_duration_seconds): the time a turn waits for its
+// write, the writer's queue included. It forwards the Store interface
+// only; the engine asserts no other interface on its store.
+type timedStore struct {
+	agentik.Store
+	observe func(time.Duration)
+}
+
+func (a *app) timedStore(agent string, s agentik.Store) agentik.Store {
+	if a.metrics == nil {
+		return s
+	}
+	return timedStore{Store: s, observe: a.metrics.CommitObserver(agent)}
+}
+
+func (s timedStore) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
+	start := time.Now()
+	evs, touched, err := s.Store.Commit(ctx, w)
+	s.observe(time.Since(start))
+	return evs, touched, err
+}
+
+// scrapeTimeout bounds the store reads of one scrape.
+const scrapeTimeout = 5 * time.Second
+
+// queuedTurns are the turns waiting behind a conversation's running one,
+// per agent, read from the store at each scrape (on PostgreSQL: of every
+// process). An agent whose store does not answer has no sample.
+func (a *app) queuedTurns() []telemetry.Sample {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	out := make([]telemetry.Sample, 0, len(a.agents))
+	for _, ag := range a.agents {
+		open, err := ag.store.OpenTurns(ctx)
+		if err != nil {
+			a.log.Warn("metrics: open turns", "agent", ag.ID, "err", err)
+			continue
+		}
+		queued := 0
+		for i, m := range open { // ordered by conversation: the first of each runs
+			if i > 0 && open[i-1].ConversationID == m.ConversationID {
+				queued++
+			}
+		}
+		out = append(out, telemetry.Sample{Labels: []string{ag.ID}, Value: float64(queued)})
+	}
+	return out
+}
+
+// mcpHealth gives one sample per configured MCP server of every agent,
+// with value(h).
+func (a *app) mcpHealth(value func(mcp.ServerHealth) float64) func() []telemetry.Sample {
+	return func() []telemetry.Sample {
+		var out []telemetry.Sample
+		for _, ag := range a.agents {
+			if ag.mcp == nil {
+				continue
+			}
+			for _, h := range ag.mcp.Health() {
+				out = append(out, telemetry.Sample{Labels: []string{ag.ID, h.Name}, Value: value(h)})
+			}
+		}
+		return out
+	}
 }

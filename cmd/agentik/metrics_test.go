@@ -245,6 +245,7 @@ func TestMetricsThroughBinary(t *testing.T) {
 	if a, b := count(after), count(scanned); b > a+2 { // route "unmatched": one counter (404), one histogram
 		t.Errorf("20 random paths added %d series", b-a)
 	}
+	checkBounded(t, scanned, info.ID, "/no/such", "bob", "root")
 	for name, f := range scanned {
 		for _, m := range f.Metric {
 			for _, lp := range m.Label {

@@ -39,5 +39,5 @@ func (a *app) mountWS(mux *http.ServeMux, prefix string, ag *agent) {
 			srv.Shutdown(ctx)
 		})
 	})
-	mux.Handle("GET "+a.paths(prefix).WS, a.edge.Guard(ag.ws, edge.Route{Access: edge.Stream, Agent: ag.ID}))
+	mux.Handle("GET "+a.paths(prefix).WS, a.edge.Guard(asFacade("ws", ag.ws), edge.Route{Access: edge.Stream, Agent: ag.ID}))
 }

@@ -40,6 +40,7 @@ commands:
   config         check a configuration file, or print an example
   chat           talk to the agent in the terminal
   conversations  list, show, rename or delete conversations
+  admin          a running server's open turns (list, cancel) and stats, with an admin's token
   tools          list every tool the model would see
   mcp            serve a running server's agent as an MCP server on stdio
   version        print the version
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitOK
 	case "config":
 		return configCommand(args[1:], getenv, stdout, stderr)
-	case "serve", "tools", "chat", "conversations", "mcp":
+	case "serve", "tools", "chat", "conversations", "mcp", "admin":
 	default:
 		fmt.Fprintf(stderr, "agentik: unknown command %q\n\n%s", args[0], usage)
 		return exitConfig
@@ -87,6 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return chat(ctx, cfg, args[1:], getenv, stdout, stderr, log)
 	case "conversations":
 		return conversations(ctx, cfg, args[1:], getenv, stdout, stderr, log)
+	case "admin":
+		return adminCommand(ctx, cfg, args[1:], getenv, stdout, stderr)
 	case "mcp":
 		return mcpBridge(ctx, args[1:], getenv, os.Stdin, os.Stdout, stderr, log)
 	default:

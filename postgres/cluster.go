@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,10 @@ type CoordinatorOptions struct {
 	ScanInterval  time.Duration
 	LeaseSessions int
 	Logger        *slog.Logger
+	// Process names this process to the others (Holder): its lease
+	// sessions' application_name is "agentik " + Process. "" keeps the
+	// store's application_name.
+	Process string
 }
 
 // Coordinator is the agentik.Coordinator of processes sharing one database.
@@ -94,6 +99,9 @@ func NewCoordinator(s *Store, b *Bus, opts CoordinatorOptions) *Coordinator {
 	// sequential).
 	c.cfg = s.cfg.Copy()
 	c.cfg.RuntimeParams["synchronous_commit"] = "off"
+	if opts.Process != "" {
+		c.cfg.RuntimeParams["application_name"] = truncate(holderPrefix+opts.Process, 63) // PostgreSQL's NAMEDATALEN-1
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -279,6 +287,40 @@ const qLeaseHeld = `SELECT EXISTS (SELECT 1 FROM pg_locks
 	WHERE locktype = 'advisory' AND granted AND objsubid = 1
 	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 	AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 0))`
+
+// holderPrefix begins the application_name of a lease session.
+const holderPrefix = "agentik "
+
+// qLeaseHolder is the application_name of the session holding the advisory
+// lock of a key (see qLeaseHeld).
+const qLeaseHolder = `SELECT a.application_name FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
+	WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+	AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1, 0)`
+
+// Holder returns the Process (CoordinatorOptions) of the process holding
+// the conversation's lease — the one running or about to run its turns —
+// and whether any session holds it ("" for a process that gave no name).
+// For administration: one query on pg_locks.
+func (c *Coordinator) Holder(ctx context.Context, conversationID string) (string, bool, error) {
+	var name string
+	err := c.s.pool.QueryRow(ctx, qLeaseHolder, c.key(conversationID)).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, classify(err)
+	}
+	name, _ = strings.CutPrefix(name, holderPrefix)
+	return name, true, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
 
 // Interrupt asks the process holding the conversation's lease to cancel its
 // running turn, as req says.

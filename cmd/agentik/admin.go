@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -19,8 +20,9 @@ type adminTurn struct {
 	State          string  `json:"state"` // running, queued, approval_pending
 	Since          string  `json:"since"`
 	AgeSeconds     float64 `json:"age_seconds"`
-	// Process is this process's host name for the turns it runs; "" for a
-	// turn another process sharing the store runs or has not yet taken.
+	// Process is host:pid of the process running the conversation's
+	// turns: this one, or on PostgreSQL the one holding its lease; "" for
+	// a turn no process has taken yet.
 	Process string `json:"process,omitempty"`
 	// PendingApprovals counts the tool calls waiting for an answer.
 	PendingApprovals int `json:"pending_approvals,omitempty"`
@@ -33,6 +35,13 @@ func (a *app) mountAdmin(ctx context.Context) error {
 	a.mux.Handle("POST /admin/turns/{reply_to}/cancel", a.adminOnly(http.HandlerFunc(a.adminCancel)))
 	a.mux.Handle("GET /admin/stats", a.adminOnly(http.HandlerFunc(a.adminStats)))
 	return nil
+}
+
+// processName names this process in GET /admin/turns and, on
+// PostgreSQL, to the other processes (host:pid).
+func processName() string {
+	host, _ := os.Hostname()
+	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
 // adminStats is the body of GET /admin/stats.
@@ -86,7 +95,7 @@ func (a *app) adminStats(w http.ResponseWriter, r *http.Request) {
 // process), agent by agent: the first open turn of a conversation runs (or
 // waits for approvals), the others are queued behind it.
 func (a *app) openTurns(ctx context.Context) ([]adminTurn, error) {
-	host, _ := os.Hostname()
+	self := processName()
 	now := time.Now()
 	out := []adminTurn{}
 	for _, ag := range a.agents {
@@ -99,6 +108,10 @@ func (a *app) openTurns(ctx context.Context) ([]adminTurn, error) {
 			pending[p.ReplyTo]++
 		}
 		owners := map[string]string{}
+		holders := map[string]string{} // conversation → process
+		holder, _ := ag.coord.(interface {
+			Holder(ctx context.Context, conversationID string) (string, bool, error)
+		})
 		for i, m := range open {
 			owner, ok := owners[m.ConversationID]
 			if !ok {
@@ -115,9 +128,19 @@ func (a *app) openTurns(ctx context.Context) ([]adminTurn, error) {
 					t.State, t.PendingApprovals = "approval_pending", n
 				}
 			}
-			if ag.eng.RunsHere(m.ConversationID) {
-				t.Process = host
+			process, ok := holders[m.ConversationID]
+			if !ok {
+				switch {
+				case ag.eng.RunsHere(m.ConversationID):
+					process = self
+				case holder != nil:
+					if process, _, err = holder.Holder(ctx, m.ConversationID); err != nil {
+						return nil, err
+					}
+				}
+				holders[m.ConversationID] = process
 			}
+			t.Process = process
 			out = append(out, t)
 		}
 	}

@@ -34,7 +34,8 @@ type agent struct {
 	app     *app
 
 	eng   *engine.Engine
-	store agentik.Store // the agent's view of the database
+	store agentik.Store       // the agent's view of the database
+	coord agentik.Coordinator // nil: this process alone uses the store
 	llm   agentik.LLM
 	reg   *tools.Registry
 	mcp   *mcp.Source // nil without MCP servers
@@ -145,7 +146,7 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 	if err != nil {
 		return nil, err
 	}
-	ag.Agent, ag.store = ag.eng, store
+	ag.Agent, ag.store, ag.coord = ag.eng, store, coord
 	return ag, nil
 }
 

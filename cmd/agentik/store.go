@@ -87,7 +87,7 @@ func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("open PostgreSQL database: %w", err)
 			}
-			coord := postgres.NewCoordinator(view, events, postgres.CoordinatorOptions{Logger: a.log})
+			coord := postgres.NewCoordinator(view, events, postgres.CoordinatorOptions{Logger: a.log, Process: processName()})
 			closers = append(closers, func() { coord.Close(); events.Close() })
 			return view, events, coord, nil
 		},

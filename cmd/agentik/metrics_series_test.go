@@ -14,6 +14,7 @@ import (
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/ws"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -228,4 +229,46 @@ func TestMetricsQueueSubscribersCommitsMCP(t *testing.T) {
 	}
 	_ = first
 	checkBounded(t, after, info.ID, first.MessageID, second.MessageID, "bob", "root", "thread-")
+}
+
+// TestMetricsSubscribersWS: a WebSocket connection's conversation stream
+// is counted under facade ws while it is connected, and no longer once it
+// closes.
+func TestMetricsSubscribersWS(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Enqueue(llmtest.Text("hello"))
+	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(),
+		"AGENTIK_AUTH_TOKENS=alice:tok-alice-1", "AGENTIK_METRICS_ADDR=127.0.0.1:0")
+	m := metricsListening.FindStringSubmatch(p.log())
+	if m == nil {
+		t.Fatalf("no metrics listener:\n%s", p.log())
+	}
+	url := "http://" + m[1] + "/metrics"
+	wsFacade := map[string]string{"agent": "agentik", "facade": "ws"}
+	if v := value(scrape(t, url, ""), "agentik_subscribers", wsFacade); v != 0 {
+		t.Fatalf("ws subscribers before: %v", v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := ws.Dial(ctx, wsURL(p), &ws.DialOptions{Token: "tok-alice-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Send(ctx, "hi")
+	for msg := range c.Messages() {
+		if _, ok := msg.(*ws.End); ok {
+			break
+		}
+	}
+	fams := scrape(t, url, "")
+	if v := value(fams, "agentik_subscribers", wsFacade); v != 1 {
+		t.Fatalf("ws subscribers while connected: %v", v)
+	}
+	if v := value(fams, "agentik_subscribers", map[string]string{"agent": "agentik"}); v != 1 {
+		t.Fatalf("subscribers while connected: %v", v)
+	}
+	c.Close()
+	waitMetric(t, url, "agentik_subscribers", wsFacade, 0)
 }

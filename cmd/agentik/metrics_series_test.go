@@ -15,6 +15,7 @@ import (
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/ws"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -271,4 +272,46 @@ func TestMetricsSubscribersWS(t *testing.T) {
 	}
 	c.Close()
 	waitMetric(t, url, "agentik_subscribers", wsFacade, 0)
+}
+
+// TestMetricsSubscribersMCP: an MCP tools/call ask that waits for its
+// turn holds one stream counted under facade mcp, released with the
+// answer.
+func TestMetricsSubscribersMCP(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	llm.Enqueue(llmtest.Stream().Role().Content("half").Pause(gate).Content(" done").Finish("stop").Done())
+	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test",
+		"AGENTIK_AUTH_TOKENS=alice:"+aliceToken, "AGENTIK_METRICS_ADDR=127.0.0.1:0")
+	m := metricsListening.FindStringSubmatch(p.log())
+	if m == nil {
+		t.Fatalf("no metrics listener:\n%s", p.log())
+	}
+	url := "http://" + m[1] + "/metrics"
+	mcpFacade := map[string]string{"agent": "agentik", "facade": "mcp"}
+	cs, err := mcpConnect(t, p.url+"/mcp", aliceToken, "2025-11-25", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		res, err := cs.CallTool(mcpCtx(t), &sdk.CallToolParams{Name: "ask", Arguments: map[string]any{"message": "hi"}})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- toolText(res)
+	}()
+	<-gate.Reached()
+	fams := scrape(t, url, "")
+	if v := value(fams, "agentik_subscribers", mcpFacade); v != 1 {
+		t.Errorf("mcp subscribers while asking: %v (all: %v)", v, value(fams, "agentik_subscribers", map[string]string{"agent": "agentik"}))
+	}
+	gate.Release()
+	if got := <-done; !strings.Contains(got, "half done") {
+		t.Fatalf("ask: %s", got)
+	}
+	waitMetric(t, url, "agentik_subscribers", mcpFacade, 0)
 }

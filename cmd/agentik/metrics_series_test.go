@@ -315,3 +315,33 @@ func TestMetricsSubscribersMCP(t *testing.T) {
 	}
 	waitMetric(t, url, "agentik_subscribers", mcpFacade, 0)
 }
+
+// TestMetricsSubscribersIRC: an IRC client follows its agent's events and
+// its joined channel's conversation: two streams under facade irc, none
+// once it quits.
+func TestMetricsSubscribersIRC(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Enqueue(llmtest.Text("Hello from IRC"))
+	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(),
+		"AGENTIK_AUTH_TOKENS=alice:tok-alice-1", "AGENTIK_IRC_ADDR=127.0.0.1:0", "AGENTIK_METRICS_ADDR=127.0.0.1:0")
+	m := metricsListening.FindStringSubmatch(p.log())
+	if m == nil {
+		t.Fatalf("no metrics listener:\n%s", p.log())
+	}
+	url := "http://" + m[1] + "/metrics"
+	ircFacade := map[string]string{"agent": "agentik", "facade": "irc"}
+	c := dialIRC(t, ircAddr(t, p))
+	c.send("PASS tok-alice-1", "NICK alice", "USER alice 0 * :Alice")
+	c.until(ircCmd("376"))
+	c.send("JOIN #metrics")
+	c.until(ircCmd("366"))
+	c.send("PRIVMSG #metrics :hi")
+	c.until(fromAgent("Hello from IRC"))
+	fams := waitMetric(t, url, "agentik_subscribers", ircFacade, 2)
+	if v := value(fams, "agentik_subscribers", map[string]string{"agent": "agentik"}); v != 2 {
+		t.Errorf("subscribers: %v", v)
+	}
+	c.send("QUIT :bye")
+	waitMetric(t, url, "agentik_subscribers", ircFacade, 0)
+}

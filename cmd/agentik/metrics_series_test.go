@@ -345,3 +345,48 @@ func TestMetricsSubscribersIRC(t *testing.T) {
 	c.send("QUIT :bye")
 	waitMetric(t, url, "agentik_subscribers", ircFacade, 0)
 }
+
+// TestMetricsSubscribersA2A: an A2A streaming message holds one stream
+// counted under facade a2a while its turn runs.
+func TestMetricsSubscribersA2A(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	llm.Enqueue(llmtest.Stream().Role().Content("half").Pause(gate).Content(" done").Finish("stop").Done())
+	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(),
+		"AGENTIK_AUTH_TOKENS=alice:tok-alice-1", "AGENTIK_METRICS_ADDR=127.0.0.1:0")
+	m := metricsListening.FindStringSubmatch(p.log())
+	if m == nil {
+		t.Fatalf("no metrics listener:\n%s", p.log())
+	}
+	url := "http://" + m[1] + "/metrics"
+	a2aFacade := map[string]string{"agent": "agentik", "facade": "a2a"}
+	done := make(chan string, 1)
+	go func() {
+		body := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"` + agentik.NewID() +
+			`","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
+		req, _ := http.NewRequest(http.MethodPost, p.url+"/a2a", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("A2A-Version", "1.0")
+		req.Header.Set("Authorization", "Bearer tok-alice-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- fmt.Sprint(resp.StatusCode, " ", string(b))
+	}()
+	<-gate.Reached()
+	if v := value(scrape(t, url, ""), "agentik_subscribers", a2aFacade); v != 1 {
+		t.Errorf("a2a subscribers while streaming: %v", v)
+	}
+	gate.Release()
+	if got := <-done; !strings.HasPrefix(got, "200 ") || !strings.Contains(got, "TASK_STATE_COMPLETED") {
+		t.Fatalf("stream: %s", got)
+	}
+	waitMetric(t, url, "agentik_subscribers", a2aFacade, 0)
+}

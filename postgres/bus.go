@@ -743,7 +743,7 @@ func (b *Bus) sendBatch(es []outEntry) {
 // process: under load, each run numbers what the process committed during
 // the gap (one write transaction for all of it, not one per commit), and an
 // agent event waits at most that long, plus the run, for its cursor.
-const sequenceGap = 25 * time.Millisecond
+const sequenceGap = 50 * time.Millisecond
 
 // sequencer numbers the agent events this process committed (and any
 // others committed meanwhile) whenever it is woken, then delivers them here

@@ -52,7 +52,7 @@ const (
 		SELECT 0 AS part, o.seq, o.id, NULL::text AS payload, NULL::text AS images FROM o, f WHERE o.seq > f.seq
 		UNION ALL
 		SELECT 1, m.seq, m.id, m.payload, m.images FROM messages m, f
-			WHERE m.conversation_id = $1 AND (m.seq = f.seq OR (m.seq > f.seq AND m.reply_to = f.id))
+			WHERE m.conversation_id = $1 AND m.seq >= f.seq AND (m.seq = f.seq OR m.reply_to = f.id)
 		ORDER BY part, seq`
 	// Used by the Bus: the events of the conversations it has subscribers
 	// for, each after the cursor it delivered up to and up to a bound, a

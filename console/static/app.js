@@ -14,6 +14,7 @@
     base: "/agentik", // the selected agent's native API
     info: null,
     convs: new Map(), // id → ConversationInfo
+    gone: new Set(), // ids deleted while a list page was being read (ids are never reused)
     next: "",
     current: "",
     es: null, // the conversation's EventSource
@@ -142,9 +143,9 @@
     $("image-pick").hidden = !images;
     state.imageInput = images;
     state.convs.clear();
+    state.gone.clear();
     $("conv-list").replaceChildren();
-    loadConversations("");
-    openAgentEvents();
+    openAgentEvents(); // lists the conversations once the stream is open
     loadTools();
     route();
   }
@@ -153,8 +154,20 @@
   async function loadConversations(before) {
     const q = "?limit=30" + (before ? "&before=" + enc(before) : "");
     try {
+      const known = before ? null : new Set(state.convs.keys());
       const page = await api("GET", "/conversations" + q);
-      for (const c of page.conversations || []) state.convs.set(c.id, Object.assign(state.convs.get(c.id) || {}, c));
+      if (known) { // the first page again: what it should hold but does not was deleted meanwhile
+        const got = new Set((page.conversations || []).map((c) => c.id));
+        const list = page.conversations || [];
+        const oldest = page.next && list.length ? list[list.length - 1].updated_at : "";
+        for (const id of known) {
+          const c = state.convs.get(id);
+          if (c && !got.has(id) && (!oldest || c.updated_at >= oldest)) state.convs.delete(id);
+        }
+      }
+      for (const c of page.conversations || []) {
+        if (!state.gone.has(c.id)) state.convs.set(c.id, Object.assign(state.convs.get(c.id) || {}, c));
+      }
       state.next = page.next || "";
       $("more-convs").hidden = !state.next;
       renderList();
@@ -187,8 +200,14 @@
     const es = new EventSource(streamURL("/events"));
     state.agentES = es;
     const on = (t, f) => es.addEventListener(t, (m) => { try { f(JSON.parse(m.data)); } catch (_) { /* ignore a bad event */ } });
+    // A stream opened without a cursor delivers what happens from now on:
+    // the list is read each time it (re)opens, so nothing between the read
+    // and the subscription is missed. A stream that cannot open still lists.
+    es.addEventListener("open", () => loadConversations(""));
+    es.addEventListener("error", () => { if (es.readyState === EventSource.CLOSED && state.agentES === es) loadConversations(""); });
     on("created", (ev) => { if (ev.conversation) state.convs.set(ev.conversation.id, ev.conversation); renderList(); });
     on("deleted", (ev) => {
+      state.gone.add(ev.conversation_id);
       state.convs.delete(ev.conversation_id);
       renderList();
       if (ev.conversation_id === state.current) { closeConversation(); setStatus("This conversation was deleted."); }

@@ -3,7 +3,8 @@ package agentik
 import "sync"
 
 // DefaultBusBuffer is how many events a subscriber of a LocalBus may fall
-// behind by (see chanBuffer for what an idle one holds).
+// behind by. What a subscriber holds grows with what it is behind by: an
+// idle one holds nothing (see localSub).
 const DefaultBusBuffer = 1024
 
 // LocalBus is the in-process Bus: it fans events out to the live subscribers
@@ -11,8 +12,10 @@ const DefaultBusBuffer = 1024
 //
 // Delivery rules: Publish never blocks. Each subscriber has a bounded buffer;
 // an online event that does not fit is dropped for that subscriber, a durable
-// event that does not fit cuts the subscriber off (its channel is closed) so
-// it can resume from its last cursor through the store. A slow subscriber
+// event that does not fit cuts the subscriber off (Next reports it closed,
+// its channel is closed) so it can resume from its last cursor through the
+// store. Each event is published as one Shared that every subscriber holds
+// by pointer: its JSON is encoded at most once. A slow subscriber
 // therefore never stalls a turn or other subscribers, and never silently
 // misses a durable event.
 //
@@ -45,8 +48,12 @@ func (b *LocalBus) Publish(ev Event) {
 	durable := ev.Cursor != 0
 	b.mu.RLock()
 	var slow []*localSub[Event]
+	var sh *Shared[Event]
 	for s := range b.convs[ev.ConversationID] {
-		if !s.offer(ev) && durable {
+		if sh == nil {
+			sh = NewShared(ev.Cursor, ev.Type, ev)
+		}
+		if !s.offer(sh) && durable {
 			slow = append(slow, s)
 		}
 	}
@@ -60,8 +67,12 @@ func (b *LocalBus) Publish(ev Event) {
 func (b *LocalBus) PublishAgent(ev AgentEvent) {
 	b.mu.RLock()
 	var slow []*localSub[AgentEvent]
+	var sh *Shared[AgentEvent]
 	for s := range b.agents {
-		if !s.offer(ev) {
+		if sh == nil {
+			sh = NewShared(ev.Cursor, ev.Type, ev)
+		}
+		if !s.offer(sh) {
 			slow = append(slow, s)
 		}
 	}
@@ -116,109 +127,144 @@ func (b *LocalBus) Subscribers(conversationID string) int {
 	return len(b.convs[conversationID])
 }
 
-// chanBuffer is the channel capacity of a subscriber: what an idle one
-// holds ready. Events beyond it wait in a queue that grows as needed, up to
-// the Bus's buffer, and is let go once its reader has caught up — so an
-// idle subscriber costs a few events, not the whole buffer (1,000 idle
-// subscribers of 1,024 events each held ~300 MiB once a long answer had
-// passed through them).
-const chanBuffer = 16
+// keepQueue is the largest queue (in events) a subscriber keeps once its
+// reader has caught up; a longer one, grown by a burst, is let go.
+const keepQueue = 16
 
-// localSub is one subscriber. Events go straight into ch while it has room and
-// nothing is queued; otherwise into queue, which one pump goroutine (alive
-// only while the queue is not empty) moves into ch in order.
+// localSub is one subscriber: a queue of shared events, grown as needed up
+// to max and let go once its reader has caught up, and a notification
+// channel. It runs no goroutine unless C is used, so an idle subscriber
+// costs a few words (1,000 idle subscribers with a fixed 1,024-event
+// buffer each held ~300 MiB once a long answer had passed through them).
 type localSub[T any] struct {
-	ch     chan T
-	max    int // events held at most: ch and queue together
+	max    int // events held at most
 	remove func()
+	ready  chan struct{} // capacity 1: Next may have something
 
-	mu      sync.Mutex // guards what follows, and sends against close
-	queue   []T
-	pumping bool
-	closed  bool
-	done    chan struct{} // closed by Close: the pump stops
-	pump    sync.WaitGroup
-	once    sync.Once
+	mu     sync.Mutex // guards what follows
+	queue  []*Shared[T]
+	head   int // queue[head:] is what waits
+	closed bool
+	once   sync.Once
+
+	cOnce sync.Once
+	ch    chan T // C's channel, made by its first call
 }
 
 func newLocalSub[T any](max int) *localSub[T] {
-	return &localSub[T]{ch: make(chan T, min(max, chanBuffer)), max: max, done: make(chan struct{})}
+	return &localSub[T]{max: max, ready: make(chan struct{}, 1)}
+}
+
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // offer queues v without blocking; false when the buffer is full.
-func (s *localSub[T]) offer(v T) bool {
+func (s *localSub[T]) offer(v *Shared[T]) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return true
 	}
-	if len(s.queue) == 0 {
-		select {
-		case s.ch <- v:
-			return true
-		default:
-		}
-	}
-	if len(s.queue)+cap(s.ch) >= s.max {
+	if len(s.queue)-s.head >= s.max {
+		s.mu.Unlock()
 		return false
 	}
-	s.queue = append(s.queue, v)
-	if !s.pumping {
-		s.pumping = true
-		s.pump.Add(1)
-		go s.run()
+	if s.head > 0 && len(s.queue) == cap(s.queue) {
+		// Reuse what the reader has taken before growing.
+		n := copy(s.queue, s.queue[s.head:])
+		clear(s.queue[n:])
+		s.queue, s.head = s.queue[:n], 0
 	}
+	s.queue = append(s.queue, v)
+	s.mu.Unlock()
+	notify(s.ready)
 	return true
 }
 
-// run moves the queue into ch, in order, until it is empty or Close.
-func (s *localSub[T]) run() {
-	defer s.pump.Done()
-	var zero T
-	for {
-		s.mu.Lock()
-		if s.closed || len(s.queue) == 0 {
-			s.queue, s.pumping = nil, false // an empty queue holds no memory
-			s.mu.Unlock()
-			return
+func (s *localSub[T]) Next() (*Shared[T], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.head == len(s.queue) {
+		return nil, s.closed
+	}
+	v := s.queue[s.head]
+	s.queue[s.head] = nil
+	s.head++
+	if s.head == len(s.queue) {
+		// Caught up: an empty queue holds no burst's memory.
+		if cap(s.queue) > keepQueue {
+			s.queue = nil
+		} else {
+			s.queue = s.queue[:0]
 		}
-		v := s.queue[0]
-		s.mu.Unlock()
-		select {
-		case s.ch <- v:
-			s.mu.Lock()
-			if len(s.queue) > 0 {
-				s.queue[0] = zero
-				s.queue = s.queue[1:]
+		s.head = 0
+	}
+	return v, false
+}
+
+func (s *localSub[T]) Ready() <-chan struct{} { return s.ready }
+
+// Pending reports whether events wait to be taken.
+func (s *localSub[T]) Pending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.head < len(s.queue)
+}
+
+func (s *localSub[T]) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// C starts, once, the goroutine that moves the queue into an unbuffered
+// channel; it ends (closing the channel) when the subscriber is closed.
+func (s *localSub[T]) C() <-chan T {
+	s.cOnce.Do(func() {
+		s.ch = make(chan T)
+		go s.feedC()
+	})
+	return s.ch
+}
+
+func (s *localSub[T]) feedC() {
+	defer close(s.ch)
+	for {
+		sh, closed := s.Next()
+		if sh == nil {
+			if closed {
+				return
 			}
-			s.mu.Unlock()
-		case <-s.done:
-			return
+			<-s.ready
+			continue
+		}
+		v, _ := sh.Value() // a published event always has its value
+		for sent := false; !sent; {
+			select {
+			case s.ch <- v:
+				sent = true
+			case <-s.ready:
+				if s.isClosed() {
+					return
+				}
+			}
 		}
 	}
 }
 
-// Pending reports whether events wait in the queue, not yet in C: a reader
-// draining without blocking should wait for them.
-func (s *localSub[T]) Pending() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue) > 0
-}
-
-func (s *localSub[T]) C() <-chan T { return s.ch }
-
-// Close removes the subscriber and closes C once the pump has stopped;
-// queued events are dropped (the reader resumes from its cursor).
+// Close removes the subscriber; what it had not taken is dropped (the reader
+// resumes from its cursor).
 func (s *localSub[T]) Close() {
 	s.once.Do(func() {
 		s.remove()
 		s.mu.Lock()
 		s.closed = true
-		s.queue = nil
-		close(s.done)
+		s.queue, s.head = nil, 0
 		s.mu.Unlock()
-		s.pump.Wait()
-		close(s.ch)
+		notify(s.ready)
 	})
 }

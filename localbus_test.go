@@ -38,14 +38,19 @@ func TestSlowSubscriberIsCutOffOnDurableAndSkipsOnline(t *testing.T) {
 	for range 2 {
 		<-fast.C()
 	}
-	// A durable event that does not fit cuts the slow one off.
+	// A durable event that does not fit cuts the slow one off, and what it
+	// had not taken is dropped: it resumes from its cursor.
 	b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: 7})
-	var got []Event
-	for ev := range slow.C() {
-		got = append(got, ev)
+	if ev, closed := slow.Next(); ev != nil || !closed {
+		t.Fatalf("slow subscriber: Next = %+v, closed %v; want nothing and closed", ev, closed)
 	}
-	if len(got) != 2 || got[0].Text != "1" || got[1].Text != "2" {
-		t.Fatalf("slow subscriber got %+v, want the two buffered deltas then close", got)
+	select {
+	case <-slow.Ready():
+	default:
+		t.Fatal("a cut-off subscriber's Ready did not fire")
+	}
+	if _, ok := <-slow.C(); ok {
+		t.Fatal("a cut-off subscriber's channel delivered")
 	}
 	if ev := <-fast.C(); ev.Cursor != 7 {
 		t.Fatalf("fast subscriber got %+v, want cursor 7", ev)
@@ -71,38 +76,90 @@ func TestAgentEventsAndClose(t *testing.T) {
 	b.PublishAgent(AgentEvent{Cursor: 4}) // no subscriber: must not panic
 }
 
-// TestSubscriberQueueKeepsOrderAndShrinks: a subscriber behind by more than
-// its channel holds gets every event in order up to the buffer, and holds
-// nothing extra once it has caught up.
+// TestSubscriberQueueKeepsOrderAndShrinks: a subscriber behind by many
+// events gets every one in order up to the buffer, all subscribers share
+// each event (encoded once), and a caught-up subscriber holds no queue.
 func TestSubscriberQueueKeepsOrderAndShrinks(t *testing.T) {
 	b := NewLocalBus(100)
 	s := b.Subscribe("c")
+	other := b.Subscribe("c")
 	defer s.Close()
+	defer other.Close()
 	for i := 1; i <= 100; i++ {
 		b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: int64(i)})
 	}
+	select {
+	case <-s.Ready():
+	default:
+		t.Fatal("Ready did not fire")
+	}
 	for i := 1; i <= 100; i++ {
-		if ev := <-s.C(); ev.Cursor != int64(i) {
-			t.Fatalf("event %d has cursor %d", i, ev.Cursor)
+		ev, closed := s.Next()
+		if ev == nil || closed || ev.Cursor != int64(i) {
+			t.Fatalf("event %d: %+v, closed %v", i, ev, closed)
+		}
+		o, _ := other.Next()
+		if o != ev {
+			t.Fatalf("event %d is not shared between subscribers", i)
+		}
+		a, err := ev.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := o.JSON(); &a[0] != &b[0] {
+			t.Fatalf("event %d encoded twice", i)
+		}
+		if v, err := ev.Value(); err != nil || v.Cursor != int64(i) {
+			t.Fatalf("event %d: value %+v, %v", i, v, err)
 		}
 	}
+	if ev, closed := s.Next(); ev != nil || closed {
+		t.Fatalf("after the last event: %+v, closed %v", ev, closed)
+	}
 	sub := s.(*localSub[Event])
-	sub.pump.Wait() // the pump ends once the queue is empty
 	sub.mu.Lock()
 	q := sub.queue
 	sub.mu.Unlock()
 	if q != nil || sub.Pending() {
 		t.Fatalf("a caught-up subscriber still holds a queue of cap %d", cap(q))
 	}
+	// A reader that lags steadily by a few events keeps a small queue.
+	for i := 101; i <= 10000; i++ {
+		b.Publish(Event{ConversationID: "c", Type: EvAppendText, Text: "x"})
+		if i%2 == 0 {
+			s.Next()
+			s.Next()
+		}
+		other.Next()
+	}
+	sub.mu.Lock()
+	n := cap(sub.queue)
+	sub.mu.Unlock()
+	if n > keepQueue {
+		t.Fatalf("a reader behind by at most 2 events has a queue of cap %d", n)
+	}
 	// One more than the buffer while nobody reads: cut off.
 	for i := 101; i <= 201; i++ {
 		b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: int64(i)})
 	}
-	n := 0
-	for range s.C() {
-		n++
+	if ev, closed := s.Next(); ev != nil || !closed || b.Subscribers("c") != 0 {
+		t.Fatalf("a subscriber over its buffer: Next = %+v, closed %v; subscribers %d", ev, closed, b.Subscribers("c"))
 	}
-	if n == 0 || n > 100 || b.Subscribers("c") != 0 {
-		t.Fatalf("a subscriber over its buffer got %d events and is still subscribed: %d", n, b.Subscribers("c"))
+}
+
+// TestSubscriberChannel: C delivers in order and is closed by Close.
+func TestSubscriberChannel(t *testing.T) {
+	b := NewLocalBus(DefaultBusBuffer)
+	s := b.Subscribe("c")
+	for i := 1; i <= 50; i++ {
+		b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: int64(i)})
+	}
+	for i := 1; i <= 50; i++ {
+		if ev := <-s.C(); ev.Cursor != int64(i) {
+			t.Fatalf("event %d has cursor %d", i, ev.Cursor)
+		}
+	}
+	s.Close()
+	for range s.C() {
 	}
 }

@@ -198,9 +198,22 @@ type AgentSequencer interface {
 	SequencesAgentEvents()
 }
 
-// Subscriber receives from a Bus. C is closed when the subscriber is cut off
-// (it fell behind on durable events) or closed. Close is idempotent.
+// Subscriber receives from a Bus, in publication order. A reader takes
+// events either with Next, waking on Ready, or from C, never both: Next
+// costs no goroutine; C is fed by one, started on its first call. Close is
+// idempotent and safe concurrently with reading.
 type Subscriber[T any] interface {
+	// Next takes the next event without waiting: nil when none waits.
+	// closed reports that the subscriber was cut off (it fell behind on
+	// durable events: what it had not taken yet is dropped) or closed, so
+	// nothing more will come. The events are shared with the other
+	// subscribers: see Shared.
+	Next() (ev *Shared[T], closed bool)
+	// Ready receives, coalesced, whenever Next may have something new or
+	// the subscriber was cut off.
+	Ready() <-chan struct{}
+	// C delivers the same events as values; it is closed when the
+	// subscriber is cut off or closed.
 	C() <-chan T
 	Close()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1200,5 +1201,107 @@ func TestBadTitlesAreRefused(t *testing.T) {
 	got, _ := h.eng.Conversation(h.ctx, info.ID)
 	if i, _ := got.Info(h.ctx); i.Title != "ok" {
 		t.Fatalf("title changed to %q", i.Title)
+	}
+}
+
+// TestPulledStreamsCostNoGoroutine: streams read with Next (as the SSE
+// facade reads them) run no goroutine of the engine's; each gets the
+// replay, then every live event once, in order, sharing each live event
+// (one encoding for all); Shutdown ends them even when a reader stops
+// pulling.
+func TestPulledStreamsCostNoGoroutine(t *testing.T) {
+	h := newHarness(t)
+	h.llm.Enqueue(llmtest.Text("one two"))
+	c, s := h.conversation()
+	r1 := h.send(c, "first")
+	until(t, s, endOf(r1.MessageID))
+
+	const n = 200
+	// next pulls one event, waiting on Ready and Done as a reader does.
+	next := func(p agentik.PullStream[agentik.Event]) (*agentik.Shared[agentik.Event], bool) {
+		timeout := time.After(60 * time.Second)
+		for {
+			if ev, ended := p.Next(); ev != nil || ended {
+				return ev, ended
+			}
+			select {
+			case <-p.Ready():
+			case <-p.Done():
+			case <-timeout:
+				t.Fatal("no event within 60 s")
+			}
+		}
+	}
+	before := runtime.NumGoroutine()
+	streams := make([]agentik.PullStream[agentik.Event], n)
+	for i := range streams {
+		st, err := c.Events(h.ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := st.(agentik.PullStream[agentik.Event])
+		if !ok {
+			t.Fatalf("an engine stream is a %T, not a PullStream", st)
+		}
+		streams[i] = p
+		for _, want := range []string{agentik.EvUserMessage, agentik.EvAssistantMessage} {
+			ev, ended := next(p)
+			if ended || ev.Type != want || ev.Cursor == 0 {
+				t.Fatalf("stream %d replayed %+v (ended %v), want %s", i, ev, ended, want)
+			}
+			if b, err := ev.JSON(); err != nil || !strings.Contains(string(b), `"cursor":`) {
+				t.Fatalf("replayed JSON %s, %v", b, err)
+			}
+		}
+	}
+	if grown := runtime.NumGoroutine() - before; grown > n/10 {
+		t.Fatalf("%d pulled streams started %d goroutines", n, grown)
+	}
+
+	r2 := h.send(c, "second")
+	var first []*agentik.Shared[agentik.Event]
+	for i, p := range streams[1:] {
+		var got []*agentik.Shared[agentik.Event]
+		for {
+			ev, ended := next(p)
+			if ended {
+				t.Fatalf("stream %d ended: %v", i, p.Err())
+			}
+			got = append(got, ev)
+			if ev.Type == agentik.EvEnd {
+				break
+			}
+		}
+		if first == nil {
+			first = got
+			v, _ := got[0].Value()
+			if got[0].Type != agentik.EvUserMessage || v.Message.ID != r2.MessageID {
+				t.Fatalf("first live event %+v", v)
+			}
+			continue
+		}
+		if len(got) != len(first) {
+			t.Fatalf("stream %d got %d events, another %d", i, len(got), len(first))
+		}
+		for j := range got {
+			if got[j] != first[j] {
+				t.Fatalf("stream %d event %d (%s) is not the one the others got", i, j, got[j].Type)
+			}
+		}
+	}
+	// streams[0] never pulled the second turn: Shutdown does not wait for it
+	// longer than its drain bound, and it ends.
+	h.stop()
+	for {
+		ev, ended := next(streams[0])
+		if ended {
+			break
+		}
+		if ev == nil {
+			t.Fatal("nil event from a stream that has not ended")
+		}
+	}
+	for _, p := range streams {
+		p.Close()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -13,53 +14,147 @@ import (
 // replayPage is how many durable events a replay reads per store query.
 const replayPage = 500
 
-// drainWait bounds how long a stream ended by shutdown waits for its reader
-// to take each event that was already published.
+// drainWait bounds how long a stream that is ending (shutdown, the
+// conversation gone) waits for its reader to take the next event of what
+// was already published.
 const drainWait = time.Second
 
-// stream is an agentik.Stream fed by one goroutine owned by the Engine. It
-// ends when its reader's context ends or Close is called, and when the engine
-// shuts down — then only after delivering what was already published, so the
-// last events of interrupted turns reach their readers.
+// Phases of a stream.
+const (
+	phaseReplay = iota // durable events from the store, up to bound
+	phaseJoin          // what a subscriber joining a running turn gets first
+	phaseLive          // events from the bus
+)
+
+// stream is an agentik.PullStream. Its reader drives it: Next replays from
+// the store on the reader's goroutine, then takes live events from the bus
+// subscriber, so a subscriber costs no goroutine of the engine's (C starts
+// one, for readers that receive from a channel). It ends when its reader's
+// context ends or Close is called, and when the engine shuts down or the
+// conversation goes — then only after its reader took what was already
+// published (or made no progress for drainWait), so the last events of
+// interrupted turns reach their readers. Every stream is counted in
+// e.streams until it has finished.
 type stream[T any] struct {
-	out    chan T
+	e      *Engine
 	ctx    context.Context // the reader's context and Close
 	cancel context.CancelFunc
-	stop   chan struct{} // closed by end: engine shutdown or conversation gone
+	sub    agentik.Subscriber[T]
 
-	mu      sync.Mutex
-	err     error
-	endErr  error // why end was called
-	endOnce sync.Once
+	// Set by the subscriber, read by Next.
+	bound    int64                                                                // replay up to this cursor, then live
+	page     func(ctx context.Context, after int64) ([]*agentik.Shared[T], error) // nil: live only
+	replayed func(*agentik.Shared[T]) (bool, error)                               // per replayed event: deliver it?
+	joined   func() []*agentik.Shared[T]                                          // delivered between replay and live
+	live     func(*agentik.Shared[T]) bool                                        // deliver this bus event?
+	onFinish func()
+	reported func() // reports the stream's end to the Observer
+
+	// The reader's state: Next runs on one goroutine at a time.
+	phase    int
+	after    int64
+	pending  []*agentik.Shared[T]
+	lastPage bool
+	join     []*agentik.Shared[T]
+
+	done     chan struct{} // closed once ending or finished
+	doneOnce sync.Once
+	pulls    atomic.Int64 // events taken: progress while ending
+
+	mu       sync.Mutex
+	stopping bool
+	endErr   error // why end was called
+	finished bool
+	err      error
+	expiry   *time.Timer
+
+	cOnce sync.Once
+	out   chan T
 }
 
-func newStream[T any](parent, base context.Context) *stream[T] {
+var _ agentik.PullStream[agentik.Event] = (*stream[agentik.Event])(nil)
+
+func newStream[T any](e *Engine, parent context.Context, sub agentik.Subscriber[T]) *stream[T] {
 	ctx, cancel := context.WithCancel(parent)
-	s := &stream[T]{out: make(chan T, 16), ctx: ctx, stop: make(chan struct{})}
-	unhook := context.AfterFunc(base, func() { s.end(nil) })
-	s.cancel = func() { unhook(); cancel() }
-	return s
+	return &stream[T]{e: e, ctx: ctx, cancel: cancel, sub: sub, done: make(chan struct{})}
 }
 
-// end stops the stream after it delivered what was already published; Err
-// then returns err.
+// start makes the stream live: it ends with the engine's base context and
+// its reader's. The caller has counted it in e.streams.
+func (s *stream[T]) start(after int64) {
+	s.after = after
+	if after == agentik.LiveOnly || s.page == nil {
+		s.phase = phaseJoin
+	}
+	unhook := context.AfterFunc(s.e.baseCtx, func() { s.end(nil) })
+	context.AfterFunc(s.ctx, func() { unhook(); s.finish(nil) })
+}
+
+// end begins to end the stream: its reader gets what the bus subscriber
+// already holds, then the stream finishes with err. A reader that takes
+// nothing for drainWait is not waited for.
 func (s *stream[T]) end(err error) {
-	s.endOnce.Do(func() {
-		s.mu.Lock()
-		s.endErr = err
+	s.mu.Lock()
+	if s.stopping || s.finished {
 		s.mu.Unlock()
-		close(s.stop)
-	})
+		return
+	}
+	s.stopping, s.endErr = true, err
+	last := s.pulls.Load()
+	check := func() {
+		if n := s.pulls.Load(); n != last {
+			last = n
+			s.mu.Lock()
+			if !s.finished {
+				s.expiry.Reset(drainWait)
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.finish(err)
+	}
+	s.expiry = time.AfterFunc(drainWait, check)
+	s.mu.Unlock()
+	s.doneOnce.Do(func() { close(s.done) })
 }
 
-// ended returns the error end was called with.
-func (s *stream[T]) ended() error {
+// ending reports whether end was called, and with what.
+func (s *stream[T]) ending() (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.endErr
+	return s.stopping, s.endErr
 }
 
-func (s *stream[T]) C() <-chan T { return s.out }
+// finish ends the stream with err (the first call counts): the reader's
+// next Next returns ended, Err returns err.
+func (s *stream[T]) finish(err error) {
+	s.mu.Lock()
+	if s.finished {
+		s.mu.Unlock()
+		return
+	}
+	s.finished, s.err = true, err
+	if s.expiry != nil {
+		s.expiry.Stop()
+	}
+	s.mu.Unlock()
+	s.doneOnce.Do(func() { close(s.done) })
+	s.cancel()
+	s.sub.Close()
+	if s.onFinish != nil {
+		s.onFinish()
+	}
+	if s.reported != nil {
+		s.reported()
+	}
+	s.e.streams.Done()
+}
+
+func (s *stream[T]) isFinished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finished
+}
 
 func (s *stream[T]) Err() error {
 	s.mu.Lock()
@@ -68,80 +163,145 @@ func (s *stream[T]) Err() error {
 }
 
 func (s *stream[T]) Close() error {
-	s.cancel()
+	s.finish(nil)
 	return nil
 }
 
-// send delivers v unless the stream was closed or the engine stops.
-func (s *stream[T]) send(v T) bool {
-	select {
-	case s.out <- v:
-		return true
-	case <-s.ctx.Done():
-		return false
-	case <-s.stop:
-		return false
+func (s *stream[T]) Ready() <-chan struct{} { return s.sub.Ready() }
+
+func (s *stream[T]) Done() <-chan struct{} { return s.done }
+
+// Next returns the next event: replayed, joined or live, in that order.
+func (s *stream[T]) Next() (*agentik.Shared[T], bool) {
+	for {
+		if s.isFinished() {
+			return nil, true
+		}
+		switch s.phase {
+		case phaseReplay:
+			if stopping, err := s.ending(); stopping {
+				s.finish(err) // the reader resumes from its cursor
+				return nil, true
+			}
+			if len(s.pending) == 0 {
+				if s.lastPage || s.after >= s.bound {
+					s.pending, s.phase = nil, phaseJoin
+					continue
+				}
+				evs, err := s.page(s.ctx, s.after)
+				if err != nil {
+					if s.ctx.Err() != nil {
+						err = nil
+					}
+					s.finish(err)
+					return nil, true
+				}
+				s.pending, s.lastPage = evs, len(evs) < replayPage
+				if len(evs) == 0 {
+					s.pending, s.phase = nil, phaseJoin
+					continue
+				}
+			}
+			sh := s.pending[0]
+			s.pending[0] = nil
+			s.pending = s.pending[1:]
+			if sh.Cursor > s.bound {
+				s.pending, s.phase = nil, phaseJoin
+				continue
+			}
+			s.after = sh.Cursor
+			ok, err := s.replayed(sh)
+			if err != nil {
+				s.finish(err)
+				return nil, true
+			}
+			if ok {
+				s.pulls.Add(1)
+				return sh, false
+			}
+		case phaseJoin:
+			if s.joined != nil {
+				// What the replay's hooks held goes with them.
+				s.join, s.joined, s.replayed, s.page = s.joined(), nil, nil, nil
+			}
+			if len(s.join) > 0 {
+				sh := s.join[0]
+				s.join = s.join[1:]
+				s.pulls.Add(1)
+				return sh, false
+			}
+			s.join, s.phase = nil, phaseLive
+		case phaseLive:
+			sh, closed := s.sub.Next()
+			if sh == nil {
+				if stopping, err := s.ending(); stopping {
+					s.finish(err)
+					return nil, true
+				}
+				if closed {
+					s.finish(agentik.ErrSlowSubscriber)
+					return nil, true
+				}
+				return nil, false
+			}
+			if s.live(sh) {
+				s.pulls.Add(1)
+				return sh, false
+			}
+		}
 	}
 }
 
-// pender is a Subscriber that can tell it holds events not yet in its
-// channel (bus subscribers queue what their channel cannot hold).
-type pender interface{ Pending() bool }
+// C starts, once, the goroutine that feeds the stream's channel from Next.
+func (s *stream[T]) C() <-chan T {
+	s.cOnce.Do(func() {
+		s.out = make(chan T, 16)
+		go s.feedC()
+	})
+	return s.out
+}
 
-// drain delivers what sub already holds, each event waiting at most
-// drainWait for the reader, then ends the stream.
-func drain[T any](s *stream[T], sub agentik.Subscriber[T], keep func(T) bool) {
+func (s *stream[T]) feedC() {
+	defer close(s.out)
 	for {
-		var v T
-		var ok bool
-		select {
-		case v, ok = <-sub.C():
-		default:
-			p, can := sub.(pender)
-			if !can || !p.Pending() {
-				return
-			}
-			t := time.NewTimer(drainWait)
-			select {
-			case v, ok = <-sub.C():
-				t.Stop()
-			case <-t.C:
-				return
-			}
-		}
-		if !ok {
+		sh, ended := s.Next()
+		if ended {
 			return
 		}
-		if !keep(v) {
+		if sh == nil {
+			select {
+			case <-s.Ready():
+			case <-s.done:
+			}
 			continue
 		}
-		if !s.sendLast(v) {
+		v, err := sh.Value()
+		if err != nil {
+			s.finish(err)
+			return
+		}
+		select {
+		case s.out <- v:
+		case <-s.ctx.Done():
+			s.finish(nil)
 			return
 		}
 	}
 }
 
-// sendLast delivers v after shutdown began, waiting at most drainWait.
-func (s *stream[T]) sendLast(v T) bool {
-	t := time.NewTimer(drainWait)
-	defer t.Stop()
-	select {
-	case s.out <- v:
-		return true
-	case <-s.ctx.Done():
-	case <-t.C:
+// shareAll wraps events to deliver.
+func shareAll[T any](vs []T, frame func(T) (int64, string)) []*agentik.Shared[T] {
+	out := make([]*agentik.Shared[T], len(vs))
+	for i, v := range vs {
+		c, t := frame(v)
+		out[i] = agentik.NewShared(c, t, v)
 	}
-	return false
+	return out
 }
 
-// finish records why the stream ended and closes its channel.
-func (s *stream[T]) finish(err error) {
-	s.mu.Lock()
-	s.err = err
-	s.mu.Unlock()
-	s.cancel()
-	close(s.out)
-}
+func eventFrame(ev agentik.Event) (int64, string) { return ev.Cursor, ev.Type }
+
+func agentFrame(ev agentik.AgentEvent) (int64, string) { return ev.Cursor, ev.Type }
 
 // subscribe starts a conversation stream: durable events after the cursor up
 // to the moment of subscription, then (if a turn runs) working and the
@@ -154,7 +314,6 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 			return nil, err
 		}
 	}
-	s := newStream[agentik.Event](ctx, e.baseCtx)
 
 	// Under mu and writeMu nothing is published: the bus subscription, the
 	// partial-text snapshot and the replay bound are one consistent point.
@@ -166,7 +325,6 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 		c.writeMu.Unlock()
 		c.mu.Unlock()
 		sub.Close()
-		s.Close()
 		return nil, err
 	}
 	var join []agentik.Event
@@ -186,103 +344,67 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 	} else {
 		join = remoteJoin(c.id, remote) // a turn running in another process
 	}
+	s := newStream(e, ctx, sub)
 	c.streams[s] = struct{}{}
 	c.lastActive = timeNow()
 	c.writeMu.Unlock()
 	c.mu.Unlock()
 
+	s.bound = bound
+	s.page = c.replayPage
+	s.replayed = func(sh *agentik.Shared[agentik.Event]) (bool, error) {
+		if len(join) == 0 {
+			return true, nil
+		}
+		ev, err := sh.Value()
+		if err != nil {
+			return false, err
+		}
+		join = joinAfterReplay(join, ev)
+		return true, nil
+	}
+	s.joined = func() []*agentik.Shared[agentik.Event] { return shareAll(join, eventFrame) }
+	s.live = func(sh *agentik.Shared[agentik.Event]) bool { return sh.Cursor == 0 || sh.Cursor > bound }
+	s.onFinish = func() {
+		c.mu.Lock()
+		delete(c.streams, s)
+		c.lastActive = timeNow()
+		c.mu.Unlock()
+	}
 	if !e.addStream() {
 		c.mu.Lock()
 		delete(c.streams, s)
 		c.mu.Unlock()
 		sub.Close()
-		s.Close()
+		s.cancel()
 		return nil, agentik.Errorf(agentik.EUnavailable, "the agent is shutting down")
 	}
-	done := e.subscriber(ctx)
-	go func() {
-		defer e.streams.Done()
-		defer done()
-		defer sub.Close()
-		err := c.feed(s, sub, after, bound, join)
-		c.mu.Lock()
-		delete(c.streams, s)
-		c.lastActive = timeNow()
-		c.mu.Unlock()
-		s.finish(err)
-	}()
+	s.reported = e.subscriber(ctx)
+	s.start(after)
 	return s, nil
 }
 
-// feed runs a stream until it ends; the error says why (nil when closed).
-func (c *conv) feed(s *stream[agentik.Event], sub agentik.Subscriber[agentik.Event], after, bound int64, join []agentik.Event) error {
-	if after != agentik.LiveOnly {
-		for after < bound {
-			evs, err := c.store.Events(s.ctx, c.id, after, replayPage)
-			if err != nil {
-				if s.ctx.Err() != nil {
-					return nil
-				}
-				return c.readErr(err)
-			}
-			if len(evs) == 0 {
-				break
-			}
-			for _, ev := range evs {
-				if ev.Cursor > bound {
-					break
-				}
-				if !s.send(ev) {
-					return nil
-				}
-				after = ev.Cursor
-				join = joinAfterReplay(join, ev)
-			}
-			if len(evs) < replayPage {
-				break
-			}
-		}
+// replayPage reads the durable events after the cursor, as stored where
+// the store can pass them through.
+func (c *conv) replayPage(ctx context.Context, after int64) ([]*agentik.Shared[agentik.Event], error) {
+	var evs []*agentik.Shared[agentik.Event]
+	var err error
+	if r, ok := c.store.(agentik.EventJSONReader); ok {
+		evs, err = r.EventsJSON(ctx, c.id, after, replayPage)
+	} else {
+		var vs []agentik.Event
+		vs, err = c.store.Events(ctx, c.id, after, replayPage)
+		evs = shareAll(vs, eventFrame)
 	}
-	for _, ev := range join {
-		if !s.send(ev) {
-			return nil
-		}
+	if err != nil {
+		return nil, c.readErr(err)
 	}
-	keep := func(ev agentik.Event) bool { return ev.Cursor == 0 || ev.Cursor > bound }
-	for {
-		select {
-		case <-s.ctx.Done():
-			return nil
-		case <-s.stop:
-			drain(s, sub, keep)
-			return s.ended()
-		case ev, ok := <-sub.C():
-			if !ok {
-				return agentik.ErrSlowSubscriber
-			}
-			if keep(ev) && !s.send(ev) {
-				if isStopped(s.stop) && s.sendLast(ev) {
-					drain(s, sub, keep)
-				}
-				return s.ended()
-			}
-		}
-	}
-}
-
-func isStopped(stop <-chan struct{}) bool {
-	select {
-	case <-stop:
-		return true
-	default:
-		return false
-	}
+	return evs, nil
 }
 
 // Events streams agent events of the caller's conversations after the cursor.
 func (e *Engine) Events(ctx context.Context, after int64) (agentik.Stream[agentik.AgentEvent], error) {
 	owner := agentik.PrincipalFrom(ctx)
-	s := newStream[agentik.AgentEvent](ctx, e.baseCtx)
 	e.agentMu.Lock()
 	sub := e.opts.Bus.SubscribeAgent()
 	bound := e.lastAgentSeen
@@ -290,72 +412,31 @@ func (e *Engine) Events(ctx context.Context, after int64) (agentik.Stream[agenti
 	bound, err := e.agentReplayBound(ctx, bound)
 	if err != nil {
 		sub.Close()
-		s.Close()
 		return nil, err
 	}
-
+	s := newStream(e, ctx, sub)
+	s.bound = bound
+	s.page = func(ctx context.Context, after int64) ([]*agentik.Shared[agentik.AgentEvent], error) {
+		evs, err := e.opts.Store.AgentEvents(ctx, after, replayPage)
+		if err != nil {
+			return nil, err
+		}
+		return shareAll(evs, agentFrame), nil
+	}
+	mine := func(sh *agentik.Shared[agentik.AgentEvent]) bool {
+		ev, _ := sh.Value() // agent events always have their value
+		return ev.Owner == owner
+	}
+	s.replayed = func(sh *agentik.Shared[agentik.AgentEvent]) (bool, error) { return mine(sh), nil }
+	s.live = func(sh *agentik.Shared[agentik.AgentEvent]) bool { return sh.Cursor > bound && mine(sh) }
 	if !e.addStream() {
 		sub.Close()
-		s.Close()
+		s.cancel()
 		return nil, agentik.Errorf(agentik.EUnavailable, "the agent is shutting down")
 	}
-	done := e.subscriber(ctx)
-	go func() {
-		defer e.streams.Done()
-		defer done()
-		defer sub.Close()
-		s.finish(e.feedAgent(s, sub, owner, after, bound))
-	}()
+	s.reported = e.subscriber(ctx)
+	s.start(after)
 	return s, nil
-}
-
-func (e *Engine) feedAgent(s *stream[agentik.AgentEvent], sub agentik.Subscriber[agentik.AgentEvent], owner string, after, bound int64) error {
-	if after != agentik.LiveOnly {
-		for after < bound {
-			evs, err := e.opts.Store.AgentEvents(s.ctx, after, replayPage)
-			if err != nil {
-				if s.ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			for _, ev := range evs {
-				if ev.Cursor > bound {
-					break
-				}
-				after = ev.Cursor
-				if ev.Owner != owner {
-					continue
-				}
-				if !s.send(ev) {
-					return nil
-				}
-			}
-			if len(evs) < replayPage {
-				break
-			}
-		}
-	}
-	keep := func(ev agentik.AgentEvent) bool { return ev.Cursor > bound && ev.Owner == owner }
-	for {
-		select {
-		case <-s.ctx.Done():
-			return nil
-		case <-s.stop:
-			drain(s, sub, keep)
-			return s.ended()
-		case ev, ok := <-sub.C():
-			if !ok {
-				return agentik.ErrSlowSubscriber
-			}
-			if keep(ev) && !s.send(ev) {
-				if isStopped(s.stop) && s.sendLast(ev) {
-					drain(s, sub, keep)
-				}
-				return s.ended()
-			}
-		}
-	}
 }
 
 // subscriber reports a stream opened for the facade of ctx, and returns

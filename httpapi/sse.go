@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -23,9 +22,12 @@ const idleBuffer = 4 << 10
 // 200 is written here, after the subscription exists, so nothing committed
 // after the client sees the 200 can be missed.
 //
-// It runs on the request's goroutine and starts none of its own. A client
-// that stops reading blocks a write for at most writeTimeout; meanwhile the
-// core cuts the subscription off instead of waiting for it, so a slow client
+// It runs on the request's goroutine and starts none of its own; a stream
+// it can pull from (every engine stream) runs none either, so an idle
+// subscriber costs one goroutine, and each event's JSON is shared with the
+// other subscribers (or passed through as stored, on replay). A client that
+// stops reading blocks a write for at most writeTimeout; meanwhile the core
+// cuts the subscription off instead of waiting for it, so a slow client
 // costs neither the turn nor other subscribers anything.
 func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream agentik.Stream[T], meta func(T) (cursor int64, typ string)) {
 	defer stream.Close()
@@ -38,53 +40,38 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 	if err := s.writeFlush(w, rc, nil); err != nil {
 		return
 	}
-
+	var next func() (*agentik.Shared[T], bool)
+	var ready, done <-chan struct{}
+	var in <-chan T // a stream that cannot be pulled: wait on its channel
+	var cp *chanPull[T]
+	if pull, ok := stream.(agentik.PullStream[T]); ok {
+		next, ready, done = pull.Next, pull.Ready(), pull.Done()
+	} else {
+		cp = &chanPull[T]{c: stream.C(), meta: meta}
+		next, in = cp.next, stream.C()
+	}
 	keepAlive := time.NewTicker(s.keepAlive)
 	defer keepAlive.Stop()
 	var buf bytes.Buffer
 	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-keepAlive.C:
-			if err := s.writeFlush(w, rc, []byte(": keep-alive\n\n")); err != nil {
+		// Events already waiting go out in one write and one flush (a
+		// replay, a burst of deltas); never more than sseBatch, so a long
+		// replay still reaches the client steadily.
+		buf.Reset()
+		var ended bool
+		for n := 0; n < sseBatch; n++ {
+			var ev *agentik.Shared[T]
+			if ev, ended = next(); ev == nil {
+				break
+			}
+			data, err := ev.JSON()
+			if err != nil {
+				s.log.ErrorContext(r.Context(), "encode event", "type", ev.Type, "err", err)
 				return
 			}
-		case ev, ok := <-stream.C():
-			if !ok {
-				// ErrSlowSubscriber and shutdown both end the response: the
-				// client resumes from its last cursor.
-				if err := stream.Err(); err != nil && !errors.Is(err, agentik.ErrSlowSubscriber) {
-					s.log.DebugContext(r.Context(), "event stream ended", "path", r.URL.Path, "err", err)
-				}
-				return
-			}
-			// Events already waiting go out with this one in one write and
-			// one flush (a replay, a burst of deltas); never more than
-			// sseBatch, so a long replay still reaches the client steadily.
-			buf.Reset()
-			for n := 0; ; n++ {
-				cursor, typ := meta(ev)
-				data, err := json.Marshal(ev)
-				if err != nil {
-					s.log.ErrorContext(r.Context(), "encode event", "type", typ, "err", err)
-					return
-				}
-				appendEvent(&buf, cursor, typ, data)
-				if n+1 == sseBatch {
-					break
-				}
-				select {
-				case ev, ok = <-stream.C():
-				default:
-					ok = false
-				}
-				if !ok {
-					// Nothing waiting, or the stream closed (the outer
-					// select sees that again): send what we have.
-					break
-				}
-			}
+			appendEvent(&buf, ev.Cursor, ev.Type, data)
+		}
+		if buf.Len() > 0 {
 			if err := s.writeFlush(w, rc, buf.Bytes()); err != nil {
 				return
 			}
@@ -92,7 +79,73 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 				buf = bytes.Buffer{} // an idle subscriber keeps no burst's buffer
 			}
 			keepAlive.Reset(s.keepAlive) // keep-alives only fill silences
+			if !ended {
+				continue // more may wait
+			}
 		}
+		if ended {
+			// ErrSlowSubscriber and shutdown both end the response: the
+			// client resumes from its last cursor.
+			if err := stream.Err(); err != nil && !errors.Is(err, agentik.ErrSlowSubscriber) {
+				s.log.DebugContext(r.Context(), "event stream ended", "path", r.URL.Path, "err", err)
+			}
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-keepAlive.C:
+			if err := s.writeFlush(w, rc, []byte(": keep-alive\n\n")); err != nil {
+				return
+			}
+		case <-ready:
+		case <-done:
+		case v, ok := <-in:
+			cp.stash(v, ok)
+		}
+	}
+}
+
+// chanPull reads a Stream that cannot be pulled (of another Agent
+// implementation) through its channel: what the wait received first, then
+// what else is waiting.
+type chanPull[T any] struct {
+	c      <-chan T
+	meta   func(T) (int64, string)
+	held   *agentik.Shared[T]
+	closed bool
+}
+
+func (p *chanPull[T]) stash(v T, ok bool) {
+	if !ok {
+		p.closed = true
+		return
+	}
+	p.held = p.share(v)
+}
+
+func (p *chanPull[T]) share(v T) *agentik.Shared[T] {
+	c, t := p.meta(v)
+	return agentik.NewShared(c, t, v)
+}
+
+func (p *chanPull[T]) next() (*agentik.Shared[T], bool) {
+	if ev := p.held; ev != nil {
+		p.held = nil
+		return ev, false
+	}
+	if p.closed {
+		return nil, true
+	}
+	select {
+	case v, ok := <-p.c:
+		if !ok {
+			p.closed = true
+			return nil, true
+		}
+		return p.share(v), false
+	default:
+		return nil, false
 	}
 }
 

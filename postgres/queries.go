@@ -22,10 +22,11 @@ const (
 		ORDER BY seq LIMIT $3 OFFSET $4`
 	qMessagesBefore = `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2 AND seq < $3
 		ORDER BY seq DESC LIMIT $4 OFFSET $5`
-	qMessage  = `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`
-	qEvents   = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
-	qState    = `SELECT value FROM conversation_state WHERE conversation_id = $1 AND key = $2`
-	qSetState = `INSERT INTO conversation_state (conversation_id, key, value) VALUES ($1, $2, $3)
+	qMessage    = `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`
+	qEvents     = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
+	qEventsJSON = `SELECT cursor, type, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
+	qState      = `SELECT value FROM conversation_state WHERE conversation_id = $1 AND key = $2`
+	qSetState   = `INSERT INTO conversation_state (conversation_id, key, value) VALUES ($1, $2, $3)
 		ON CONFLICT (conversation_id, key) DO UPDATE SET value = excluded.value`
 	qDeleteState    = `DELETE FROM conversation_state WHERE conversation_id = $1 AND key = $2`
 	qApprovalEvents = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2

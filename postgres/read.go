@@ -157,6 +157,39 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 	return evs, nil
 }
 
+// EventsJSON is Events as the wire carries them, each row passed through
+// as stored unless it has images to restore (agentik.EventJSONReader).
+func (s *Store) EventsJSON(ctx context.Context, conversationID string, after int64, limit int) ([]*agentik.Shared[agentik.Event], error) {
+	var rows storeutil.EventRows
+	err := s.read(ctx, "events "+conversationID, func(q querier) error {
+		rows = storeutil.EventRows{}
+		if err := queryEach(ctx, q, func(r pgx.Rows) error {
+			var cursor int64
+			var typ string
+			var payload []byte
+			var refs *string
+			if err := r.Scan(&cursor, &typ, &payload, &refs); err != nil {
+				return err
+			}
+			images := ""
+			if refs != nil {
+				images = *refs
+			}
+			return rows.Add(cursor, typ, payload, images)
+		}, qEventsJSON, conversationID, after, limitArg(limit)); err != nil {
+			return err
+		}
+		if rows.Len() == 0 {
+			return exists(ctx, q, conversationID)
+		}
+		return restoreConversation(ctx, q, conversationID, rows.Pending(), rows.Content)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows.Events(), nil
+}
+
 // LastCursor is the greatest cursor of the conversation's events, kept on
 // the conversation's row by Commit.
 func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, error) {

@@ -24,6 +24,7 @@ const (
 		ORDER BY seq DESC LIMIT ? OFFSET ?`
 	qMessage        = `SELECT payload, images FROM messages WHERE id = ? AND conversation_id = ?`
 	qEvents         = `SELECT cursor, payload, images FROM events WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
+	qEventsJSON     = `SELECT cursor, type, payload, images FROM events WHERE conversation_id = ? AND cursor > ? ORDER BY cursor LIMIT ?`
 	qApprovalEvents = `SELECT cursor, payload FROM events WHERE conversation_id = ? AND cursor > ?
 		AND type IN ('approval_requested', 'approval_resolved') ORDER BY cursor`
 	qLastCursor = `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = ?),
@@ -85,7 +86,7 @@ const (
 
 var readQueries = []string{
 	qExists, qGetConversation, qList, qListBefore, qMessagesAfter, qMessagesBefore, qMessage,
-	qEvents, qLastCursor, qAgentEvents, qLastAgentCursor, qMemory, qOpenTurns, qOpenTurnsOf, qImage,
+	qEvents, qEventsJSON, qLastCursor, qAgentEvents, qLastAgentCursor, qMemory, qOpenTurns, qOpenTurnsOf, qImage,
 	qApprovalEvents, qState,
 }
 

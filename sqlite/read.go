@@ -123,6 +123,38 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 	return evs, nil
 }
 
+// EventsJSON is Events as the wire carries them, each row passed through
+// as stored unless it has images to restore (agentik.EventJSONReader).
+func (s *Store) EventsJSON(ctx context.Context, conversationID string, after int64, limit int) ([]*agentik.Shared[agentik.Event], error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	var rows storeutil.EventRows
+	err := s.read(ctx, "events "+conversationID, func(r *reader) error {
+		rows = storeutil.EventRows{}
+		if err := queryEach(ctx, r, func(q *sql.Rows) error {
+			var cursor int64
+			var typ string
+			var payload []byte
+			var refs sql.NullString
+			if err := q.Scan(&cursor, &typ, &payload, &refs); err != nil {
+				return err
+			}
+			return rows.Add(cursor, typ, payload, refs.String)
+		}, qEventsJSON, conversationID, after, limit); err != nil {
+			return err
+		}
+		if rows.Len() == 0 {
+			return exists(ctx, r, conversationID)
+		}
+		return restoreConversation(ctx, r, conversationID, rows.Pending(), rows.Content)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows.Events(), nil
+}
+
 // LastCursor is the greatest cursor of the conversation's events.
 func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, error) {
 	var cursor int64

@@ -306,7 +306,42 @@ func allEvents(t *testing.T, s agentik.Store, conv string) []agentik.Event {
 	if err != nil {
 		t.Fatalf("Events: %v", err)
 	}
+	sameJSON(t, s, conv, 0, 0, evs)
 	return evs
+}
+
+// sameJSON checks that a store which reads events as their wire JSON
+// (agentik.EventJSONReader) reads exactly what Events read: byte for byte
+// the JSON json.Marshal makes of each event, with its cursor and type, and
+// decoding back to the event.
+func sameJSON(t *testing.T, s agentik.Store, conv string, after int64, limit int, want []agentik.Event) {
+	t.Helper()
+	r, ok := s.(agentik.EventJSONReader)
+	if !ok {
+		return
+	}
+	got, err := r.EventsJSON(t.Context(), conv, after, limit)
+	if err != nil {
+		t.Fatalf("EventsJSON: %v", err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("EventsJSON: %d events, Events: %d", len(got), len(want))
+	}
+	for i, sh := range got {
+		b, err := sh.JSON()
+		if err != nil {
+			t.Fatalf("EventsJSON %d: %v", i, err)
+		}
+		w, _ := json.Marshal(want[i])
+		if string(b) != string(w) || sh.Cursor != want[i].Cursor || sh.Type != want[i].Type {
+			t.Fatalf("EventsJSON %d (cursor %d, type %s):\n got  %s\n want %s", i, sh.Cursor, sh.Type, b, w)
+		}
+		v, err := sh.Value()
+		if err != nil {
+			t.Fatalf("EventsJSON %d: Value: %v", i, err)
+		}
+		equal(t, "EventsJSON value", v, want[i])
+	}
 }
 
 func getConv(t *testing.T, s agentik.Store, id string) agentik.ConversationRecord {

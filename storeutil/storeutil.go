@@ -5,6 +5,7 @@
 package storeutil
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -205,6 +206,77 @@ func DecodeEvent(cursor int64, payload []byte, refs string) (agentik.Event, erro
 		return ev, agentik.Errorf(agentik.EInternal, "decode event %d: images without a message", cursor)
 	}
 	return ev, nil
+}
+
+// WireEvent returns the wire JSON of a stored durable event whose content
+// is all inline (no images column): json.Marshal of the event with its
+// cursor. Commit stores json.Marshal of the event without its cursor, its
+// first field, so the wire form is the payload with the cursor put first —
+// no decoding, no encoding. It returns nil for a payload not in that form;
+// decode that one (DecodeEvent) instead.
+func WireEvent(cursor int64, payload []byte) []byte {
+	if len(payload) < 2 || payload[0] != '{' || bytes.HasPrefix(payload, []byte(`{"cursor":`)) || cursor <= 0 {
+		return nil
+	}
+	b := make([]byte, 0, len(payload)+24)
+	b = append(b, `{"cursor":`...)
+	b = strconv.AppendInt(b, cursor, 10)
+	if payload[1] != '}' {
+		b = append(b, ',')
+	}
+	return append(b, payload[1:]...)
+}
+
+// EventRows collects the events of a replay as they are read: each row
+// without images passed through as stored, the others decoded, for their
+// images to be restored (Decoded, Pending) before Events is called.
+type EventRows struct {
+	out     []*agentik.Shared[agentik.Event]
+	decoded []agentik.Event
+	at      []int // out index of decoded[i]
+	pending []Pending
+}
+
+// Add takes one row: cursor, type, payload and images column.
+func (r *EventRows) Add(cursor int64, typ string, payload []byte, refs string) error {
+	if refs == "" {
+		if b := WireEvent(cursor, payload); b != nil {
+			r.out = append(r.out, agentik.SharedJSON[agentik.Event](cursor, typ, b))
+			return nil
+		}
+	}
+	ev, err := DecodeEvent(cursor, payload, refs)
+	if err != nil {
+		return err
+	}
+	if refs != "" {
+		r.pending = append(r.pending, Pending{I: len(r.decoded), Refs: refs})
+	}
+	r.decoded = append(r.decoded, ev)
+	r.at = append(r.at, len(r.out))
+	r.out = append(r.out, nil)
+	return nil
+}
+
+// Len is the number of rows taken.
+func (r *EventRows) Len() int { return len(r.out) }
+
+// Pending are the decoded rows whose images are to be restored, indexing
+// Content.
+func (r *EventRows) Pending() []Pending { return r.pending }
+
+// Content is the content of decoded row i, for restoring its images.
+func (r *EventRows) Content(i int) []agentik.Content { return r.decoded[i].Message.Content }
+
+// Events returns the rows to share, in the order they were added.
+func (r *EventRows) Events() []*agentik.Shared[agentik.Event] {
+	for i, ev := range r.decoded {
+		r.out[r.at[i]] = agentik.NewShared(ev.Cursor, ev.Type, ev)
+	}
+	if r.out == nil {
+		return []*agentik.Shared[agentik.Event]{}
+	}
+	return r.out
 }
 
 // DecodeAgentEvent decodes a stored agent event with its cursor and owner.

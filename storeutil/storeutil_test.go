@@ -1,6 +1,7 @@
 package storeutil
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -87,5 +88,34 @@ func TestDecode(t *testing.T) {
 	}
 	if _, err := DecodeMessage([]byte("{")); agentik.ErrorCode(err) != agentik.EInternal {
 		t.Fatalf("bad message: %v", err)
+	}
+}
+
+// TestWireEvent: the stored form of an event with its cursor put first is
+// json.Marshal of the event with its cursor; other forms are refused.
+func TestWireEvent(t *testing.T) {
+	for _, ev := range []agentik.Event{
+		{ConversationID: "c", Date: agentik.Now(), Type: agentik.EvInterrupted, ReplyTo: "u", Reason: "user"},
+		agentik.MessageEvent(&agentik.Message{ID: "m", ConversationID: "c", Seq: 3, Type: agentik.MsgUser,
+			Content: []agentik.Content{agentik.Text("<b> \u2028 ñ \"q\"")}}),
+		{},
+	} {
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Cursor = 42
+		want, _ := json.Marshal(ev)
+		if got := WireEvent(42, payload); string(got) != string(want) {
+			t.Fatalf("WireEvent:\n got  %s\n want %s", got, want)
+		}
+	}
+	for _, bad := range []string{``, `{`, `[]`, `{"cursor":1,"type":"x"}`} {
+		if got := WireEvent(1, []byte(bad)); got != nil {
+			t.Fatalf("WireEvent(%q) = %s, want nil", bad, got)
+		}
+	}
+	if got := WireEvent(0, []byte(`{"type":"x"}`)); got != nil {
+		t.Fatalf("WireEvent with cursor 0 = %s", got)
 	}
 }

@@ -992,6 +992,10 @@ func (r *runner) replay(ctx context.Context) (err error) {
 	}
 	defer stop(t, &err)
 	var ds []time.Duration
+	cpu0, err := t.CPU()
+	if err != nil {
+		return err
+	}
 	for range r.plan.ReplayRuns {
 		t0 := time.Now()
 		es, err := a.events(ctx, conv, 0)
@@ -1012,8 +1016,12 @@ func (r *runner) replay(ctx context.Context) (err error) {
 		ds = append(ds, time.Since(t0))
 		es.Close()
 	}
-	r.res.Replay = &Replay{Events: r.plan.ReplayEvents, Dist: dist(ds).rounded()}
-	r.logf("replay of %d events: p50 %.1f ms (min %.1f, max %.1f) over %d runs",
-		r.plan.ReplayEvents, r.res.Replay.Dist.P50Ms, r.res.Replay.Dist.MinMs, r.res.Replay.Dist.MaxMs, len(ds))
+	cpu1, err := t.CPU()
+	if err != nil {
+		return err
+	}
+	r.res.Replay = &Replay{Events: r.plan.ReplayEvents, Dist: dist(ds).rounded(), ServerCPUMs: round3(ms(cpu1-cpu0) / float64(len(ds)))}
+	r.logf("replay of %d events: p50 %.1f ms (min %.1f, max %.1f) over %d runs, server CPU %.1f ms per replay",
+		r.plan.ReplayEvents, r.res.Replay.Dist.P50Ms, r.res.Replay.Dist.MinMs, r.res.Replay.Dist.MaxMs, len(ds), r.res.Replay.ServerCPUMs)
 	return nil
 }

@@ -56,7 +56,7 @@ func markdown(res *Results) string {
 	}
 	if res.Replay != nil {
 		d := res.Replay.Dist
-		p("### 5. Replay to a reconnecting client\n\n%d durable events, `after=0`, request to last event: p50 **%.1f ms**, min %.1f ms, p99 %.1f ms (%d runs).\n\n", res.Replay.Events, d.P50Ms, d.MinMs, d.P99Ms, d.N)
+		p("### 5. Replay to a reconnecting client\n\n%d durable events, `after=0`, request to last event: p50 **%.1f ms**, min %.1f ms, p99 %.1f ms (%d runs); server CPU %.1f ms per replay.\n\n", res.Replay.Events, d.P50Ms, d.MinMs, d.P99Ms, d.N, res.Replay.ServerCPUMs)
 	}
 	if mem := res.Memory; mem != nil {
 		p("### 6. Memory (VmRSS of the server process)\n\n| state | RSS | per item |\n|---|---|---|\n")

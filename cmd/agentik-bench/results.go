@@ -118,8 +118,9 @@ type LengthPoint struct {
 }
 
 type Replay struct {
-	Events int  `json:"events"`
-	Dist   Dist `json:"dist"`
+	Events      int     `json:"events"`
+	Dist        Dist    `json:"dist"`
+	ServerCPUMs float64 `json:"server_cpu_ms,omitempty"` // server CPU time per replay (the client's parsing is not in it)
 }
 
 type Memory struct {

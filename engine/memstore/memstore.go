@@ -459,6 +459,20 @@ func (s *Store) Events(ctx context.Context, conversationID string, after int64, 
 	return out, nil
 }
 
+// EventsJSON is Events, each event shared (agentik.EventJSONReader): its
+// JSON is made when asked for.
+func (s *Store) EventsJSON(ctx context.Context, conversationID string, after int64, limit int) ([]*agentik.Shared[agentik.Event], error) {
+	evs, err := s.Events(ctx, conversationID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*agentik.Shared[agentik.Event], len(evs))
+	for i, ev := range evs {
+		out[i] = agentik.NewShared(ev.Cursor, ev.Type, ev)
+	}
+	return out, nil
+}
+
 // LastCursor is the greatest cursor of the conversation's events.
 func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, error) {
 	op := "last cursor " + conversationID

@@ -3,9 +3,11 @@ package httpapi
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -14,8 +16,13 @@ import (
 // sseBatch bounds how many waiting events one write carries.
 const sseBatch = 64
 
-// idleBuffer is the largest write buffer a stream keeps between bursts.
-const idleBuffer = 4 << 10
+// bufPool holds the write buffers of streams: a stream takes one when
+// events are ready and gives it back before it waits, so an idle
+// subscriber holds no buffer at all.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooled is the largest buffer given back to bufPool.
+const maxPooled = 64 << 10
 
 // serveSSE writes stream as a text/event-stream until the stream ends, the
 // client goes away or a write fails. The caller has already subscribed: the
@@ -52,32 +59,18 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 	}
 	keepAlive := time.NewTicker(s.keepAlive)
 	defer keepAlive.Stop()
-	var buf bytes.Buffer
 	for {
 		// Events already waiting go out in one write and one flush (a
 		// replay, a burst of deltas); never more than sseBatch, so a long
 		// replay still reaches the client steadily.
-		buf.Reset()
-		var ended bool
-		for n := 0; n < sseBatch; n++ {
-			var ev *agentik.Shared[T]
-			if ev, ended = next(); ev == nil {
-				break
+		wrote, ended, err := writeBatch(s, w, rc, next)
+		if err != nil {
+			if !errors.Is(err, errWrite) {
+				s.log.ErrorContext(r.Context(), "encode event", "err", err)
 			}
-			data, err := ev.JSON()
-			if err != nil {
-				s.log.ErrorContext(r.Context(), "encode event", "type", ev.Type, "err", err)
-				return
-			}
-			appendEvent(&buf, ev.Cursor, ev.Type, data)
+			return
 		}
-		if buf.Len() > 0 {
-			if err := s.writeFlush(w, rc, buf.Bytes()); err != nil {
-				return
-			}
-			if buf.Cap() > idleBuffer {
-				buf = bytes.Buffer{} // an idle subscriber keeps no burst's buffer
-			}
+		if wrote {
 			keepAlive.Reset(s.keepAlive) // keep-alives only fill silences
 			if !ended {
 				continue // more may wait
@@ -104,6 +97,42 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 			cp.stash(v, ok)
 		}
 	}
+}
+
+// errWrite marks a failed write to the client (nothing to log).
+var errWrite = errors.New("write failed")
+
+// writeBatch writes the events next has ready, up to sseBatch, in one
+// write and one flush, with a buffer from bufPool.
+func writeBatch[T any](s *server, w http.ResponseWriter, rc *http.ResponseController, next func() (*agentik.Shared[T], bool)) (wrote, ended bool, err error) {
+	var buf *bytes.Buffer
+	defer func() {
+		if buf != nil && buf.Cap() <= maxPooled {
+			buf.Reset()
+			bufPool.Put(buf)
+		}
+	}()
+	for n := 0; n < sseBatch; n++ {
+		var ev *agentik.Shared[T]
+		if ev, ended = next(); ev == nil {
+			break
+		}
+		data, err := ev.JSON()
+		if err != nil {
+			return false, false, fmt.Errorf("encode event %s: %w", ev.Type, err)
+		}
+		if buf == nil {
+			buf = bufPool.Get().(*bytes.Buffer)
+		}
+		appendEvent(buf, ev.Cursor, ev.Type, data)
+	}
+	if buf == nil {
+		return false, ended, nil
+	}
+	if err := s.writeFlush(w, rc, buf.Bytes()); err != nil {
+		return false, false, errWrite
+	}
+	return true, ended, nil
 }
 
 // chanPull reads a Stream that cannot be pulled (of another Agent

@@ -57,6 +57,7 @@ type flags struct {
 	levels     []int
 	ttft       time.Duration
 	chunkDelay time.Duration
+	settle     time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (flags, error) {
@@ -76,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	levels := fs.String("levels", "", "comma-separated concurrency levels (default 1,10,20,100,1000; quick 1,10,20,100)")
 	fs.DurationVar(&f.ttft, "ttft", 0, "the model's time to first token")
 	fs.DurationVar(&f.chunkDelay, "chunk-delay", 0, "the model's delay between chunks (1/tokens per second)")
+	fs.DurationVar(&f.settle, "subscriber-settle", 0, "subscribers phase: how long after the answer to read RSS (default 130s; quick 5s)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -177,6 +179,9 @@ func bench(ctx context.Context, f flags, progress io.Writer) (*Results, error) {
 	}
 	if f.levels != nil {
 		p.Levels = f.levels
+	}
+	if f.settle > 0 {
+		p.SubscriberSettle = f.settle
 	}
 	res := &Results{
 		Started: time.Now().UTC().Format(time.RFC3339), Mode: mode, Server: "binary", Store: "sqlite",

@@ -54,6 +54,10 @@ type ModelResponse struct {
 	ToolCalls    []ToolCall
 	Tokens       TurnTokens
 	FinishReason string
+	// ID and Model are the response's id and the model that answered, as
+	// the provider reported them ("" when it did not): for traces.
+	ID    string
+	Model string
 }
 
 // ModelInfo describes the model behind an LLM.

@@ -76,6 +76,11 @@ type Message struct {
 	// whichever process runs or continues its turn, or a restart, offers
 	// them to the model again; they are never on the wire.
 	ClientTools []ToolSpec `json:"-"`
+	// TraceParent is the W3C traceparent of the request that sent a user
+	// message, when tracing is on (Tracer.TraceParent). Stores keep it with
+	// the message, so that its turn links to the request's trace whichever
+	// process runs it, and after a restart; it is never on the wire.
+	TraceParent string `json:"-"`
 }
 
 // ClosesTurn reports whether m closes the turn of the user message it replies

@@ -18,4 +18,6 @@
 //     RUN_ERROR). Each facade keeps its own encoder.
 //   - Cross-origin requests (Edge.Handler): CORS for an exact list of
 //     origins, preflight included, and one access-log line per request.
+//     It also puts the trace context of a request's W3C traceparent header
+//     in its context (Options.Trace), for every facade alike.
 package edge

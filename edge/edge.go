@@ -47,6 +47,11 @@ type Options struct {
 	// request (a 5xx is logged at warn whatever this says). The zero value
 	// is slog.LevelInfo.
 	RequestLogLevel slog.Level
+	// Trace, when set, returns the context of a request with the trace
+	// context its headers carry (W3C traceparent): every facade then hands
+	// it to the core with the request (telemetry.Tracing.Extract). nil:
+	// tracing off, the headers are not looked at.
+	Trace func(ctx context.Context, h http.Header) context.Context
 }
 
 // Edge is the HTTP edge of one process. Safe for concurrent use.
@@ -57,12 +62,13 @@ type Edge struct {
 	log         *slog.Logger
 	observe     func(method, route string, status int, d time.Duration)
 	logLevel    slog.Level
+	trace       func(ctx context.Context, h http.Header) context.Context
 }
 
 // New returns an edge.
 func New(opts Options) *Edge {
 	e := &Edge{tokens: opts.Tokens, bodyTimeout: opts.BodyTimeout, cors: map[string]bool{}, log: opts.Logger, observe: opts.Observe,
-		logLevel: opts.RequestLogLevel}
+		logLevel: opts.RequestLogLevel, trace: opts.Trace}
 	if e.bodyTimeout <= 0 {
 		e.bodyTimeout = DefaultBodyTimeout
 	}
@@ -200,7 +206,11 @@ func (e *Edge) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		n := &note{principal: "-"}
-		r = r.WithContext(context.WithValue(r.Context(), noteKey{}, n))
+		base := context.WithValue(r.Context(), noteKey{}, n)
+		if e.trace != nil {
+			base = e.trace(base, r.Header) // the incoming traceparent: parent of what the request starts
+		}
+		r = r.WithContext(base)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		if !e.cross(rec, r) {
 			next.ServeHTTP(rec, r)

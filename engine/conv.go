@@ -59,6 +59,9 @@ type queued struct {
 	resume *pendingRound      // non-nil: continue this round instead of starting
 
 	recovered bool // left open by a previous process, found at start
+	// fresh: sent to an idle conversation, so its turn starts on its
+	// request (its span is a child of the request's, not linked to it).
+	fresh bool
 }
 
 // pendingRound is a tool round cut short by client tool calls: the model's
@@ -230,6 +233,9 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 		Context:        req.Context,
 		ClientTools:    req.ClientTools, // stored: any process, or a restart, offers them again
 	}
+	if tr := c.e.opts.Tracer; tr != nil {
+		msg.TraceParent = tr.TraceParent(ctx) // stored: the turn is tied to the request wherever it runs
+	}
 	w := agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&msg)}, Touch: msg.Date}
 	abandoned := c.pending
 	if abandoned != nil {
@@ -255,7 +261,7 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	}
 	c.pending = nil
 	c.lastActive = time.Now()
-	c.queue = append(c.queue, queued{user: msg, client: req.ClientTools})
+	c.queue = append(c.queue, queued{user: msg, client: req.ClientTools, fresh: !busy})
 	c.sent++
 	if busy && req.IfBusy == agentik.BusyInterrupt && c.running != nil {
 		c.interruptLocked(agentik.ReasonBusyPolicy)
@@ -334,6 +340,9 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 	if len(req.Content) > 0 {
 		msg = &agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgUser,
 			Content: agentik.CanonicalImages(req.Content), Context: req.Context, ClientTools: req.ClientTools}
+		if tr := c.e.opts.Tracer; tr != nil {
+			msg.TraceParent = tr.TraceParent(ctx)
+		}
 		w.Events = append(w.Events, agentik.MessageEvent(msg))
 		w.Touch = now
 	}

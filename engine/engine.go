@@ -85,6 +85,9 @@ type Options struct {
 	// Observer receives turns, model calls and tool calls for metrics and
 	// traces; nil: agentik.NopObserver.
 	Observer agentik.Observer
+	// Tracer opens the spans of turns, model calls and tool calls; nil:
+	// no tracing, at no cost.
+	Tracer agentik.Tracer
 }
 
 func (o *Options) setDefaults() error {

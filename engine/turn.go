@@ -24,12 +24,20 @@ func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
 	r := &turnRun{c: c, t: t, ctx: ctx, client: q.client, start: time.Now()}
 	obs, agent := c.e.opts.Observer, c.e.opts.Info.ID
 	obs.TurnStarted(agent)
+	var span agentik.Span
+	if tr := c.e.opts.Tracer; tr != nil {
+		r.ctx, span = tr.StartTurn(ctx, agentik.TurnTrace{ConversationID: c.id, ReplyTo: t.user.ID,
+			TraceParent: t.user.TraceParent, Linked: !q.fresh})
+	}
 	defer func() {
 		outcome := r.outcome
 		if outcome == "" {
 			outcome = "lease_lost" // fenced: another process runs the turn
 		}
 		obs.TurnEnded(agent, outcome, time.Since(r.start))
+		if span != nil {
+			span.End(agentik.SpanEnd{Outcome: outcome, Tokens: r.tokens, ErrorType: r.errType, Detail: r.errDetail})
+		}
 	}()
 	err := r.run(q.resume)
 	switch {
@@ -68,6 +76,8 @@ type turnRun struct {
 	start     time.Time // for the observer
 	outcome   string    // the end reason, once ended
 	firstSeen bool      // the first token was reported
+
+	errType, errDetail string // the code and details of a failed turn (its span)
 }
 
 // errWaitingForClient ends a turn that waits for client tool results.
@@ -149,8 +159,16 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 		// The LLM bounds its own waiting (connect, retries, silence between
 		// chunks); the turn's context adds interrupts and shutdown.
 		began := time.Now()
-		resp, err := c.e.opts.LLM.Generate(r.ctx, req, r.onDelta)
-		c.e.opts.Observer.ModelCall(c.e.opts.Info.ID, c.e.opts.LLM.Info().Name, modelOutcome(r.ctx, err), time.Since(began), resp.Tokens)
+		gctx, span := r.ctx, agentik.Span(nil)
+		if tr := c.e.opts.Tracer; tr != nil {
+			gctx, span = r.startModelSpan(tr, req)
+		}
+		resp, err := c.e.opts.LLM.Generate(gctx, req, r.onDelta)
+		outcome := modelOutcome(r.ctx, err)
+		c.e.opts.Observer.ModelCall(c.e.opts.Info.ID, c.e.opts.LLM.Info().Name, outcome, time.Since(began), resp.Tokens)
+		if span != nil {
+			endModelSpan(span, outcome, resp, err)
+		}
 		if err == nil {
 			r.tokens = r.tokens.Add(resp.Tokens)
 			return resp, nil
@@ -177,6 +195,36 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 		}
 		return resp, &turnError{code: agentik.CodeLLMError, details: "the model call failed", err: err}
 	}
+}
+
+// startModelSpan opens the span of a model call (tracing on only: req is
+// copied to the heap for the tracer).
+func (r *turnRun) startModelSpan(tr agentik.Tracer, req agentik.ModelRequest) (context.Context, agentik.Span) {
+	return tr.StartModelCall(r.ctx, agentik.ModelTrace{ConversationID: r.c.id, Model: r.c.e.opts.LLM.Info().Name, Request: &req})
+}
+
+// endModelSpan closes the span of a model call that ended with outcome.
+func endModelSpan(span agentik.Span, outcome string, resp agentik.ModelResponse, err error) {
+	end := agentik.SpanEnd{Outcome: outcome}
+	switch outcome {
+	case "ok":
+		end.Response = &resp
+	case "interrupted": // not a failure of the call
+	default:
+		end.ErrorType, end.Detail = modelErrorCode(outcome), err.Error()
+	}
+	span.End(end)
+}
+
+// modelErrorCode is the error code a model call's outcome fails a turn with.
+func modelErrorCode(outcome string) string {
+	switch outcome {
+	case "timeout":
+		return agentik.CodeLLMTimeout
+	case "context_overflow":
+		return agentik.CodeContextOverflow
+	}
+	return agentik.CodeLLMError
 }
 
 // modelOutcome is the bounded outcome label of a model call.
@@ -488,6 +536,10 @@ func (r *turnRun) isClientTool(set *tools.Set, name string) bool {
 // callTool runs one tool with the tool timeout; every failure is a result.
 func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.ToolResult) {
 	began := time.Now()
+	base, span := r.ctx, agentik.Span(nil)
+	if tr := r.c.e.opts.Tracer; tr != nil {
+		base, span = r.startToolSpan(tr, set, tc)
+	}
 	defer func() {
 		outcome, name := "ok", tc.Name
 		if res.IsError {
@@ -497,6 +549,9 @@ func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.Too
 			name = "unknown" // the model's invention: not a label
 		}
 		r.c.e.opts.Observer.ToolCall(r.c.e.opts.Info.ID, name, outcome, time.Since(began))
+		if span != nil {
+			endToolSpan(span, res)
+		}
 	}()
 	tool, ok := set.Lookup(tc.Name)
 	if !ok || r.c.e.denied(tc.Name) {
@@ -509,7 +564,7 @@ func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.Too
 	if tt, ok := tool.(agentik.TimeoutTool); ok && tt.Timeout() > 0 {
 		timeout = tt.Timeout()
 	}
-	ctx, cancel := context.WithTimeout(agentik.WithConversationState(r.ctx, convState{r.c}), timeout)
+	ctx, cancel := context.WithTimeout(agentik.WithConversationState(base, convState{r.c}), timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
@@ -530,6 +585,26 @@ func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.Too
 	default:
 		return agentik.ErrorResult("the tool failed: " + err.Error())
 	}
+}
+
+// startToolSpan opens the span of a tool call (tracing on only).
+func (r *turnRun) startToolSpan(tr agentik.Tracer, set *tools.Set, tc agentik.ToolCall) (context.Context, agentik.Span) {
+	t := agentik.ToolTrace{ConversationID: r.c.id, Call: tc}
+	if tool, ok := set.Lookup(tc.Name); ok && !r.c.e.denied(tc.Name) {
+		spec := tool.Spec()
+		t.Description, t.Source = spec.Description, spec.Source
+	}
+	return tr.StartToolCall(r.ctx, t)
+}
+
+// endToolSpan closes the span of a tool call with its result; a result
+// the model sees as an error is the span's error.
+func endToolSpan(span agentik.Span, res agentik.ToolResult) {
+	end := agentik.SpanEnd{Result: &res}
+	if res.IsError {
+		end.ErrorType, end.Detail = "tool_error", agentik.JoinText(res.Content)
+	}
+	span.End(end)
 }
 
 func (r *turnRun) storeErr(err error) error {
@@ -631,6 +706,7 @@ func (r *turnRun) closeFailed(err error) {
 		code, details = te.code, te.details
 	}
 	c.e.log.Warn("turn failed", "conversation", c.id, "reply_to", r.t.user.ID, "code", code, "err", err)
+	r.errType, r.errDetail = code, details
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout) // keeps the turn's fence
 	defer cancel()
 	now := agentik.Now()

@@ -68,6 +68,10 @@ type accumulator struct {
 	finished  bool
 	usage     agentik.TurnTokens
 	started   bool // something the caller sees was received: no retry after this
+	// id and model of the response, read from the first chunk only (they
+	// are the same in every chunk).
+	id, model  string
+	identified bool
 }
 
 type callAcc struct {
@@ -92,6 +96,16 @@ func (a *accumulator) add(raw []byte) error {
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
 		return streamError(c.Error)
+	}
+	if !a.identified {
+		a.identified = true
+		var id struct {
+			ID    string `json:"id"`
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(raw, &id) == nil {
+			a.id, a.model = id.ID, id.Model
+		}
 	}
 	if c.Usage != nil {
 		// Providers send usage once (OpenAI) or cumulatively; the last wins.
@@ -196,6 +210,8 @@ func (a *accumulator) result() (agentik.ModelResponse, error) {
 		Reasoning:    a.reasoning.String(),
 		Tokens:       a.usage,
 		FinishReason: a.finish,
+		ID:           a.id,
+		Model:        a.model,
 	}
 	for _, c := range a.calls {
 		args := strings.TrimSpace(c.args.String())

@@ -312,11 +312,13 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 	inTools := userMsg(a.ID, "mid tool loop")
 	w(a.ID, msg(inTools), msg(reply(a.ID, agentik.MsgToolCall, inTools.ID)))
 
-	// Client tools are kept with the message (never in its event).
+	// Client tools and the traceparent are kept with the message (never in
+	// its event).
 	queued := userMsg(a.ID, "queued")
 	queued.ClientTools = []agentik.ToolSpec{{Name: "pick_color", Description: "Ask the user", Parameters: agentik.RawJSON(`{"type":"object"}`)}}
+	queued.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	evs, _ := commit(t, s, agentik.Write{ConversationID: a.ID, Events: []agentik.Event{msg(queued)}})
-	if stored, err := s.Events(t.Context(), a.ID, evs[0].Cursor-1, 1); err != nil || len(stored) != 1 || stored[0].Message.ClientTools != nil {
+	if stored, err := s.Events(t.Context(), a.ID, evs[0].Cursor-1, 1); err != nil || len(stored) != 1 || stored[0].Message.ClientTools != nil || stored[0].Message.TraceParent != "" {
 		t.Fatalf("the event of a message carries its client tools: %+v, %v", stored, err)
 	}
 

@@ -171,11 +171,12 @@ func AgentPayload(ev *agentik.AgentEvent) (string, error) {
 type storedMessage struct {
 	*agentik.Message
 	ClientTools []agentik.ToolSpec `json:"client_tools,omitempty"`
+	TraceParent string             `json:"traceparent,omitempty"`
 }
 
 // EncodeMessage renders a journal message as stored.
 func EncodeMessage(m *agentik.Message) ([]byte, error) {
-	b, err := json.Marshal(storedMessage{Message: m, ClientTools: m.ClientTools})
+	b, err := json.Marshal(storedMessage{Message: m, ClientTools: m.ClientTools, TraceParent: m.TraceParent})
 	if err != nil {
 		return nil, agentik.WrapError(agentik.EInternal, "encode message", err)
 	}
@@ -190,6 +191,7 @@ func DecodeMessage(payload []byte) (agentik.Message, error) {
 		return m, agentik.WrapError(agentik.EInternal, "decode message", err)
 	}
 	m.ClientTools = s.ClientTools
+	m.TraceParent = s.TraceParent
 	return m, nil
 }
 

@@ -111,13 +111,14 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 		return nil, err
 	}
 	cfg := a.cfg
+	info := agentik.AgentInfo{ID: c.ID, Name: c.Name, Description: c.Description, Version: versionString()}
 	ag.eng, err = engine.New(engine.Options{
 		Store:         a.timedStore(c.ID, store),
 		Bus:           events,
 		Cluster:       coord,
 		LLM:           ag.llm,
 		Tools:         ag.reg,
-		Info:          agentik.AgentInfo{ID: c.ID, Name: c.Name, Description: c.Description, Version: versionString()},
+		Info:          info,
 		SystemPrompt:  c.SystemPrompt,
 		MaxToolRounds: c.MaxToolRounds,
 		ToolTimeout:   c.ToolTimeout,
@@ -129,6 +130,7 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Logger:          a.log.With("agent", c.ID),
 		Observer:        a.observer(),
+		Tracer:          a.tracer(c, info),
 
 		ContextTokens: c.ContextTokensFor(ag.llm.Info().Name),
 		SendReasoning: c.SendReasoning,

@@ -86,6 +86,9 @@ func (a *app) newEdge() {
 	if a.metrics != nil {
 		opts.Observe = a.metrics.HTTPRequest
 	}
+	if a.tracing != nil {
+		opts.Trace = a.tracing.Extract
+	}
 	a.edge = edge.New(opts)
 }
 

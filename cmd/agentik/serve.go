@@ -48,6 +48,7 @@ type app struct {
 	// admins are the admin principals in force (metrics.go, reloaded on
 	// SIGHUP with the tokens).
 	admins atomic.Pointer[[]string]
+	tracing *telemetry.Tracing // nil: tracing off (tracing.go)
 
 	// onStart runs once the engines have started (facades with listeners
 	// of their own begin serving); onShutdown runs before the engines
@@ -97,6 +98,9 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, l
 	defer a.close()
 	a.newMetrics()
 	a.setAdmins(cfg)
+	if err := a.setupTracing(ctx); err != nil {
+		return err
+	}
 	if err := a.setupAuth(ctx); err != nil {
 		return err
 	}

@@ -107,12 +107,14 @@ func clone[T any](v T) T {
 	return out
 }
 
-// cloneMessage also copies the client tools, which JSON leaves out.
+// cloneMessage also copies the client tools and the traceparent, which JSON
+// leaves out.
 func cloneMessage(m agentik.Message) agentik.Message {
 	out := clone(m)
 	if len(m.ClientTools) > 0 {
 		out.ClientTools = clone(m.ClientTools)
 	}
+	out.TraceParent = m.TraceParent
 	return out
 }
 

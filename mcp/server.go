@@ -459,7 +459,10 @@ func isConnErr(err error) bool {
 }
 
 func (s *server) httpClient() *http.Client {
-	rt := http.DefaultTransport.(*http.Transport).Clone()
+	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	if w := s.src.opts.WrapTransport; w != nil {
+		rt = w(rt)
+	}
 	if len(s.cfg.Headers) == 0 {
 		return &http.Client{Transport: rt}
 	}

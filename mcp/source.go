@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,11 @@ type Options struct {
 	// KeepAlive is the ping interval that detects a server gone silent
 	// (protocol versions before 2026-07-28); negative disables it.
 	KeepAlive time.Duration // default 30s
+	// WrapTransport, when set, wraps the transport of HTTP servers'
+	// requests (each server has its own): trace propagation
+	// (telemetry.Tracing.Transport). A tool call's request carries the
+	// call's context.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 func (o *Options) defaults() {

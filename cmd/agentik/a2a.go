@@ -33,6 +33,7 @@ func (a *app) setupA2AAgents(ctx context.Context, ag *agent) error {
 	defer cancel()
 	src := a2a.NewSource(dctx, a2a.SourceOptions{
 		Agents:          remotes,
+		HTTPClient:      a.httpClient(),
 		Logger:          a.log.With("agent", ag.ID),
 		ConversationKey: agentik.ConversationFrom, // one remote context per local conversation
 	})

@@ -45,6 +45,7 @@ func (a *app) setupMCP(ctx context.Context, ag *agent) error {
 		CloseTimeout:   cfg.CloseTimeout,
 		MaxBackoff:     cfg.MaxBackoff,
 		KeepAlive:      cfg.KeepAlive,
+		WrapTransport:  a.wrapTransport(),
 	})
 	ag.reg.AddSource("mcp", src)
 	ag.mcp = src

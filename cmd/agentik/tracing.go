@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -42,4 +43,22 @@ func (a *app) tracer(c config.Agent, info agentik.AgentInfo) agentik.Tracer {
 		provider = "agentik.demo"
 	}
 	return a.tracing.Agent(info, provider)
+}
+
+// wrapTransport is how outgoing HTTP requests of tool sources carry the
+// trace context of their call (nil when tracing is off).
+func (a *app) wrapTransport() func(http.RoundTripper) http.RoundTripper {
+	if a.tracing == nil {
+		return nil
+	}
+	return a.tracing.Transport
+}
+
+// httpClient is the client of outgoing calls that carry the trace context
+// (A2A agents, the model): nil when tracing is off (each uses its default).
+func (a *app) httpClient() *http.Client {
+	if a.tracing == nil {
+		return nil
+	}
+	return &http.Client{Transport: a.tracing.Transport(nil)}
 }

@@ -24,6 +24,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver: it decodes the protobuf
@@ -438,5 +440,206 @@ func TestTracesOff(t *testing.T) {
 	}
 	if spans, bad := rc.received(); len(spans) != 0 || len(bad) != 0 {
 		t.Errorf("exported while off: %v %v", names(spans), bad)
+	}
+}
+
+// headerServer serves a go-sdk MCP server over Streamable HTTP with one
+// tool, echo, and records the traceparent of each tools/call request.
+func headerServer(t *testing.T) (url string, seen func() []string) {
+	t.Helper()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "echo", Version: "1.0"}, nil)
+	type in struct {
+		Text string `json:"text" jsonschema:"what to echo"`
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "echo", Description: "Echoes"},
+		func(_ context.Context, _ *sdk.CallToolRequest, a in) (*sdk.CallToolResult, any, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: a.Text}}}, nil, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	var mu sync.Mutex
+	var tps []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				mu.Lock()
+				tps = append(tps, r.Header.Get("traceparent"))
+				mu.Unlock()
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp", func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(tps)
+	}
+}
+
+// traceparentOf is the W3C traceparent naming span s.
+func traceparentOf(s *tracepb.Span) string {
+	return "00-" + hex.EncodeToString(s.TraceId) + "-" + hex.EncodeToString(s.SpanId) + "-01"
+}
+
+// TestTracesPropagate: a turn's MCP HTTP call, its A2A call and its model
+// calls carry the trace on; the remote agentik's turn is a child of the
+// execute_tool span that called it (its A2A request's traceparent, read by
+// the edge).
+func TestTracesPropagate(t *testing.T) {
+	rc := newOTLPReceiver(t)
+	mcpURL, mcpSeen := headerServer(t)
+	cfg := writeMCPConfig(t, `{"mcpServers":{"echo":{"type":"http","url":"`+mcpURL+`"}}}`)
+	llmA := llmtest.NewServer()
+	defer llmA.Close()
+	llmB := llmtest.NewServer()
+	defer llmB.Close()
+	dir := t.TempDir()
+	otel := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.srv.URL, "OTEL_BSP_SCHEDULE_DELAY=20"}
+	a := startProc(t, append(otel, "AGENTIK_DB_PATH="+filepath.Join(dir, "a.db"), "OPENAI_BASE_URL="+llmA.URL(),
+		"AGENTIK_A2A_NAME=helper", "OTEL_SERVICE_NAME=helper")...)
+	b := startProc(t, append(otel, "AGENTIK_DB_PATH="+filepath.Join(dir, "b.db"), "OPENAI_BASE_URL="+llmB.URL(),
+		"AGENTIK_A2A_AGENTS="+a.url, "AGENTIK_MCP_CONFIG="+cfg, "AGENTIK_MCP_STARTUP_WAIT=20s")...)
+
+	llmA.Enqueue(llmtest.Text("four"))
+	llmB.Enqueue(llmtest.ToolCalls(llmtest.Call("echo", `{"text":"hi"}`), llmtest.Call("helper", `{"message":"2+2?"}`)), llmtest.Text("done"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := httpapi.NewClient(b.url + "/agentik")
+	info, err := client.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := client.Conversation(ctx, info.ID)
+	s, err := conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	id := postMessage(t, b.url, info.ID, "use both", "00-"+incomingTrace+"-"+incomingSpan+"-01")
+	if r := waitEnd(t, s, id, b); r != agentik.EndCompleted {
+		t.Fatalf("turn: %s\n%s", r, b.log())
+	}
+	spans := rc.wait(t, b, func(s []*tracepb.Span) bool { return countPrefix(s, "invoke_agent ") >= 2 })
+	turn := turnSpan(t, spans, id)
+	var echo, helper, remote *tracepb.Span
+	for _, s := range children(spans, turn) {
+		switch s.Name {
+		case "execute_tool echo":
+			echo = s
+		case "execute_tool helper":
+			helper = s
+		}
+	}
+	for _, s := range spans {
+		if strings.HasPrefix(s.Name, "invoke_agent ") && s != turn {
+			remote = s
+		}
+	}
+	if echo == nil || helper == nil || remote == nil {
+		t.Fatalf("spans %v", names(spans))
+	}
+	if a := attrs(echo.Attributes); a["gen_ai.tool.type"] != "extension" {
+		t.Errorf("MCP tool span: %v", a)
+	}
+	if got := mcpSeen(); len(got) != 1 || got[0] != traceparentOf(echo) {
+		t.Errorf("MCP tools/call traceparent %q, want %q", got, traceparentOf(echo))
+	}
+	if !bytes.Equal(remote.TraceId, turn.TraceId) || !bytes.Equal(remote.ParentSpanId, helper.SpanId) {
+		t.Errorf("remote turn: trace %x parent %x, want %x %x", remote.TraceId, remote.ParentSpanId, turn.TraceId, helper.SpanId)
+	}
+	var chats []*tracepb.Span
+	for _, s := range children(spans, turn) {
+		if strings.HasPrefix(s.Name, "chat ") {
+			chats = append(chats, s)
+		}
+	}
+	reqs := llmB.Requests()
+	if len(reqs) != 2 || len(chats) != 2 {
+		t.Fatalf("%d model requests, %d chat spans", len(reqs), len(chats))
+	}
+	for i, r := range reqs {
+		if got := r.Header.Get("traceparent"); got != traceparentOf(chats[i]) {
+			t.Errorf("model request %d traceparent %q, want %q", i, got, traceparentOf(chats[i]))
+		}
+	}
+}
+
+// TestTracesQueuedAndRestarted: a turn that waited behind another one, and
+// a turn resumed after the process was killed, each start a trace of their
+// own linked to the request that sent their message.
+func TestTracesQueuedAndRestarted(t *testing.T) {
+	rc := newOTLPReceiver(t)
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	db := filepath.Join(t.TempDir(), "agentik.db")
+	env := []string{"AGENTIK_DB_PATH=" + db, "OPENAI_BASE_URL=" + llm.URL(), "OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.srv.URL, "OTEL_BSP_SCHEDULE_DELAY=20"}
+	p := startProc(t, env...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := httpapi.NewClient(p.url + "/agentik")
+	info, err := client.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := client.Conversation(ctx, info.ID)
+	s, err := conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tp := func(n int) string {
+		return "00-" + incomingTrace + "-" + strings.Repeat("0", 15) + string(rune('0'+n)) + "-01"
+	}
+
+	gate := llmtest.NewGate()
+	defer gate.Release()
+	llm.Enqueue(llmtest.Stream().Role().Content("first").Pause(gate).Finish("stop").Done(), llmtest.Text("second"))
+	first := postMessage(t, p.url, info.ID, "one", tp(1))
+	<-gate.Reached()
+	second := postMessage(t, p.url, info.ID, "two", tp(2)) // queued behind the first
+	gate.Release()
+	waitEnd(t, s, first, p)
+	waitEnd(t, s, second, p)
+	rc.wait(t, p, func(s []*tracepb.Span) bool { return countPrefix(s, "invoke_agent ") >= 2 }) // before the kill
+
+	cut := llmtest.NewGate()
+	defer cut.Release()
+	llm.Enqueue(llmtest.Stream().Role().Content("never").Pause(cut).Finish("stop").Done())
+	third := postMessage(t, p.url, info.ID, "three", tp(3))
+	<-cut.Reached()
+	p.cmd.Process.Kill()
+	<-p.done
+	s.Close()
+
+	llm.Enqueue(llmtest.Text("third, again"))
+	p2 := startProc(t, env...)
+	client2 := httpapi.NewClient(p2.url + "/agentik")
+	conv2, _ := client2.Conversation(ctx, info.ID)
+	s2, err := conv2.Events(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if r := waitEnd(t, s2, third, p2); r != agentik.EndCompleted {
+		t.Fatalf("resumed turn: %s", r)
+	}
+
+	spans := rc.wait(t, p2, func(s []*tracepb.Span) bool { return countPrefix(s, "invoke_agent ") >= 3 })
+	if one := turnSpan(t, spans, first); hex.EncodeToString(one.ParentSpanId) != tp(1)[36:52] || len(one.Links) != 0 {
+		t.Errorf("the first turn is not a child of its request: parent %x, links %v", one.ParentSpanId, one.Links)
+	}
+	for _, c := range []struct {
+		id string
+		n  int
+	}{{second, 2}, {third, 3}} {
+		sp := turnSpan(t, spans, c.id)
+		if len(sp.ParentSpanId) != 0 || hex.EncodeToString(sp.TraceId) == incomingTrace {
+			t.Errorf("turn %d: parent %x in trace %x, want a trace of its own", c.n, sp.ParentSpanId, sp.TraceId)
+		}
+		if len(sp.Links) != 1 || "00-"+hex.EncodeToString(sp.Links[0].TraceId)+"-"+hex.EncodeToString(sp.Links[0].SpanId)+"-01" != tp(c.n) {
+			t.Errorf("turn %d links %v, want %s", c.n, sp.Links, tp(c.n))
+		}
 	}
 }

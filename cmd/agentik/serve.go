@@ -47,7 +47,7 @@ type app struct {
 	metrics *telemetry.Metrics // nil outside serve (metrics.go)
 	// admins are the admin principals in force (metrics.go, reloaded on
 	// SIGHUP with the tokens).
-	admins atomic.Pointer[[]string]
+	admins  atomic.Pointer[[]string]
 	tracing *telemetry.Tracing // nil: tracing off (tracing.go)
 
 	// onStart runs once the engines have started (facades with listeners

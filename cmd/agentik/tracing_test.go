@@ -240,7 +240,7 @@ func TestTracesThroughBinary(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "agentik.db")
 	p := startProc(t, "AGENTIK_DB_PATH="+db, "OPENAI_BASE_URL="+llm.URL(), "AGENTIK_LLM_MAX_RETRIES=0",
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+rc.srv.URL, "OTEL_BSP_SCHEDULE_DELAY=20",
-		"OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test")
+		"OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test", "AGENTIK_LOG_LEVEL=debug") // debug: the request log in text mode
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	client := httpapi.NewClient(p.url + "/agentik")
@@ -267,6 +267,10 @@ func TestTracesThroughBinary(t *testing.T) {
 	}
 
 	spans := rc.wait(t, p, func(s []*tracepb.Span) bool { return countPrefix(s, "invoke_agent ") >= 2 })
+	// The request log names the trace the edge read from the header.
+	if !strings.Contains(p.log(), "trace_id="+incomingTrace) {
+		t.Errorf("no request log line with the incoming trace id\n%s", p.log())
+	}
 
 	// The tool turn: a child of the incoming traceparent, with a model
 	// call, the tool call and the model call that answers.

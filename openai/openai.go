@@ -80,6 +80,11 @@ type Options struct {
 	// reasoning_content (DeepSeek thinking mode requires it on tool turns).
 	SendReasoning bool
 
+	// Identify reads the response's id and model from the stream into
+	// ModelResponse.ID and Model (for traces; it costs a decode of the
+	// first chunk and two strings per call, so it is off unless asked).
+	Identify bool
+
 	HTTPClient *http.Client      // default: a client without overall timeout
 	Headers    map[string]string // extra request headers (OpenRouter X-Title, …)
 }
@@ -195,6 +200,7 @@ func (l *LLM) attempt(parent context.Context, params oai.ChatCompletionNewParams
 	}
 	defer events.Close()
 	acc := newAccumulator(onDelta)
+	acc.identified = !l.opts.Identify // nothing to read
 	for events.Next() {
 		watchdog.Reset(l.opts.Timeout)
 		ev := events.Event()

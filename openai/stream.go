@@ -69,7 +69,7 @@ type accumulator struct {
 	usage     agentik.TurnTokens
 	started   bool // something the caller sees was received: no retry after this
 	// id and model of the response, read from the first chunk only (they
-	// are the same in every chunk).
+	// are the same in every chunk); identified: read, or not wanted.
 	id, model  string
 	identified bool
 }

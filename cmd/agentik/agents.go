@@ -17,6 +17,7 @@ import (
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/mcp"
 	"github.com/agentik/agentik/openai"
+	"github.com/agentik/agentik/telemetry"
 	"github.com/agentik/agentik/tools"
 	"github.com/agentik/agentik/ws"
 )
@@ -100,7 +101,7 @@ func (a *app) buildAgents(ctx context.Context, only string) error {
 func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*agent, error) {
 	ag := &agent{ID: c.ID, Default: c.Default, cfg: c, app: a}
 	var err error
-	if ag.llm, err = newLLM(c, a.log, a.httpClient()); err != nil {
+	if ag.llm, err = newLLM(c, a.log, a.tracing); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	if err := a.setupTools(ctx, ag); err != nil {
@@ -152,9 +153,9 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 	return ag, nil
 }
 
-// newLLM builds an agent's model backend; hc makes its requests (nil: the
-// adapter's default client).
-func newLLM(c config.Agent, log *slog.Logger, hc *http.Client) (agentik.LLM, error) {
+// newLLM builds an agent's model backend. With tracing on, its requests
+// carry the trace context and its responses name their id and model.
+func newLLM(c config.Agent, log *slog.Logger, tracing *telemetry.Tracing) (agentik.LLM, error) {
 	if c.Backend == config.BackendDemo {
 		log.Warn("no model endpoint configured: using the offline demo backend; set OPENAI_BASE_URL (and OPENAI_API_KEY, OPENAI_MODEL), or model.base_url in the configuration file, to use a real model", "agent", c.ID)
 		demo := demollm.New()
@@ -174,7 +175,8 @@ func newLLM(c config.Agent, log *slog.Logger, hc *http.Client) (agentik.LLM, err
 		ContextTokens: c.ContextTokensFor(c.Model),
 		ImageInput:    c.ImageInputFor(c.Model),
 		SendReasoning: c.SendReasoning,
-		HTTPClient:    hc,
+		HTTPClient:    tracing.HTTPClient(),
+		Identify:      tracing != nil,
 	})
 }
 

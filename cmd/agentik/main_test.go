@@ -50,7 +50,7 @@ type proc struct {
 // listening finds the address in the start-up line, in text or JSON logs.
 var listening = regexp.MustCompile(`msg="agentik listening" addr=(\S+)|"msg":"agentik listening","addr":"([^"]+)"`)
 
-func startProc(t *testing.T, env ...string) *proc {
+func startProc(t testing.TB, env ...string) *proc {
 	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	p.cmd = exec.Command(binary, "serve")

@@ -54,11 +54,6 @@ func (a *app) wrapTransport() func(http.RoundTripper) http.RoundTripper {
 	return a.tracing.Transport
 }
 
-// httpClient is the client of outgoing calls that carry the trace context
-// (A2A agents, the model): nil when tracing is off (each uses its default).
-func (a *app) httpClient() *http.Client {
-	if a.tracing == nil {
-		return nil
-	}
-	return &http.Client{Transport: a.tracing.Transport(nil)}
-}
+// httpClient is the client of A2A calls, which carry the trace context:
+// nil when tracing is off (the source's default).
+func (a *app) httpClient() *http.Client { return a.tracing.HTTPClient() }

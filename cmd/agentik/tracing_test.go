@@ -40,7 +40,7 @@ type otlpReceiver struct {
 	bad      []string          // requests that were not valid exports
 }
 
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
+func newOTLPReceiver(t testing.TB) *otlpReceiver {
 	t.Helper()
 	rc := &otlpReceiver{changed: make(chan struct{})}
 	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
@@ -92,7 +92,7 @@ func errString(err error) string {
 
 // wait returns the spans received once done says they are complete; it
 // fails the test if that does not happen within a generous deadline.
-func (rc *otlpReceiver) wait(t *testing.T, p *proc, done func([]*tracepb.Span) bool) []*tracepb.Span {
+func (rc *otlpReceiver) wait(t testing.TB, p *proc, done func([]*tracepb.Span) bool) []*tracepb.Span {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {

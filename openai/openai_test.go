@@ -433,3 +433,20 @@ func TestErrorsNeverShowTheKey(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestIdentify: the response's id and model are read only when asked.
+func TestIdentify(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		l, s := newLLM(t, func(o *openai.Options) { o.Identify = on })
+		r := llmtest.Text("hi")
+		r.Model = "served-model"
+		s.Enqueue(r)
+		resp, _ := mustGenerate(t, l, hello)
+		if on && (resp.Model != "served-model" || !strings.HasPrefix(resp.ID, "chatcmpl-")) {
+			t.Errorf("identified: %+v", resp)
+		}
+		if !on && (resp.Model != "" || resp.ID != "") {
+			t.Errorf("not asked, yet %+v", resp)
+		}
+	}
+}

@@ -241,7 +241,7 @@ func TestTracesThroughBinary(t *testing.T) {
 	p := startProc(t, "AGENTIK_DB_PATH="+db, "OPENAI_BASE_URL="+llm.URL(), "AGENTIK_LLM_MAX_RETRIES=0",
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+rc.srv.URL, "OTEL_BSP_SCHEDULE_DELAY=20",
 		"OTEL_RESOURCE_ATTRIBUTES=deployment.environment.name=test", "AGENTIK_LOG_LEVEL=debug") // debug: the request log in text mode
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	client := httpapi.NewClient(p.url + "/agentik")
 	info, err := client.CreateConversation(ctx, agentik.CreateRequest{})
@@ -356,7 +356,7 @@ func TestTracesCaptureContent(t *testing.T) {
 	p := startProc(t, "AGENTIK_DB_PATH="+db, "OPENAI_BASE_URL="+llm.URL(), "OTEL_SERVICE_NAME=agentik-test",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+rc.srv.URL+"/v1/traces", "OTEL_BSP_SCHEDULE_DELAY=3600000", // only the shutdown exports
 		"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	client := httpapi.NewClient(p.url + "/agentik")
 	info, _ := client.CreateConversation(ctx, agentik.CreateRequest{})
@@ -417,7 +417,7 @@ func TestTracesOff(t *testing.T) {
 	} {
 		db := filepath.Join(t.TempDir(), "agentik.db")
 		p := startProc(t, append([]string{"AGENTIK_DB_PATH=" + db, "OPENAI_BASE_URL=" + llm.URL(), "OTEL_BSP_SCHEDULE_DELAY=1"}, env...)...)
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		client := httpapi.NewClient(p.url + "/agentik")
 		info, _ := client.CreateConversation(ctx, agentik.CreateRequest{})
 		conv, _ := client.Conversation(ctx, info.ID)
@@ -508,7 +508,7 @@ func TestTracesPropagate(t *testing.T) {
 
 	llmA.Enqueue(llmtest.Text("four"))
 	llmB.Enqueue(llmtest.ToolCalls(llmtest.Call("echo", `{"text":"hi"}`), llmtest.Call("helper", `{"message":"2+2?"}`)), llmtest.Text("done"))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	client := httpapi.NewClient(b.url + "/agentik")
 	info, err := client.CreateConversation(ctx, agentik.CreateRequest{})
@@ -580,7 +580,7 @@ func TestTracesQueuedAndRestarted(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "agentik.db")
 	env := []string{"AGENTIK_DB_PATH=" + db, "OPENAI_BASE_URL=" + llm.URL(), "OTEL_EXPORTER_OTLP_ENDPOINT=" + rc.srv.URL, "OTEL_BSP_SCHEDULE_DELAY=20"}
 	p := startProc(t, env...)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	client := httpapi.NewClient(p.url + "/agentik")
 	info, err := client.CreateConversation(ctx, agentik.CreateRequest{})

@@ -93,23 +93,24 @@ func answersOf(parts []Part, pend []agentik.PendingApproval) ([]answer, *Error) 
 	for i, p := range parts {
 		switch p.Kind {
 		case "data":
-			var head struct {
-				CallID *string `json:"call_id"`
-			}
-			if d := bytes.TrimSpace(p.Data); len(d) == 0 || d[0] != '{' || json.Unmarshal(d, &head) != nil {
+			// Keys are matched exactly here (the decoder would take
+			// "CALL_ID" for call_id), and an explicit call id is never empty.
+			fields := map[string]json.RawMessage{}
+			if d := bytes.TrimSpace(p.Data); len(d) == 0 || d[0] != '{' || agentik.CheckJSON(d) != nil || json.Unmarshal(d, &fields) != nil {
 				return nil, rpcErr(CodeInvalidParams, "part %d: an answer is a JSON object {\"call_id\", \"approved\", \"reason\"?, \"arguments\"?}", i)
 			}
 			id := ""
+			raw, named := fields["call_id"]
 			switch {
-			case head.CallID != nil:
-				id = *head.CallID
+			case named:
+				if json.Unmarshal(raw, &id) != nil || id == "" {
+					return nil, rpcErr(CodeInvalidParams, "part %d: call_id is a non-empty string", i)
+				}
 			case len(pend) == 1:
 				id = pend[0].CallID
 			default:
 				return nil, rpcErr(CodeInvalidParams, "part %d: call_id is required: %d calls wait", i, len(pend))
 			}
-			fields := map[string]json.RawMessage{}
-			json.Unmarshal(p.Data, &fields)
 			delete(fields, "call_id")
 			b, _ := json.Marshal(fields)
 			res, err := agentik.DecodeResolution(b)

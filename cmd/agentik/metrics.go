@@ -128,18 +128,29 @@ func asFacade(name string, h http.Handler) http.Handler {
 
 // timedStore is the store of an agent's engine with its Commits timed
 // (agentik_store_commit_duration_seconds): the time a turn waits for its
-// write, the writer's queue included. It forwards the Store interface
-// only; the engine asserts no other interface on its store.
+// write, the writer's queue included. Besides the Store interface it keeps
+// the one optional interface the engine asserts on its store
+// (agentik.EventJSONReader, the replay that passes stored JSON through).
 type timedStore struct {
 	agentik.Store
 	observe func(time.Duration)
+}
+
+// timedJSONStore is a timedStore whose store reads events as stored JSON.
+type timedJSONStore struct {
+	timedStore
+	agentik.EventJSONReader
 }
 
 func (a *app) timedStore(agent string, s agentik.Store) agentik.Store {
 	if a.metrics == nil {
 		return s
 	}
-	return timedStore{Store: s, observe: a.metrics.CommitObserver(agent)}
+	t := timedStore{Store: s, observe: a.metrics.CommitObserver(agent)}
+	if r, ok := s.(agentik.EventJSONReader); ok {
+		return timedJSONStore{t, r}
+	}
+	return t
 }
 
 func (s timedStore) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {

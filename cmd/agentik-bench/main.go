@@ -44,20 +44,21 @@ func main() {
 }
 
 type flags struct {
-	binary     string
-	inProcess  bool
-	pg         string
-	quick      bool
-	jsonOut    string
-	svgDir     string
-	mdOut      string
-	from       string
-	phases     string
-	cpuProfile string
-	levels     []int
-	ttft       time.Duration
-	chunkDelay time.Duration
-	settle     time.Duration
+	binary        string
+	inProcess     bool
+	pg            string
+	quick         bool
+	jsonOut       string
+	svgDir        string
+	mdOut         string
+	from          string
+	phases        string
+	cpuProfile    string
+	serverProfile string
+	levels        []int
+	ttft          time.Duration
+	chunkDelay    time.Duration
+	settle        time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (flags, error) {
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.mdOut, "md", "", "write the results as Markdown tables to this file")
 	fs.StringVar(&f.from, "from", "", "measure nothing: read results from this JSON file and write --md/--svg from them")
 	fs.StringVar(&f.phases, "phases", strings.Join(allPhases, ","), "comma-separated phases to run")
+	fs.StringVar(&f.serverProfile, "server-cpuprofile", "", "the server binary writes a CPU profile of itself to this file (AGENTIK_CPUPROFILE; run one phase)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (use with --inprocess to profile the server)")
 	levels := fs.String("levels", "", "comma-separated concurrency levels (default 1,10,20,100,1000; quick 1,10,20,100)")
 	fs.DurationVar(&f.ttft, "ttft", 0, "the model's time to first token")
@@ -214,6 +216,7 @@ func bench(ctx context.Context, f flags, progress io.Writer) (*Results, error) {
 	r.model = newModel(f.ttft, f.chunkDelay)
 	defer r.model.Close()
 	r.server.model = r.model.URL()
+	r.server.cpuProfile = f.serverProfile
 	r.logf("mode %s, server %s, store %s, %d CPUs, load average %.2f", mode, res.Server, res.Store, res.Machine.CPUs, res.Machine.LoadStart)
 
 	err = r.run(ctx, strings.Split(f.phases, ","))

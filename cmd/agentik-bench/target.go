@@ -43,6 +43,9 @@ type serverConfig struct {
 	dbPath string // SQLite file (ignored with pgDSN)
 	pgDSN  string // AGENTIK_DATABASE_URL
 	model  string // OpenAI-compatible base URL
+	// cpuProfile is the server binary's AGENTIK_CPUPROFILE (each server of
+	// the run writes it in turn: profile one phase at a time).
+	cpuProfile string
 }
 
 // startTarget starts a server and returns once GET /health answers 200,
@@ -108,6 +111,9 @@ func serverEnv(sc serverConfig) []string {
 		"AGENTIK_MESSAGES_PER_MINUTE=0", "AGENTIK_CONVERSATIONS_PER_MINUTE=0", "AGENTIK_MAX_CONCURRENT_TURNS=0",
 		"AGENTIK_WS_MAX_CONNECTIONS=0", "AGENTIK_TEMPORAL_MAX_BYTES=0", "AGENTIK_TEMPORAL_MAX_BYTES_TOTAL=0",
 	)
+	if sc.cpuProfile != "" {
+		env = append(env, "AGENTIK_CPUPROFILE="+sc.cpuProfile)
+	}
 	if sc.pgDSN != "" {
 		env = append(env, "AGENTIK_DATABASE_URL="+sc.pgDSN)
 	} else {

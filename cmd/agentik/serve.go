@@ -96,6 +96,13 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, l
 
 	a := &app{cfg: cfg, log: log, getenv: getenv}
 	defer a.close()
+	if path := getenv("AGENTIK_CPUPROFILE"); path != "" {
+		stopProfile, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	a.newMetrics()
 	a.setAdmins(cfg)
 	if err := a.setupTracing(ctx); err != nil {

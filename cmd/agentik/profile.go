@@ -1,0 +1,25 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+)
+
+// startCPUProfile writes a CPU profile of the whole serve run to path
+// (AGENTIK_CPUPROFILE, a debugging aid: `go tool pprof` reads it); the
+// returned stop ends it on graceful shutdown.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("AGENTIK_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("AGENTIK_CPUPROFILE: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}

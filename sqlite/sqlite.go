@@ -114,6 +114,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 	wq := cloneValues(common)
 	wq.Set("_txlock", "immediate")
+	// A batch of group commit (write.go) runs each write in a savepoint,
+	// whose sub-journal spills to a temporary file past 64 KiB: kept in
+	// memory, a batch writes only its WAL frames.
+	wq.Add("_pragma", "temp_store(MEMORY)")
 	w, err := sql.Open("sqlite", dsn(abs, wq))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))

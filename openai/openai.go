@@ -4,7 +4,7 @@
 //
 // Its main guarantee: a response counts only when the model finished it.
 // openai-go (github.com/openai/openai-go/v3) provides the HTTP transport,
-// request encoding, retries with Retry-After and typed HTTP errors, but the
+// retries with Retry-After and typed HTTP errors, but the
 // stream is folded by this package's own accumulator over the raw chunk JSON,
 // because providers differ in ways openai-go's accumulator does not survive:
 //
@@ -156,12 +156,12 @@ func (l *LLM) Info() agentik.ModelInfo {
 // stream, ctx.Err() when ctx ended, and context.DeadlineExceeded when the
 // endpoint stayed silent for Options.Timeout.
 func (l *LLM) Generate(ctx context.Context, req agentik.ModelRequest, onDelta func(agentik.ModelDelta)) (agentik.ModelResponse, error) {
-	params, err := l.params(req)
+	body, err := l.body(req)
 	if err != nil {
 		return agentik.ModelResponse{}, fmt.Errorf("openai: build request: %w", err)
 	}
 	for attempt := 0; ; attempt++ {
-		resp, started, err := l.attempt(ctx, params, onDelta)
+		resp, started, err := l.attempt(ctx, body, onDelta)
 		if err == nil {
 			return resp, nil
 		}
@@ -178,7 +178,7 @@ func (l *LLM) Generate(ctx context.Context, req agentik.ModelRequest, onDelta fu
 
 // attempt runs one streamed request (with openai-go's own retries inside).
 // started reports whether anything reached onDelta or the tool calls.
-func (l *LLM) attempt(parent context.Context, params oai.ChatCompletionNewParams, onDelta func(agentik.ModelDelta)) (resp agentik.ModelResponse, started bool, err error) {
+func (l *LLM) attempt(parent context.Context, body []byte, onDelta func(agentik.ModelDelta)) (resp agentik.ModelResponse, started bool, err error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	// The watchdog is reset by every chunk, so it measures silence, not
@@ -186,12 +186,13 @@ func (l *LLM) attempt(parent context.Context, params oai.ChatCompletionNewParams
 	watchdog := time.AfterFunc(l.opts.Timeout, func() { cancel(errIdle) })
 	defer watchdog.Stop()
 
-	// openai-go sends the request (with its retries and error decoding);
-	// the body is read here with its SSE framing only, and each chunk is
+	// openai-go sends the request written by body (with its retries and
+	// error decoding; the empty params are replaced by the body);
+	// the response is read here with its SSE framing only, and each chunk is
 	// decoded once, by the accumulator — openai-go's typed chunk decoding
 	// was the adapter's largest cost and reads nothing the accumulator needs.
 	var raw *http.Response
-	if _, err := l.chat.New(ctx, params, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw)); err != nil {
+	if _, err := l.chat.New(ctx, oai.ChatCompletionNewParams{}, option.WithRequestBody("application/json", body), option.WithResponseBodyInto(&raw)); err != nil {
 		return resp, false, l.classify(parent, ctx, err)
 	}
 	events := ssestream.NewDecoder(raw)

@@ -118,6 +118,7 @@ type Request struct {
 	Raw    []byte      `json:"-"` // the body as received
 	Header http.Header `json:"-"`
 	N      int         `json:"-"` // 1 for the first request the server saw, 2 …
+	Remote string      `json:"-"` // the client's address: one per connection
 }
 
 // StreamOptions is the stream_options request field.
@@ -242,7 +243,7 @@ func (s *Server) serveChat(w http.ResponseWriter, hr *http.Request) {
 		w.Write(b)
 		return
 	}
-	req.Raw, req.Header = raw, hr.Header.Clone()
+	req.Raw, req.Header, req.Remote = raw, hr.Header.Clone(), hr.RemoteAddr
 
 	s.mu.Lock()
 	s.seq++

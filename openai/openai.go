@@ -126,7 +126,7 @@ func New(o Options) (*LLM, error) {
 		return nil, fmt.Errorf("openai: max tokens field %q is not %s or %s", o.MaxTokensField, MaxCompletionTokens, MaxTokens)
 	}
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{}
+		o.HTTPClient = &http.Client{Transport: NewTransport()}
 	}
 	// NewChatCompletionService, unlike openai.NewClient, reads no OPENAI_*
 	// environment variables: a key meant for one provider can never leak to
@@ -145,6 +145,20 @@ func New(o Options) (*LLM, error) {
 	}
 	return &LLM{opts: o, chat: oai.NewChatCompletionService(opts...)}, nil
 }
+
+// NewTransport is the transport of the default client: net/http's default
+// settings with an idle pool sized for concurrent turns. The default keeps
+// two idle connections per host, so past two concurrent calls nearly every
+// call dialled (and, to a provider, handshook TLS) anew.
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = idleConns
+	t.MaxIdleConnsPerHost = idleConns
+	return t
+}
+
+// idleConns bounds the idle connections kept to the model endpoint.
+const idleConns = 256
 
 // Info describes the configured model.
 func (l *LLM) Info() agentik.ModelInfo {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -449,4 +450,40 @@ func TestIdentify(t *testing.T) {
 			t.Errorf("not asked, yet %+v", resp)
 		}
 	}
+}
+
+// TestConnectionsReused: concurrent calls keep their connections to the
+// model for the next ones (the net/http default keeps 2 idle per host, and
+// a stream closed at [DONE] before its final chunk is not reused), so a
+// busy server does not dial, and with TLS handshake, per call.
+func TestConnectionsReused(t *testing.T) {
+	const parallel, rounds = 20, 3
+	s := llmtest.NewServer()
+	t.Cleanup(s.Close)
+	s.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("one two three") })
+	l, err := openai.New(openai.Options{BaseURL: s.URL(), Model: "m", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range rounds {
+		var wg sync.WaitGroup
+		for range parallel {
+			wg.Go(func() {
+				if _, err := l.Generate(t.Context(), hello, nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	conns := map[string]bool{}
+	for _, r := range s.Requests() {
+		conns[r.Remote] = true
+	}
+	// Without reuse: about parallel × rounds; a connection can still be
+	// dialled while one being handed back is on its way to the pool.
+	if len(conns) > parallel*3/2 {
+		t.Fatalf("%d calls used %d connections", parallel*rounds, len(conns))
+	}
+	t.Logf("%d calls used %d connections", parallel*rounds, len(conns))
 }

@@ -175,7 +175,7 @@ func newLLM(c config.Agent, log *slog.Logger, tracing *telemetry.Tracing) (agent
 		ContextTokens: c.ContextTokensFor(c.Model),
 		ImageInput:    c.ImageInputFor(c.Model),
 		SendReasoning: c.SendReasoning,
-		HTTPClient:    tracing.HTTPClient(),
+		HTTPClient:    &http.Client{Transport: tracing.Transport(openai.NewTransport())}, // pooled for concurrent turns, with the trace context when tracing is on
 		Identify:      tracing != nil,
 	})
 }

@@ -64,6 +64,7 @@ type db struct {
 	rs stmts   // prepared on r
 
 	writer // the queue of writes to w (write.go)
+	cp     *checkpointer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -118,6 +119,8 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// whose sub-journal spills to a temporary file past 64 KiB: kept in
 	// memory, a batch writes only its WAL frames.
 	wq.Add("_pragma", "temp_store(MEMORY)")
+	// Checkpoints run off the commit path (checkpoint.go).
+	wq.Add("_pragma", "wal_autocheckpoint(0)")
 	w, err := sql.Open("sqlite", dsn(abs, wq))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
@@ -154,7 +157,18 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
 	}
-	return &Store{db: &db{w: w, r: r, ws: ws, rs: rs}}, nil
+	c, err := sql.Open("sqlite", dsn(abs, common))
+	if err != nil {
+		rs.close()
+		ws.close()
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
+	}
+	c.SetMaxOpenConns(1)
+	d := &db{w: w, r: r, ws: ws, rs: rs}
+	d.cp = newCheckpointer(c)
+	return &Store{db: d}, nil
 }
 
 // dsn builds a file: URI so that any path (with '?', '#', spaces) survives,
@@ -178,11 +192,12 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closeOnce.Do(func() {
+		errC := s.cp.close()
 		s.ws.close()
 		s.rs.close()
 		errW := s.w.Close()
 		errR := s.r.Close()
-		s.closeErr = errors.Join(errW, errR)
+		s.closeErr = errors.Join(errC, errW, errR)
 	})
 	return s.closeErr
 }

@@ -111,7 +111,16 @@ func (d *db) lead() {
 	}
 	d.wmu.Unlock()
 
-	d.runBatch(batch)
+	commits := d.runBatch(batch)
+	d.wmu.Lock()
+	d.cp.committed(commits)
+	d.wmu.Unlock()
+	if d.cp.due.Load() {
+		// The batch's writers go first: their commits are done.
+		d.release(batch)
+		batch = nil
+		d.cp.inline(d.w)
+	}
 
 	d.wmu.Lock()
 	var next *writeReq
@@ -124,14 +133,20 @@ func (d *db) lead() {
 	if next != nil {
 		next.wake <- struct{}{}
 	}
+	d.release(batch)
+}
+
+// release wakes the writes of a batch with their outcome.
+func (d *db) release(batch []*writeReq) {
 	for _, r := range batch {
 		r.done = true
 		r.wake <- struct{}{}
 	}
 }
 
-// runBatch sets the outcome of every write of batch.
-func (d *db) runBatch(batch []*writeReq) {
+// runBatch sets the outcome of every write of batch, and returns how many
+// transactions it committed.
+func (d *db) runBatch(batch []*writeReq) (commits int) {
 	live := make([]*writeReq, 0, len(batch))
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -142,10 +157,10 @@ func (d *db) runBatch(batch []*writeReq) {
 	}
 	switch len(live) {
 	case 0:
-		return
+		return 0
 	case 1:
 		live[0].err = d.runAlone(live[0])
-		return
+		return 1
 	}
 	if d.runGroup(live) != nil {
 		// The shared transaction is gone, and with it what the writes that
@@ -153,9 +168,12 @@ func (d *db) runBatch(batch []*writeReq) {
 		for _, r := range live {
 			if r.err == nil {
 				r.err = d.runAlone(r)
+				commits++
 			}
 		}
+		return commits
 	}
+	return 1
 }
 
 // runAlone runs one write in its own transaction.

@@ -57,3 +57,15 @@ func TestCheckpointsKeepTheWALSmall(t *testing.T) {
 		t.Fatalf("%d messages after reopening, want %d", n, commits)
 	}
 }
+
+// TestReadersMapTheFile: the read pool's connections have memory-mapped I/O on.
+func TestReadersMapTheFile(t *testing.T) {
+	s := openPath(t, filepath.Join(t.TempDir(), "agentik.db"))
+	var n int64
+	if err := s.r.QueryRowContext(t.Context(), `PRAGMA mmap_size`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != readerMmap {
+		t.Fatalf("mmap_size %d, want %d", n, readerMmap)
+	}
+}

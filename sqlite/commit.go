@@ -25,17 +25,27 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	orders := make([]int64, len(w.Memory))
 	var touched *agentik.AgentEvent
 	images := storeutil.ExtractImages(&w)
+	msgs := 0 // journal messages the write adds
+	for _, ev := range w.Events {
+		if ev.Message != nil {
+			msgs++
+		}
+	}
 
 	err := s.write(ctx, op, func(tx *wtx) error {
 		var owner, agent string
 		var nextSeq, nextOrd int64
-		err := tx.QueryRowContext(ctx, qCommitConversation, w.ConversationID).Scan(&owner, &agent, &nextSeq, &nextOrd)
+		touch := !w.Touch.IsZero()
+		err := tx.QueryRowContext(ctx, qCommitConversation, msgs, len(w.Memory), w.Tokens.Input, w.Tokens.Output,
+			touch, ms(w.Touch), w.ConversationID).Scan(&owner, &agent, &nextSeq, &nextOrd)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(w.ConversationID)
 		}
 		if err != nil {
 			return err
 		}
+		nextSeq -= int64(msgs) // the first of the claimed numbers
+		nextOrd -= int64(len(w.Memory))
 
 		for i, ev := range w.Events {
 			ev.ConversationID = w.ConversationID
@@ -108,11 +118,6 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			}
 		}
 
-		touch := !w.Touch.IsZero()
-		if _, err := tx.ExecContext(ctx, qUpdateAfterCommit,
-			nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, ms(w.Touch), w.ConversationID); err != nil {
-			return err
-		}
 		if touch {
 			at := agentik.TimeOf(w.Touch.Time)
 			touched = &agentik.AgentEvent{

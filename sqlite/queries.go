@@ -55,7 +55,15 @@ const (
 	qRename             = `UPDATE conversations SET title = ? WHERE id = ? AND agent_id = ?`
 	qDelete             = `DELETE FROM conversations WHERE id = ? AND agent_id = ? RETURNING owner`
 	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id) VALUES (?, ?, ?, ?, ?, ?)`
-	qCommitConversation = `SELECT owner, agent_id, next_seq, next_ord FROM conversations WHERE id = ?`
+	// A commit claims its journal seqs and memory orders, adds its tokens
+	// and touches the conversation in one statement, first: the returned
+	// counters are those after the claim.
+	qCommitConversation = `UPDATE conversations SET
+		next_seq = next_seq + ?, next_ord = next_ord + ?,
+		tokens_in = tokens_in + ?, tokens_out = tokens_out + ?,
+		updated_at = CASE WHEN ? THEN ? ELSE updated_at END
+		WHERE id = ?
+		RETURNING owner, agent_id, next_seq, next_ord`
 	// The conversations and agent events of before agents (agent_id '')
 	// go to the default agent.
 	qAdoptConversations = `UPDATE conversations SET agent_id = ? WHERE agent_id = ''`
@@ -77,11 +85,6 @@ const (
 	qSetState = `INSERT INTO conversation_state (conversation_id, key, value) VALUES (?, ?, ?)
 		ON CONFLICT (conversation_id, key) DO UPDATE SET value = excluded.value`
 	qDeleteState       = `DELETE FROM conversation_state WHERE conversation_id = ? AND key = ?`
-	qUpdateAfterCommit = `UPDATE conversations SET
-		next_seq = ?, next_ord = ?,
-		tokens_in = tokens_in + ?, tokens_out = tokens_out + ?,
-		updated_at = CASE WHEN ? THEN ? ELSE updated_at END
-		WHERE id = ?`
 )
 
 var readQueries = []string{
@@ -93,6 +96,6 @@ var readQueries = []string{
 var writeQueries = []string{
 	qExists, qGetConversation, qInsertConversation, qRename, qDelete, qInsertAgentEvent,
 	qCommitConversation, qInsertMessage, qInsertEvent, qCloseTurn, qDropMemory, qInsertMemory,
-	qUpdateAfterCommit, qReferenceImage, qInsertImage, qSetState, qDeleteState,
+	qReferenceImage, qInsertImage, qSetState, qDeleteState,
 	qSavepoint, qRollbackTo, qRelease,
 }

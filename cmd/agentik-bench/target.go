@@ -98,8 +98,9 @@ func serverEnv(sc serverConfig) []string {
 		"AGENTIK_HOST=127.0.0.1",
 		"AGENTIK_PORT=0",
 		"AGENTIK_LOG_FORMAT=json",
-		// The bench reads the listening line, logged at info; info logs
-		// nothing per request, so it costs the measurement nothing.
+		// The bench reads the listening line, logged at info. In JSON mode
+		// info also holds the edge's one line per request (the access log
+		// an operator's pipeline reads): its cost is measured with the rest.
 		"AGENTIK_LOG_LEVEL=info",
 		"AGENTIK_LLM_BACKEND=openai",
 		"OPENAI_BASE_URL="+sc.model,

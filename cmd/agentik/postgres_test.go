@@ -730,6 +730,14 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 	if os.Getenv("AGENTIK_BENCH_IDLE") != "" {
 		idle = benchInt(t, "AGENTIK_BENCH_IDLE", 0)
 	}
+	// AGENTIK_BENCH_WARMUP turns per conversation run first, unmeasured, on
+	// other conversations of the same processes: the figures are then those
+	// of processes whose database connections are open and warm, not of
+	// processes just started.
+	warm := 0
+	if os.Getenv("AGENTIK_BENCH_WARMUP") != "" {
+		warm = benchInt(t, "AGENTIK_BENCH_WARMUP", 0)
+	}
 	var rtt time.Duration
 	if v := os.Getenv("AGENTIK_BENCH_RTT"); v != "" {
 		var err error
@@ -776,19 +784,22 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 						cs = cs[:n]
 					}
 					busy, idlers := ps[:len(cs)], ps[len(cs):]
-					before, idleBefore, dbBefore, selfBefore := procsCPU(busy), procsCPU(idlers), dbCPU(t, app), selfCPU()
+					if warm > 0 {
+						converse(t, cs, convs, warm) // unmeasured: connections opened, statements prepared
+					}
+					before, idleBefore, dbBefore, selfBefore := procsCPU(busy), procsCPU(idlers), dbCPU(t, app, ps), selfCPU()
 					start := time.Now()
 					_, turns := converse(t, cs, convs, per)
 					d := time.Since(start)
-					used, idleUsed, dbUsed, selfUsed := procsCPU(busy)-before, procsCPU(idlers)-idleBefore, dbCPU(t, app)-dbBefore, selfCPU()-selfBefore
+					used, idleUsed, dbUsed, selfUsed := procsCPU(busy)-before, procsCPU(idlers)-idleBefore, dbCPU(t, app, ps)-dbBefore, selfCPU()-selfBefore
 					rate := float64(turns) / d.Seconds()
 					k := key{name, n}
 					rates[k] = append(rates[k], rate)
 					perTurn := func(d time.Duration) float64 { return d.Seconds() * 1e6 / float64(turns) }
 					cpu[k] = append(cpu[k], perTurn(used))
 					dbcpu[k] = append(dbcpu[k], perTurn(dbUsed))
-					t.Logf("%s, %d processes: %d turns in %v = %.0f turns/s; CPU per turn: agentik %.0f µs, PostgreSQL backends %.0f µs, this test (clients and model) %.0f µs",
-						name, n, turns, d.Round(time.Millisecond), rate, perTurn(used), perTurn(dbUsed), perTurn(selfUsed))
+					t.Logf("%s, %d processes: %d turns in %v = %.0f turns/s; CPU per turn: agentik %.0f µs, PostgreSQL backends %.0f µs, this test (clients and model) %.0f µs; %d database connections",
+						name, n, turns, d.Round(time.Millisecond), rate, perTurn(used), perTurn(dbUsed), perTurn(selfUsed), len(dbPIDs(t, app, ps)))
 					if len(idlers) > 0 {
 						t.Logf("%s, %d processes: %d idle processes used %.0f µs per turn", name, n, len(idlers), perTurn(idleUsed))
 					}
@@ -828,14 +839,32 @@ func procsCPU(ps []*proc) time.Duration {
 func selfCPU() time.Duration { return pidCPU(os.Getpid()) }
 
 // dbCPU is the CPU time used so far by the database's backends serving
-// connections named app (Linux, a database on this machine; 0 otherwise).
-func dbCPU(t *testing.T, app string) time.Duration {
+// connections named app and the lease connections of processes ps (Linux, a
+// database on this machine; 0 otherwise). A backend started since the last
+// call counts whole: its start and warm-up are part of the run.
+func dbCPU(t *testing.T, app string, ps []*proc) time.Duration {
+	var total time.Duration
+	for _, pid := range dbPIDs(t, app, ps) {
+		total += pidCPU(int(pid))
+	}
+	return total
+}
+
+// dbPIDs lists the database's backends serving connections named app and
+// the lease connections of processes ps (named after the process: "agentik
+// <host>:<pid>").
+func dbPIDs(t *testing.T, app string, ps []*proc) []int32 {
+	host, _ := os.Hostname()
+	var leases []string
+	for _, p := range ps {
+		leases = append(leases, fmt.Sprintf("agentik %s:%d", host, p.cmd.Process.Pid))
+	}
 	conn, err := pgx.Connect(context.Background(), os.Getenv("AGENTIK_TEST_DATABASE_URL"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+	rows, err := conn.Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE application_name = $1 OR application_name = ANY($2)", app, leases)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -843,11 +872,7 @@ func dbCPU(t *testing.T, app string) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var total time.Duration
-	for _, pid := range pids {
-		total += pidCPU(int(pid))
-	}
-	return total
+	return pids
 }
 
 // pidCPU is the CPU time process pid used so far (Linux; 0 elsewhere).

@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+)
+
+// BenchmarkTurnCommits measures the three commits of a turn (the user
+// message, the turn's start in working memory, the answer with its memory
+// entry), one turn per iteration on one connection, and reports the CPU
+// time of the database backend serving it and of this process per turn: a
+// figure of the commit path that does not depend much on the machine's
+// load (the database must run on this machine). The connection is a fresh
+// one on a migrated schema, as a process's pool opens them; what its first
+// ten turns cost above the steady rate — the backend's start, the first
+// parses and plans of the statements — is reported apart (warm-up). For
+// trying server settings, AGENTIK_BENCH_DSN_EXTRA is appended to its URL
+// (e.g. "&options=-cplan_cache_mode%3Dforce_generic_plan").
+//
+//	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench TurnCommits -benchtime 2000x ./postgres
+func BenchmarkTurnCommits(b *testing.B) {
+	ctx := context.Background()
+	dsn := freshSchema(b)
+	migrated, err := Open(ctx, dsn, Options{MaxConns: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	migrated.Close()
+	// A fresh connection on a migrated schema, as a process's pool opens
+	// them.
+	s, err := Open(ctx, dsn+os.Getenv("AGENTIK_BENCH_DSN_EXTRA"), Options{MaxConns: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	id := agentik.NewID()
+	if _, err := s.CreateConversation(ctx, agentik.ConversationRecord{ID: id, Owner: "o", CreatedAt: agentik.Now(), UpdatedAt: agentik.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	var pid int
+	if err := s.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	turn := func(i int) {
+		u := agentik.Message{ID: agentik.NewID(), Type: agentik.MsgUser, Date: agentik.Now(), Content: []agentik.Content{agentik.Text(fmt.Sprintf("m%d", i))}}
+		if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id, Touch: agentik.Now(),
+			Events: []agentik.Event{{Type: agentik.EvUserMessage, Date: agentik.Now(), Message: &u}}}); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id,
+			Memory: []agentik.MemoryEntry{{Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: u.Content}}}}); err != nil {
+			b.Fatal(err)
+		}
+		a := agentik.Message{ID: agentik.NewID(), Type: agentik.MsgAssistant, ReplyTo: u.ID, Date: agentik.Now(), Content: []agentik.Content{agentik.Text("echo")}}
+		if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id, Touch: agentik.Now(), Tokens: agentik.TurnTokens{Input: 1, Output: 1},
+			Events: []agentik.Event{{Type: agentik.EvAssistantMessage, Date: agentik.Now(), Message: &a}},
+			Memory: []agentik.MemoryEntry{{Message: agentik.ModelMessage{Role: agentik.RoleAssistant, Content: a.Content}}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 10 { // prepared statements and their generic plans
+		turn(i)
+	}
+	db0, self0 := backendCPU(pid), processCPU(os.Getpid())
+	b.ResetTimer()
+	for i := range b.N {
+		turn(i)
+	}
+	b.StopTimer()
+	db, self := backendCPU(pid)-db0, processCPU(os.Getpid())-self0
+	b.ReportMetric(float64(db.Microseconds())/float64(b.N), "db-µs/turn")
+	b.ReportMetric(float64(self.Microseconds())/float64(b.N), "client-µs/turn")
+	// What a fresh connection costs the server before it runs at that
+	// rate: its start, the first statements' parses and plans.
+	steady := db / time.Duration(b.N)
+	b.ReportMetric(float64((db0 - 10*steady).Microseconds()), "db-µs-warm-up/connection")
+}
+
+// backendCPU is the CPU time of a database backend (one thread) so far, to
+// the nanosecond (Linux schedstat; 0 elsewhere).
+func backendCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f[0], 10, 64)
+	return time.Duration(n)
+}
+
+// processCPU is the CPU time of all the threads of process pid so far, in
+// clock ticks of 10 ms (Linux /proc/<pid>/stat; 0 elsewhere).
+func processCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	st := string(raw)
+	f := strings.Fields(st[strings.LastIndexByte(st, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond
+}

@@ -90,9 +90,12 @@ func newAccumulator(onDelta func(agentik.ModelDelta)) *accumulator {
 
 // add folds one chunk (the JSON of one SSE data event).
 func (a *accumulator) add(raw []byte) error {
-	var c wireChunk
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return fmt.Errorf("malformed stream chunk: %w", err)
+	c, ok := fastChunk(raw)
+	if !ok {
+		c = wireChunk{}
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return fmt.Errorf("malformed stream chunk: %w", err)
+		}
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
 		return streamError(c.Error)

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -61,6 +62,69 @@ func FuzzChunk(f *testing.F) {
 		for _, c := range resp.ToolCalls {
 			if c.ID == "" || !json.Valid(c.Arguments) {
 				t.Fatalf("bad call %+v", c)
+			}
+		}
+	})
+}
+
+// FuzzFastChunk: whenever the fast decoder takes a chunk, encoding/json
+// takes it too and decodes exactly the same.
+func FuzzFastChunk(f *testing.F) {
+	for _, seed := range []string{
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","system_fingerprint":null,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"héllo "},"finish_reason":null}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null,"error":null}`,
+		`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
+		`{"choices":null}`,
+		`{"choices":[{"index":1,"delta":{"reasoning_content":"a","reasoning":null}}]}`,
+		`{"Choices":[{"index":0,"delta":{"content":"x"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"a\"b"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"x"}}],"choices":[]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0}]}}]}`,
+		`{"x":[1,-2.5e+3,true,false,null,{"y":"\u00e9\n"}],"choices":[{"index":0,"delta":{"content":"ok"}}]}`,
+		`{"choices":[{"index":0.5}]}`,
+		` {"choices":[ ] } `,
+		`null`,
+		`{"choices":[null]}`,
+		`{"choiceſ":[{"index":0,"delta":{"content":"x"}}]}`,
+		`{"choices":[{"index":0,"delta":{"contenT":"x","ſ":1}}]}`,
+		`{"choices":[{"ındex":3,"delta":{"content":"x"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"\u0041"}}]}`,
+		"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bad\xff\"}}]}",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		fast, ok := fastChunk(raw)
+		if !ok {
+			return
+		}
+		var slow wireChunk
+		if err := json.Unmarshal(raw, &slow); err != nil {
+			t.Fatalf("fast took %q, encoding/json: %v", raw, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: fast %+v, encoding/json %+v", raw, fast, slow)
+		}
+	})
+}
+
+// BenchmarkChunk: one text delta chunk, fast path and encoding/json
+// (go test -run '^$' -bench Chunk -benchmem ./openai).
+func BenchmarkChunk(b *testing.B) {
+	raw := []byte(`{"id":"chatcmpl-abc123","object":"chat.completion.chunk","created":1733097600,"model":"llmtest","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"word "},"logprobs":null,"finish_reason":null}]}`)
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := fastChunk(raw); !ok {
+				b.Fatal("not taken")
+			}
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		for b.Loop() {
+			var c wireChunk
+			if err := json.Unmarshal(raw, &c); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})

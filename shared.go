@@ -60,6 +60,12 @@ func (s *Shared[T]) Value() (T, error) {
 // value). The bytes are shared: callers must not modify them.
 func (s *Shared[T]) JSON() ([]byte, error) {
 	s.jOnce.Do(func() {
+		if ev, ok := any(&s.v).(*Event); ok {
+			if b, ok := ev.appendSimpleJSON(make([]byte, 0, 192+len(ev.Text))); ok {
+				s.j = b
+				return
+			}
+		}
 		b, err := json.Marshal(s.v)
 		if err != nil {
 			s.jErr = WrapError(EInternal, "encode event", err)

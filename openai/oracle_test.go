@@ -272,31 +272,6 @@ func TestBodyRefusesWhatParamsRefused(t *testing.T) {
 	}
 }
 
-// FuzzAppendString: every string is written as valid JSON that decodes to
-// what encoding/json's encoding of it decodes to.
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "\"\\\n\r\t\x00\x1f", "bad\xff\xfe", "é😀", "\u2028\u2029", "<&>", "\xed\xa0\x80"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendString(nil, s)
-		if !json.Valid(got) {
-			t.Fatalf("invalid JSON %q for %q", got, s)
-		}
-		var a, b string
-		if err := json.Unmarshal(got, &a); err != nil {
-			t.Fatal(err)
-		}
-		want, _ := json.Marshal(s)
-		if err := json.Unmarshal(want, &b); err != nil {
-			t.Fatal(err)
-		}
-		if a != b {
-			t.Fatalf("%q decodes to %q, encoding/json's to %q", s, a, b)
-		}
-	})
-}
-
 // benchRequest is a chat of 20 exchanges with one tool, the size of a
 // turn's request in the benchmarks.
 func benchRequest() agentik.ModelRequest {

@@ -52,9 +52,9 @@ const (
 	qInsertConversation = `INSERT INTO conversations
 		(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out, agent_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	qRename             = `UPDATE conversations SET title = ? WHERE id = ? AND agent_id = ?`
-	qDelete             = `DELETE FROM conversations WHERE id = ? AND agent_id = ? RETURNING owner`
-	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id) VALUES (?, ?, ?, ?, ?, ?)`
+	qRename           = `UPDATE conversations SET title = ? WHERE id = ? AND agent_id = ?`
+	qDelete           = `DELETE FROM conversations WHERE id = ? AND agent_id = ? RETURNING owner`
+	qInsertAgentEvent = `INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id) VALUES (?, ?, ?, ?, ?, ?)`
 	// A commit claims its journal seqs and memory orders, adds its tokens
 	// and touches the conversation in one statement, first: the returned
 	// counters are those after the claim.
@@ -84,7 +84,7 @@ const (
 		ON CONFLICT (sha256) DO UPDATE SET refs = refs + 1`
 	qSetState = `INSERT INTO conversation_state (conversation_id, key, value) VALUES (?, ?, ?)
 		ON CONFLICT (conversation_id, key) DO UPDATE SET value = excluded.value`
-	qDeleteState       = `DELETE FROM conversation_state WHERE conversation_id = ? AND key = ?`
+	qDeleteState = `DELETE FROM conversation_state WHERE conversation_id = ? AND key = ?`
 )
 
 var readQueries = []string{

@@ -135,12 +135,12 @@ func (s *Store) EventsJSON(ctx context.Context, conversationID string, after int
 		if err := queryEach(ctx, r, func(q *sql.Rows) error {
 			var cursor int64
 			var typ string
-			var payload []byte
+			var payload string // the driver's own string: no copy
 			var refs sql.NullString
 			if err := q.Scan(&cursor, &typ, &payload, &refs); err != nil {
 				return err
 			}
-			return rows.Add(cursor, typ, payload, refs.String)
+			return rows.AddString(cursor, typ, payload, refs.String)
 		}, qEventsJSON, conversationID, after, limit); err != nil {
 			return err
 		}

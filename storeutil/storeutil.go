@@ -5,7 +5,6 @@
 package storeutil
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -216,8 +215,9 @@ func DecodeEvent(cursor int64, payload []byte, refs string) (agentik.Event, erro
 // first field, so the wire form is the payload with the cursor put first —
 // no decoding, no encoding. It returns nil for a payload not in that form;
 // decode that one (DecodeEvent) instead.
-func WireEvent(cursor int64, payload []byte) []byte {
-	if len(payload) < 2 || payload[0] != '{' || bytes.HasPrefix(payload, []byte(`{"cursor":`)) || cursor <= 0 {
+func WireEvent[P []byte | string](cursor int64, payload P) []byte {
+	const prefix = `{"cursor":`
+	if len(payload) < 2 || payload[0] != '{' || (len(payload) >= len(prefix) && string(payload[:len(prefix)]) == prefix) || cursor <= 0 {
 		return nil
 	}
 	b := make([]byte, 0, len(payload)+24)
@@ -247,6 +247,22 @@ func (r *EventRows) Add(cursor int64, typ string, payload []byte, refs string) e
 			return nil
 		}
 	}
+	return r.decode(cursor, payload, refs)
+}
+
+// AddString is Add for a payload read as a string (which a driver that
+// reads text as a string hands over without a copy).
+func (r *EventRows) AddString(cursor int64, typ string, payload string, refs string) error {
+	if refs == "" {
+		if b := WireEvent(cursor, payload); b != nil {
+			r.out = append(r.out, agentik.SharedJSON[agentik.Event](cursor, typ, b))
+			return nil
+		}
+	}
+	return r.decode(cursor, []byte(payload), refs)
+}
+
+func (r *EventRows) decode(cursor int64, payload []byte, refs string) error {
 	ev, err := DecodeEvent(cursor, payload, refs)
 	if err != nil {
 		return err

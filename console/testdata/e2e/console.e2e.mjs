@@ -96,6 +96,10 @@ await step("create a conversation", async () => {
   await page.locator(".conv-item[aria-current]").waitFor();
   convID = decodeURIComponent(new URL(page.url()).hash.replace("#/c/", ""));
   assert(convID.length > 5, "conversation id in the URL: " + page.url());
+  // The conversation is marked current before it is read; the message box
+  // takes focus once it has been.
+  await page.waitForFunction(() => document.activeElement && document.activeElement.id === "composer-text", null, { timeout: 10000 })
+    .catch(() => {});
   assert(await page.locator("#composer-text").evaluate((e) => document.activeElement === e), "the message box has focus");
 });
 

@@ -59,8 +59,17 @@ func TestSIGKILLWhileApprovalPending(t *testing.T) {
 		string(pending[0].Arguments) != `{"timezone":"UTC"}` {
 		t.Fatalf("pending after restart: %+v %v\n%s", pending, err, p2.log())
 	}
-	if got, err := conv2.Info(ctx); err != nil || !got.Working {
-		t.Fatalf("not working while it waits: %+v %v", got, err)
+	// The restarted process parks the turn again as it recovers it, which
+	// may finish just after it starts serving: wait for that state.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		got, err := conv2.Info(ctx)
+		if err == nil && got.Working {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not working while it waits: %+v %v", got, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if n := len(llm.Requests()); n != 1 {
 		t.Fatalf("the model was asked %d times before the answer", n)

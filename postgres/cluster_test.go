@@ -232,22 +232,23 @@ func TestFencedTurnAnsweredOnce(t *testing.T) {
 	llm.Handle(gated(gate))
 	dsn := freshSchema(t)
 	a := newNode(t, dsn, llm, nodeOptions{scan: time.Hour})
-	b := newNode(t, dsn, llm, nodeOptions{})
 	ctx := context.Background()
 	info, err := a.eng.CreateConversation(ctx, agentik.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	convA, _ := a.eng.Conversation(ctx, info.ID)
+	m := sendText(t, convA, "one")
+	<-gate.Reached() // A streams its answer
+	// B starts only now: started earlier, its scan could take the turn
+	// before A's own loop did, and then wait on the gate meant for A.
+	b := newNode(t, dsn, llm, nodeOptions{})
 	convB, _ := b.eng.Conversation(ctx, info.ID)
 	s, err := convB.Events(ctx, agentik.LiveOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-
-	m := sendText(t, convA, "one")
-	<-gate.Reached() // A streams its answer
 	killLeaseSession(t, a, dsn, info.ID)
 	waitFor(t, s, "B's answer", func(ev agentik.Event) bool {
 		return ev.Type == agentik.EvAssistantMessage && ev.Message.ReplyTo == m.MessageID

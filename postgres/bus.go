@@ -748,8 +748,9 @@ const sequenceGap = 50 * time.Millisecond
 // sequencer numbers the agent events this process committed (and any
 // others committed meanwhile) whenever it is woken, then delivers them here
 // and announces them to the other processes. Wake-ups during a run, or
-// within sequenceGap after it, fold into one more run. A failed run is
-// retried by the next wake-up or poll.
+// within sequenceGap after it, fold into one more run. A run that finds
+// another process's run holding the counter does not wait for it; it runs
+// again after the gap. A failed run is retried by the next wake-up or poll.
 func (b *Bus) sequencer() {
 	defer b.wg.Done()
 	var last time.Time
@@ -768,7 +769,7 @@ func (b *Bus) sequencer() {
 		}
 		last = time.Now()
 		ctx, cancel := context.WithTimeout(b.ctx, catchUpTimeout)
-		n, last, err := sequence(ctx, b.s.pool)
+		n, top, busy, err := sequenceUnlessBusy(ctx, b.s.pool)
 		cancel()
 		if err != nil {
 			if b.ctx.Err() == nil {
@@ -776,9 +777,12 @@ func (b *Bus) sequencer() {
 			}
 			continue
 		}
+		if busy {
+			wake(b.seqWake)
+		}
 		if n > 0 {
-			b.enqueue(item{kind: itemCatchUp, agents: last}, false)
-			b.notifyAgent(last)
+			b.enqueue(item{kind: itemCatchUp, agents: top}, false)
+			b.notifyAgent(top)
 		}
 	}
 }

@@ -38,6 +38,24 @@ func sequence(ctx context.Context, q querier) (numbered int, last int64, err err
 	}
 }
 
+// sequenceUnlessBusy is sequence with qSequenceUnlessBusy: it reports busy,
+// having numbered what it numbered so far, when another run held the
+// counter.
+func sequenceUnlessBusy(ctx context.Context, q querier) (numbered int, last int64, busy bool, err error) {
+	for {
+		var n int
+		var top int64
+		if err := q.QueryRow(ctx, qSequenceUnlessBusy, sequencePage).Scan(&n, &top, &busy); err != nil {
+			return numbered, last, false, err
+		}
+		numbered += n
+		last = max(last, top)
+		if busy || n < sequencePage {
+			return numbered, last, busy, nil
+		}
+	}
+}
+
 // queueSequence queues the sequencer in a batch, ahead of reads of agent
 // events that must see everything committed before them.
 func queueSequence(b *pgx.Batch) {

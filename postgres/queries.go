@@ -123,4 +123,24 @@ const (
 		u AS (UPDATE agent_events a SET cursor = c.base + p.r FROM p, c
 			WHERE a.arrival = p.arrival AND a.cursor IS NULL RETURNING a.cursor)
 		SELECT (SELECT k FROM n), COALESCE((SELECT MAX(cursor) FROM u), 0)`
+
+	// qSequenceUnlessBusy is qSequence for the Bus's background sequencer:
+	// when another run holds the counter row, it does not wait for it (for
+	// its commit's WAL flush) but returns at once with busy true, and the
+	// caller runs again a moment later — the other run's snapshot may have
+	// been taken before this process's events committed. The counter row is
+	// locked only when some event waits for its number, so a run that finds
+	// nothing still writes nothing.
+	qSequenceUnlessBusy = `WITH w AS (SELECT EXISTS (SELECT 1 FROM agent_events WHERE cursor IS NULL) AS waiting),
+		lk AS (SELECT last FROM cursors WHERE name = 'agent_events' AND (SELECT waiting FROM w)
+			FOR UPDATE SKIP LOCKED),
+		p AS (SELECT arrival, row_number() OVER (ORDER BY arrival) AS r
+			FROM agent_events WHERE cursor IS NULL AND EXISTS (SELECT 1 FROM lk) ORDER BY arrival LIMIT $1),
+		n AS (SELECT count(*) AS k FROM p),
+		c AS (UPDATE cursors SET last = last + n.k FROM n
+			WHERE name = 'agent_events' AND n.k > 0 RETURNING last - n.k AS base),
+		u AS (UPDATE agent_events a SET cursor = c.base + p.r FROM p, c
+			WHERE a.arrival = p.arrival AND a.cursor IS NULL RETURNING a.cursor)
+		SELECT (SELECT k FROM n), COALESCE((SELECT MAX(cursor) FROM u), 0),
+			(SELECT waiting FROM w) AND NOT EXISTS (SELECT 1 FROM lk)`
 )

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -624,6 +625,19 @@ func TestPostgresFailover(t *testing.T) {
 // them over the processes, and waits until every one is answered. It
 // returns the conversations and the number of turns.
 func converse(t *testing.T, cs []*httpapi.Client, convs, perConv int) ([]string, int) {
+	return converseRouted(t, cs, convs, perConv, false)
+}
+
+// converseRouted is converse; sticky sends each conversation's messages to
+// the process that created it and watches it there, as a load balancer with
+// session affinity would, instead of spreading them over the processes.
+func converseRouted(t *testing.T, cs []*httpapi.Client, convs, perConv int, sticky bool) ([]string, int) {
+	route := func(i, j int) *httpapi.Client {
+		if sticky {
+			return cs[i%len(cs)]
+		}
+		return cs[(i+j)%len(cs)]
+	}
 	ctx := context.Background()
 	ids := make([]string, convs)
 	for i := range ids {
@@ -636,7 +650,7 @@ func converse(t *testing.T, cs []*httpapi.Client, convs, perConv int) ([]string,
 	var wg sync.WaitGroup
 	for i, id := range ids {
 		wg.Go(func() {
-			watch, _ := cs[(i+1)%len(cs)].Conversation(ctx, id)
+			watch, _ := route(i, 1).Conversation(ctx, id)
 			s, err := watch.Events(ctx, agentik.LiveOnly)
 			if err != nil {
 				t.Error(err)
@@ -644,7 +658,7 @@ func converse(t *testing.T, cs []*httpapi.Client, convs, perConv int) ([]string,
 			}
 			defer s.Close()
 			for j := range perConv {
-				conv, _ := cs[(i+j)%len(cs)].Conversation(ctx, id)
+				conv, _ := route(i, j).Conversation(ctx, id)
 				if _, err := conv.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text(fmt.Sprintf("m%d", j))}}); err != nil {
 					t.Error(err)
 					return
@@ -708,7 +722,8 @@ func TestPostgresConcurrentConversations(t *testing.T) {
 // TestPostgresTurnsPerSecond measures turns/s with 1, 2 and 3 processes on
 // one database: AGENTIK_BENCH_CONVS conversations (default 20), each with
 // AGENTIK_BENCH_TURNS messages posted at once, every message posted to
-// another process, an instant scripted model. The three configurations run
+// another process (AGENTIK_BENCH_STICKY=1: all of a conversation's to one),
+// an instant scripted model. The three configurations run
 // in turn, AGENTIK_BENCH_ROUNDS times (default 3), so that a machine whose
 // load changes during the run affects them alike; the median of each is
 // reported. AGENTIK_BENCH_RTT (a duration, e.g. 2ms) puts the processes
@@ -738,6 +753,20 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 	if os.Getenv("AGENTIK_BENCH_WARMUP") != "" {
 		warm = benchInt(t, "AGENTIK_BENCH_WARMUP", 0)
 	}
+	// AGENTIK_BENCH_STICKY=1 sends each conversation's traffic to one
+	// process (converseRouted) instead of spreading it over all of them.
+	sticky := os.Getenv("AGENTIK_BENCH_STICKY") != ""
+	// AGENTIK_BENCH_STATEMENTS=N logs the N statements that took the most
+	// time in each measured run, from pg_stat_statements (which the
+	// database must load: shared_preload_libraries; reset per run).
+	statements := 0
+	if os.Getenv("AGENTIK_BENCH_STATEMENTS") != "" {
+		statements = benchInt(t, "AGENTIK_BENCH_STATEMENTS", 0)
+	}
+	// AGENTIK_BENCH_CPUPROFILE names a directory: every process of the runs
+	// without a round trip writes its CPU profile there
+	// (round<R>-<build>-procs<N>-<pid>.pprof).
+	profiles := os.Getenv("AGENTIK_BENCH_CPUPROFILE")
 	var rtt time.Duration
 	if v := os.Getenv("AGENTIK_BENCH_RTT"); v != "" {
 		var err error
@@ -780,16 +809,23 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 					if rtt > 0 {
 						ps, cs = pgProcsVia(t, llm, n, rtt/2, app)
 					} else {
-						ps, cs = pgProcsApp(t, llm, n+idle, app, unlimited...)
+						env := unlimited
+						if profiles != "" {
+							env = append(slices.Clone(unlimited), "AGENTIK_CPUPROFILE="+filepath.Join(profiles, fmt.Sprintf("round%d-%s-procs%d-%%p.pprof", r+1, name, n)))
+						}
+						ps, cs = pgProcsApp(t, llm, n+idle, app, env...)
 						cs = cs[:n]
 					}
 					busy, idlers := ps[:len(cs)], ps[len(cs):]
 					if warm > 0 {
-						converse(t, cs, convs, warm) // unmeasured: connections opened, statements prepared
+						converseRouted(t, cs, convs, warm, sticky) // unmeasured: connections opened, statements prepared
+					}
+					if statements > 0 {
+						dbExec(t, "SELECT pg_stat_statements_reset()")
 					}
 					before, idleBefore, dbBefore, selfBefore := procsCPU(busy), procsCPU(idlers), dbCPU(t, app, ps), selfCPU()
 					start := time.Now()
-					_, turns := converse(t, cs, convs, per)
+					_, turns := converseRouted(t, cs, convs, per, sticky)
 					d := time.Since(start)
 					used, idleUsed, dbUsed, selfUsed := procsCPU(busy)-before, procsCPU(idlers)-idleBefore, dbCPU(t, app, ps)-dbBefore, selfCPU()-selfBefore
 					rate := float64(turns) / d.Seconds()
@@ -802,6 +838,16 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 						name, n, turns, d.Round(time.Millisecond), rate, perTurn(used), perTurn(dbUsed), perTurn(selfUsed), len(dbPIDs(t, app, ps)))
 					if len(idlers) > 0 {
 						t.Logf("%s, %d processes: %d idle processes used %.0f µs per turn", name, n, len(idlers), perTurn(idleUsed))
+					}
+					if statements > 0 {
+						logStatements(t, statements, turns)
+					}
+					if profiles != "" {
+						// A profile is written on graceful shutdown only.
+						for _, p := range ps {
+							p.cmd.Process.Signal(syscall.SIGTERM)
+							<-p.done
+						}
 					}
 				})
 			}
@@ -821,6 +867,49 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 			t.Logf("median %s, %d conversations, round trip +%v: %d processes %.0f turns/s (all: %.0f); CPU per turn: agentik %.0f µs, PostgreSQL %.0f µs",
 				name, convs, rtt, n, median(rates[k]), rates[k], median(cpu[k]), median(dbcpu[k]))
 		}
+	}
+}
+
+// dbExec runs one statement on a connection of its own.
+func dbExec(t *testing.T, q string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), os.Getenv("AGENTIK_TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), q); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// logStatements logs the n statements of pg_stat_statements that took the
+// most execution time (waits for locks and for WAL flushes included), per
+// turn.
+func logStatements(t *testing.T, n, turns int) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), os.Getenv("AGENTIK_TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT calls, total_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT $1`, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var calls int64
+		var ms float64
+		var q string
+		if err := rows.Scan(&calls, &ms, &q); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("statement: %5.2f calls, %5.0f µs per turn: %s", float64(calls)/float64(turns), ms*1000/float64(turns), q)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 }
 

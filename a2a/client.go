@@ -267,13 +267,34 @@ func (c *Client) Cancel(ctx context.Context, id string) (*Task, error) {
 	return decodeTask(c.card.Version, raw)
 }
 
+// What follows a stream's final event is read before the body is closed,
+// so its connection can be reused: net/http reuses a connection only when
+// its response body was read to the end before it was closed, and a stream
+// closed right after its final event usually was not. A2A servers end the
+// stream right after that event; one that does not is cut off after
+// drainTime or drainBytes.
+const (
+	drainBytes = 64 << 10
+	drainTime  = 500 * time.Millisecond
+)
+
+// closeStream reads what is left of a stream's body, within those bounds,
+// and closes it. Reading it to the end puts the connection back in the
+// client's pool before this returns.
+func closeStream(body io.ReadCloser) {
+	t := time.AfterFunc(drainTime, func() { body.Close() })
+	defer t.Stop()
+	io.Copy(io.Discard, io.LimitReader(body, drainBytes)) //nolint:errcheck // what is left is not needed
+	body.Close()
+}
+
 // stream runs a streaming send and folds its events into the final task.
 func (c *Client) stream(ctx context.Context, m *Message, onEvent func(Event)) (Event, string, error) {
 	resp, id, err := c.post(ctx, opStream, c.sendParams(m, true), "text/event-stream")
 	if err != nil {
 		return nil, "", err
 	}
-	defer resp.Body.Close()
+	defer closeStream(resp.Body)
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt != "text/event-stream" {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))

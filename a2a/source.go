@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/httpx"
 )
 
 // Remote is one remote agent to offer as a tool.
@@ -58,7 +59,7 @@ var _ agentik.ToolSource = (*Source)(nil)
 // agent is logged and simply not offered until it answers.
 func NewSource(ctx context.Context, opts SourceOptions) *Source {
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{}
+		opts.HTTPClient = &http.Client{Transport: httpx.PooledTransport()} // concurrent calls to one agent reuse their connections
 	}
 	if opts.RetryInterval <= 0 {
 		opts.RetryInterval = 30 * time.Second

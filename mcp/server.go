@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/httpx"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -459,7 +460,7 @@ func isConnErr(err error) bool {
 }
 
 func (s *server) httpClient() *http.Client {
-	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	var rt http.RoundTripper = httpx.PooledTransport() // concurrent tool calls reuse their connections
 	if w := s.src.opts.WrapTransport; w != nil {
 		rt = w(rt)
 	}

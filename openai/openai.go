@@ -42,6 +42,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/httpx"
 )
 
 // Max-tokens field names.
@@ -147,18 +148,9 @@ func New(o Options) (*LLM, error) {
 }
 
 // NewTransport is the transport of the default client: net/http's default
-// settings with an idle pool sized for concurrent turns. The default keeps
-// two idle connections per host, so past two concurrent calls nearly every
-// call dialled (and, to a provider, handshook TLS) anew.
-func NewTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = idleConns
-	t.MaxIdleConnsPerHost = idleConns
-	return t
-}
-
-// idleConns bounds the idle connections kept to the model endpoint.
-const idleConns = 256
+// settings with an idle pool sized for concurrent turns
+// (httpx.PooledTransport).
+func NewTransport() *http.Transport { return httpx.PooledTransport() }
 
 // Info describes the configured model.
 func (l *LLM) Info() agentik.ModelInfo {

@@ -117,15 +117,6 @@ func (t *Tracing) Transport(base http.RoundTripper) http.RoundTripper {
 	return propagating{base: base, prop: t.prop}
 }
 
-// HTTPClient is a client whose requests carry the trace context of their
-// context (Transport); nil when t is nil, for the caller's default.
-func (t *Tracing) HTTPClient() *http.Client {
-	if t == nil {
-		return nil
-	}
-	return &http.Client{Transport: t.Transport(nil)}
-}
-
 type propagating struct {
 	base http.RoundTripper
 	prop propagation.TextMapPropagator

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/config"
+	"github.com/agentik/agentik/internal/httpx"
 	"github.com/agentik/agentik/telemetry"
 	"go.opentelemetry.io/otel"
 )
@@ -54,6 +55,8 @@ func (a *app) wrapTransport() func(http.RoundTripper) http.RoundTripper {
 	return a.tracing.Transport
 }
 
-// httpClient is the client of A2A calls, which carry the trace context:
-// nil when tracing is off (the source's default).
-func (a *app) httpClient() *http.Client { return a.tracing.HTTPClient() }
+// httpClient is the client of A2A calls: pooled for concurrent calls, with
+// the trace context when tracing is on.
+func (a *app) httpClient() *http.Client {
+	return &http.Client{Transport: a.tracing.Transport(httpx.PooledTransport())}
+}

@@ -259,6 +259,9 @@ func DecodeServerMessage(b []byte) (ServerMessage, error) {
 	if err := json.Unmarshal(b, m); err != nil {
 		return nil, fmt.Errorf("ws: bad %s frame: %w", h.Type, err)
 	}
+	if s, ok := m.(*Status); ok && len(s.Events) == 0 {
+		s.Events = nil // "events":[] says what no events says (and is encoded so)
+	}
 	return m, nil
 }
 

@@ -745,6 +745,10 @@ func (b *Bus) sendBatch(es []outEntry) {
 // agent event waits at most that long, plus the run, for its cursor.
 const sequenceGap = 50 * time.Millisecond
 
+// logSequencerBusy is logged (debug) when the sequencer found another
+// process's run holding the counter.
+const logSequencerBusy = "bus: agent-event counter held by another run; numbering again after the gap"
+
 // sequencer numbers the agent events this process committed (and any
 // others committed meanwhile) whenever it is woken, then delivers them here
 // and announces them to the other processes. Wake-ups during a run, or
@@ -778,6 +782,7 @@ func (b *Bus) sequencer() {
 			continue
 		}
 		if busy {
+			b.log.Debug(logSequencerBusy)
 			wake(b.seqWake)
 		}
 		if n > 0 {

@@ -24,28 +24,23 @@ const sequencePage = 10000
 // q is the pool or a connection; in a transaction (a batch) the numbers
 // commit with it.
 func sequence(ctx context.Context, q querier) (numbered int, last int64, err error) {
-	for {
-		var n int
-		var top int64
-		if err := q.QueryRow(ctx, qSequence, sequencePage).Scan(&n, &top); err != nil {
-			return numbered, last, err
-		}
-		numbered += n
-		last = max(last, top)
-		if n < sequencePage {
-			return numbered, last, nil
-		}
-	}
+	numbered, last, _, err = runSequence(ctx, q, qSequence)
+	return numbered, last, err
 }
 
 // sequenceUnlessBusy is sequence with qSequenceUnlessBusy: it reports busy,
 // having numbered what it numbered so far, when another run held the
 // counter.
 func sequenceUnlessBusy(ctx context.Context, q querier) (numbered int, last int64, busy bool, err error) {
+	return runSequence(ctx, q, qSequenceUnlessBusy)
+}
+
+// runSequence runs a sequencer statement page by page.
+func runSequence(ctx context.Context, q querier, stmt string) (numbered int, last int64, busy bool, err error) {
 	for {
 		var n int
 		var top int64
-		if err := q.QueryRow(ctx, qSequenceUnlessBusy, sequencePage).Scan(&n, &top, &busy); err != nil {
+		if err := q.QueryRow(ctx, stmt, sequencePage).Scan(&n, &top, &busy); err != nil {
 			return numbered, last, false, err
 		}
 		numbered += n

@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/agentik/agentik"
 )
 
 // TestSequencerDoesNotWaitForAnotherRun: the Bus's sequencer statement
@@ -74,4 +77,72 @@ func TestSequencerDoesNotWaitForAnotherRun(t *testing.T) {
 	if last, err := s.LastAgentCursor(ctx); err != nil || last != top {
 		t.Fatalf("last agent cursor %d, %v; the run gave %d", last, err, top)
 	}
+}
+
+// TestSequencerRunsAgainAfterABusyRun: the Bus's sequencer, woken by an
+// agent event committed while another run holds the counter, finds it busy
+// and numbers the event once the counter is free — by running again, not
+// by waiting for the poll (an hour here).
+func TestSequencerRunsAgainAfterABusyRun(t *testing.T) {
+	s := openDSN(t, freshSchema(t))
+	busy := make(chan struct{}, 1)
+	b, err := NewBus(t.Context(), s, BusOptions{PollInterval: time.Hour, Logger: slog.New(onMessage{logSequencerBusy, busy})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sub := b.SubscribeAgent()
+	defer sub.Close()
+
+	tx, err := s.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // committed below
+	if _, err := tx.Exec(t.Context(), "SELECT last FROM cursors WHERE name = 'agent_events' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	now := agentik.Now()
+	id := agentik.NewID()
+	ev, err := s.CreateConversation(t.Context(), agentik.ConversationRecord{ID: id, Owner: "alice", CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.PublishAgent(ev) // as the engine does: wakes the sequencer
+	select {
+	case <-busy:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sequencer never found the counter busy")
+	}
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got, ok := <-sub.C():
+		if !ok || got.ConversationID != id || got.Cursor <= 0 {
+			t.Fatalf("agent event %+v (open %v), want the creation of %s, numbered", got, ok, id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the event committed while the counter was held was never delivered")
+	}
+}
+
+// onMessage is a slog.Handler that signals on ch when a record with
+// message msg is logged.
+type onMessage struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h onMessage) WithGroup(string) slog.Handler            { return h }
+func (h onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }

@@ -116,13 +116,8 @@ const (
 	// writes nothing.
 	qSequence = `WITH p AS (
 			SELECT arrival, row_number() OVER (ORDER BY arrival) AS r
-			FROM agent_events WHERE cursor IS NULL ORDER BY arrival LIMIT $1),
-		n AS (SELECT count(*) AS k FROM p),
-		c AS (UPDATE cursors SET last = last + n.k FROM n
-			WHERE name = 'agent_events' AND n.k > 0 RETURNING last - n.k AS base),
-		u AS (UPDATE agent_events a SET cursor = c.base + p.r FROM p, c
-			WHERE a.arrival = p.arrival AND a.cursor IS NULL RETURNING a.cursor)
-		SELECT (SELECT k FROM n), COALESCE((SELECT MAX(cursor) FROM u), 0)`
+			FROM agent_events WHERE cursor IS NULL ORDER BY arrival LIMIT $1),` + sequenceNumbering + `,
+			false`
 
 	// qSequenceUnlessBusy is qSequence for the Bus's background sequencer:
 	// when another run holds the counter row, it does not wait for it (for
@@ -135,12 +130,18 @@ const (
 		lk AS (SELECT last FROM cursors WHERE name = 'agent_events' AND (SELECT waiting FROM w)
 			FOR UPDATE SKIP LOCKED),
 		p AS (SELECT arrival, row_number() OVER (ORDER BY arrival) AS r
-			FROM agent_events WHERE cursor IS NULL AND EXISTS (SELECT 1 FROM lk) ORDER BY arrival LIMIT $1),
+			FROM agent_events WHERE cursor IS NULL AND EXISTS (SELECT 1 FROM lk) ORDER BY arrival LIMIT $1),` + sequenceNumbering + `,
+			(SELECT waiting FROM w) AND NOT EXISTS (SELECT 1 FROM lk)`
+
+	// sequenceNumbering is what both sequencer statements do with the
+	// events p picked: count them, move the counter past them and number
+	// them; it selects how many and the greatest cursor given, and the
+	// statement adds whether it was busy.
+	sequenceNumbering = `
 		n AS (SELECT count(*) AS k FROM p),
 		c AS (UPDATE cursors SET last = last + n.k FROM n
 			WHERE name = 'agent_events' AND n.k > 0 RETURNING last - n.k AS base),
 		u AS (UPDATE agent_events a SET cursor = c.base + p.r FROM p, c
 			WHERE a.arrival = p.arrival AND a.cursor IS NULL RETURNING a.cursor)
-		SELECT (SELECT k FROM n), COALESCE((SELECT MAX(cursor) FROM u), 0),
-			(SELECT waiting FROM w) AND NOT EXISTS (SELECT 1 FROM lk)`
+		SELECT (SELECT k FROM n), COALESCE((SELECT MAX(cursor) FROM u), 0)`
 )

@@ -241,18 +241,16 @@ type EventRows struct {
 
 // Add takes one row: cursor, type, payload and images column.
 func (r *EventRows) Add(cursor int64, typ string, payload []byte, refs string) error {
-	if refs == "" {
-		if b := WireEvent(cursor, payload); b != nil {
-			r.out = append(r.out, agentik.SharedJSON[agentik.Event](cursor, typ, b))
-			return nil
-		}
-	}
-	return r.decode(cursor, payload, refs)
+	return addRow(r, cursor, typ, payload, refs)
 }
 
 // AddString is Add for a payload read as a string (which a driver that
 // reads text as a string hands over without a copy).
 func (r *EventRows) AddString(cursor int64, typ string, payload string, refs string) error {
+	return addRow(r, cursor, typ, payload, refs)
+}
+
+func addRow[P []byte | string](r *EventRows, cursor int64, typ string, payload P, refs string) error {
 	if refs == "" {
 		if b := WireEvent(cursor, payload); b != nil {
 			r.out = append(r.out, agentik.SharedJSON[agentik.Event](cursor, typ, b))

@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -88,5 +90,79 @@ func TestCommitsPerTurn(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("working memory %v\nwant %v", got, want)
 		}
+	}
+}
+
+// TestQueuedTurnStoresItsMessageWithItsFirstWrite: a message queued behind
+// a running turn enters working memory with its turn's first write (here
+// the answer), not in a commit of its own — one commit fewer per queued
+// turn — and in order. With OnRestart interrupt the entry is still written
+// when the turn starts: it marks the turn as started, which that policy
+// closes after a crash. A queued turn that fails before writing anything
+// still stores its message, so later turns see it.
+func TestQueuedTurnStoresItsMessageWithItsFirstWrite(t *testing.T) {
+	for _, tc := range []struct {
+		policy  string
+		commits int // of the queued message's turn, its send included
+	}{
+		{engine.RestartResume, 2},
+		{engine.RestartInterrupt, 3},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			var counting *countingStore
+			h := newHarness(t, func(o *engine.Options) {
+				o.OnRestart = tc.policy
+				counting = &countingStore{Store: o.Store.(*sqlite.Store)}
+				o.Store = counting
+			})
+			gate := llmtest.NewGate()
+			h.llm.Enqueue(llmtest.Stream().Role().Pause(gate).Content("first").Finish("stop"), llmtest.Text("second"))
+			c, s := h.conversation()
+			first := h.send(c, "one")
+			<-gate.Reached()
+			before := counting.count()
+			second := h.send(c, "two") // queued behind the paused turn
+			gate.Release()
+			until(t, s, endOf(first.MessageID))
+			mid := counting.count()
+			until(t, s, endOf(second.MessageID))
+			// The first turn's answer commit lies between before and mid.
+			if got := counting.count() - before - 1; got != tc.commits {
+				t.Fatalf("queued turn: %d commits, want %d (before %d, after the first answer %d)", got, tc.commits, before, mid)
+			}
+
+			// A queued turn whose model call fails stores its message with
+			// the error.
+			gate2 := llmtest.NewGate()
+			h.llm.Enqueue(llmtest.Stream().Role().Pause(gate2).Content("third").Finish("stop"),
+				llmtest.Error(400, `{"error":{"message":"bad","type":"invalid_request_error"}}`), llmtest.Text("fifth"))
+			third := h.send(c, "three")
+			<-gate2.Reached()
+			failing := h.send(c, "four")
+			gate2.Release()
+			until(t, s, endOf(third.MessageID))
+			until(t, s, endOf(failing.MessageID))
+			fifth := h.send(c, "five")
+			until(t, s, endOf(fifth.MessageID))
+
+			mem, err := h.store.Memory(h.ctx, c.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range mem {
+				got = append(got, string(e.Message.Role)+":"+agentik.JoinText(e.Message.Content))
+			}
+			want := []string{"user:one", "assistant:first", "user:two", "assistant:second",
+				"user:three", "assistant:third", "user:four", "user:five", "assistant:fifth"}
+			if !slices.Equal(got, want) {
+				t.Fatalf("working memory %v\nwant %v", got, want)
+			}
+			reqs := h.llm.Requests()
+			last := reqs[len(reqs)-1]
+			if n := strings.Count(string(last.Raw), `"four"`); n != 1 {
+				t.Fatalf("the last request holds the failed turn's message %d times, want once: %s", n, last.Raw)
+			}
+		})
 	}
 }

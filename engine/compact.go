@@ -28,6 +28,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentik/agentik"
@@ -175,13 +176,17 @@ func (r *turnRun) fit(offered []agentik.ToolSpec, overflow bool) (bool, error) {
 		return false, nil
 	}
 	// The cut is addressed by store order; a store that did not report the
-	// orders of entries it appended leaves zeros in the cache: re-read.
-	for _, m := range c.memory {
+	// orders of entries it appended leaves zeros in the cache: re-read. (The
+	// entries the turn holds unsaved have none yet, and are kept.)
+	stored := len(c.memory) - c.unsaved
+	for _, m := range c.memory[:stored] {
 		if m.Order <= 0 {
+			unsaved := slices.Clone(c.memory[stored:])
 			c.memoryLoaded = false
 			if err := c.ensureMemory(r.ctx); err != nil {
-				return false, err
+				return false, err // the cache is as it was
 			}
+			c.memory = append(c.memory, unsaved...)
 			break
 		}
 	}

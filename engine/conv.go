@@ -48,6 +48,11 @@ type conv struct {
 	// memory caches working memory; only the turn loop touches it.
 	memory       []agentik.MemoryEntry
 	memoryLoaded bool
+	// unsaved counts the entries at the end of memory that the running
+	// turn has not stored yet (their Order is 0): the user's message, held
+	// until the turn's first write (turnRun.run). Only the turn loop
+	// touches it.
+	unsaved int
 }
 
 // queued is what a turn sent here carries besides its stored user message:

@@ -518,6 +518,7 @@ func fenceOf(ctx context.Context) int64 {
 func (r *turnRun) fenced(err error) {
 	c := r.c
 	c.e.log.Warn("lease taken over by another process; leaving the turn to it", "conversation", c.id, "reply_to", r.t.user.ID, "err", err)
+	c.dropUnsaved()
 	c.mu.Lock()
 	r.t.reason = reasonLeaseLost
 	if c.running == r.t {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,13 +108,24 @@ func (r *turnRun) run(resume *pendingRound) error {
 	} else if !c.hasUserEntry(r.t.user.ID) {
 		entry := agentik.MemoryEntry{SourceID: r.t.user.ID, ReplyTo: r.t.user.ID,
 			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: r.t.user.Content}}
-		// Written even if an interrupt arrives now: the user's message must
-		// be in the context of later turns.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout)
-		err := c.appendMemory(wctx, agentik.Write{Memory: []agentik.MemoryEntry{entry}})
-		cancel()
-		if err != nil {
-			return &turnError{code: agentik.CodeStoreError, details: "the turn could not be stored", err: err}
+		if c.e.opts.OnRestart == RestartResume {
+			// Stored with the turn's first write (turnWrite): every way a
+			// turn ends writes something, and a turn cut short before that
+			// is answered again (resume) whether or not its message was in
+			// working memory — one commit fewer per turn.
+			c.memory = append(c.memory, entry)
+			c.unsaved++
+		} else {
+			// With OnRestart interrupt the entry says the turn started (a
+			// turn cut short is closed, and its message stays in the
+			// context). Written even if an interrupt arrives now: the
+			// user's message must be in the context of later turns.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout)
+			err := c.appendMemory(wctx, agentik.Write{Memory: []agentik.MemoryEntry{entry}})
+			cancel()
+			if err != nil {
+				return &turnError{code: agentik.CodeStoreError, details: "the turn could not be stored", err: err}
+			}
 		}
 	}
 	for round := 0; round < c.e.opts.MaxToolRounds; round++ {
@@ -325,7 +337,7 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 			evs = append(evs, ev)
 		}
 	}
-	committed, err := c.commit(r.ctx, agentik.Write{Events: evs})
+	committed, err := c.turnWrite(r.ctx, agentik.Write{Events: evs})
 	if err != nil {
 		return r.storeErr(err)
 	}
@@ -712,13 +724,14 @@ func (r *turnRun) closeFailed(err error) {
 	now := agentik.Now()
 	m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgError,
 		Code: code, Details: details, ReplyTo: r.t.user.ID}
-	if _, err := c.commit(ctx, agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&m)}, Touch: now, Tokens: r.tokens}); err != nil {
+	if _, err := c.turnWrite(ctx, agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&m)}, Touch: now, Tokens: r.tokens}); err != nil {
 		c.e.log.Error("record failed turn", "conversation", c.id, "reply_to", r.t.user.ID, "err", err)
 	}
 	r.end(agentik.EndError)
 }
 
 func (r *turnRun) end(reason string) {
+	r.c.dropUnsaved() // before the conversation is idle: a Send may then write the cache
 	r.outcome = reason
 	ev := agentik.Event{Type: agentik.EvEnd, ReplyTo: r.t.user.ID, Reason: reason}
 	if r.tokens != (agentik.TurnTokens{}) {
@@ -759,12 +772,27 @@ func (c *conv) hasUserEntry(id string) bool {
 	return false
 }
 
-// appendMemory commits w and mirrors its memory entries in the cache. The
-// store assigns Order, so the cache is reloaded lazily when it is unknown.
+// appendMemory is turnWrite without the committed events.
 func (c *conv) appendMemory(ctx context.Context, w agentik.Write) error {
-	if _, err := c.commit(ctx, w); err != nil {
-		return err
+	_, err := c.turnWrite(ctx, w)
+	return err
+}
+
+// turnWrite commits a write of the running turn, from the turn loop, and
+// mirrors its memory entries in the cache. The entries the turn holds
+// unsaved go first in its memory. The store assigns Order, so the cache is
+// reloaded lazily when it is unknown.
+func (c *conv) turnWrite(ctx context.Context, w agentik.Write) ([]agentik.Event, error) {
+	n := c.unsaved
+	if n > 0 {
+		w.Memory = append(slices.Clone(c.memory[len(c.memory)-n:]), w.Memory...)
 	}
+	evs, err := c.commit(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	// The unsaved entries come back with their orders in w.Memory.
+	c.memory, c.unsaved = c.memory[:len(c.memory)-n], 0
 	if w.DropMemoryThrough > 0 {
 		kept := c.memory[:0]
 		for _, m := range c.memory {
@@ -775,7 +803,15 @@ func (c *conv) appendMemory(ctx context.Context, w agentik.Write) error {
 		c.memory = kept
 	}
 	c.memory = append(c.memory, w.Memory...)
-	return nil
+	return evs, nil
+}
+
+// dropUnsaved forgets the entries a turn that ends without writing held
+// unsaved: they are not in the store, and the turn is answered again.
+func (c *conv) dropUnsaved() {
+	if c.unsaved > 0 {
+		c.memory, c.unsaved = c.memory[:len(c.memory)-c.unsaved], 0
+	}
 }
 
 func textContent(s string) []agentik.Content {

@@ -781,7 +781,18 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 		builds = append(builds, b)
 	}
 	defer func(b string) { binary = b }(binary)
+	// AGENTIK_BENCH_PROCS lists the process counts to measure ("1,3").
 	procs := []int{1, 2, 3}
+	if v := os.Getenv("AGENTIK_BENCH_PROCS"); v != "" {
+		procs = nil
+		for f := range strings.SplitSeq(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				t.Fatalf("AGENTIK_BENCH_PROCS=%q: want positive numbers separated by commas", v)
+			}
+			procs = append(procs, n)
+		}
+	}
 	type key struct {
 		build string
 		n     int

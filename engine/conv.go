@@ -528,7 +528,15 @@ func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.Sen
 	// Sharing the store, the state of the turns is in the store; alone,
 	// results may come before the start-up recovery has found the round
 	// they answer (a restart): it is read from the store too.
-	if c.shared || (len(req.ToolResults) > 0 && !c.hasPending()) {
+	switch {
+	case c.shared && len(req.ToolResults) == 0 && (req.IfBusy == "" || req.IfBusy == agentik.BusyEnqueue):
+		// Queued whatever the turns' state, so nothing is read: a turn
+		// waiting for client results with this message behind it is
+		// abandoned by the lease holder's loop (recoverTurn), as this send
+		// would have abandoned it — what this process knows of such a turn
+		// may be out of date.
+		c.forgetPending()
+	case c.shared || (len(req.ToolResults) > 0 && !c.hasPending()):
 		if err := c.syncShared(ctx, req); err != nil {
 			return agentik.SendResult{}, err
 		}
@@ -547,6 +555,16 @@ func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.Sen
 		}
 	}
 	return res, err
+}
+
+// forgetPending drops the round this process knew to wait for client
+// results, unless a turn runs here.
+func (c *conv) forgetPending() {
+	c.mu.Lock()
+	if c.running == nil {
+		c.pending = nil
+	}
+	c.mu.Unlock()
 }
 
 // syncShared prepares a send to a conversation whose turns other processes

@@ -50,3 +50,53 @@ func TestClientToolsOfferedByAnotherProcess(t *testing.T) {
 		t.Fatalf("the second message was answered without the client's tool (request %d)", i)
 	}
 }
+
+// TestNewMessageAbandonsClientRoundOfAnotherProcess: a turn run by A waits
+// for a client tool's result; a new message posted to B (enqueue) abandons
+// it — closed with interrupted{busy_policy} — and is answered. B's send
+// reads nothing: the lease holder's loop finds the waiting round with the
+// message behind it.
+func TestNewMessageAbandonsClientRoundOfAnotherProcess(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Enqueue(llmtest.ToolCalls(llmtest.Call("pick_color", `{}`).WithID("call_pick")), llmtest.Text("moved on"))
+	dsn := freshSchema(t)
+	a := newNode(t, dsn, llm, nodeOptions{})
+	b := newNode(t, dsn, llm, nodeOptions{})
+	ctx := context.Background()
+	info, err := a.eng.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	convA, _ := a.eng.Conversation(ctx, info.ID)
+	convB, _ := b.eng.Conversation(ctx, info.ID)
+	s, err := convB.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pick := agentik.ToolSpec{Name: "pick_color", Description: "Ask the user", Parameters: agentik.RawJSON(`{"type":"object"}`)}
+	first, err := convA.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("first")}, ClientTools: []agentik.ToolSpec{pick}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s, "the first turn waiting for the client", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID && ev.Reason == agentik.EndClientTools
+	})
+	next := sendText(t, convB, "next")
+	seen := waitFor(t, s, "the answer to the next message", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvAssistantMessage && ev.Message.ReplyTo == next.MessageID
+	})
+	if !slices.ContainsFunc(seen, func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvInterrupted && ev.ReplyTo == first.MessageID && ev.Reason == agentik.ReasonBusyPolicy
+	}) {
+		t.Fatalf("the waiting turn was not closed with interrupted{busy_policy}: %v", seen)
+	}
+	open, err := a.store.OpenTurns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(open) != 0 {
+		t.Fatalf("open turns left: %v", open)
+	}
+}

@@ -157,3 +157,55 @@ func TestAgents(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteTakesTheJournal: the journal, the events and working memory
+// have no foreign key (migrations/0009): deleting a conversation deletes
+// them in the same statement, and leaves another conversation's alone.
+func TestDeleteTakesTheJournal(t *testing.T) {
+	s := openDSN(t, freshSchema(t))
+	ctx := t.Context()
+	count := func(id string) (n int) {
+		err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM messages WHERE conversation_id = $1)
+			+ (SELECT count(*) FROM events WHERE conversation_id = $1) + (SELECT count(*) FROM memory WHERE conversation_id = $1)`, id).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var ids []string
+	for range 2 {
+		now := agentik.Now()
+		id := agentik.NewID()
+		if _, err := s.CreateConversation(ctx, agentik.ConversationRecord{ID: id, Owner: "o", CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		m := &agentik.Message{ID: agentik.NewID(), Date: now, Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("hi")}}
+		w := agentik.Write{ConversationID: id, Events: []agentik.Event{agentik.MessageEvent(m)}, Touch: now,
+			Memory: []agentik.MemoryEntry{{SourceID: m.ID, Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: m.Content}}}}
+		if _, _, err := s.Commit(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(id); n != 3 {
+			t.Fatalf("%d rows stored, want 3", n)
+		}
+		ids = append(ids, id)
+	}
+	if _, err := s.DeleteConversation(ctx, ids[0], agentik.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(ids[0]); n != 0 {
+		t.Fatalf("%d rows of the deleted conversation left", n)
+	}
+	if n := count(ids[1]); n != 3 {
+		t.Fatalf("the other conversation has %d rows, want 3", n)
+	}
+	// A write to the deleted conversation stores nothing.
+	now := agentik.Now()
+	m := &agentik.Message{ID: agentik.NewID(), Date: now, Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("late")}}
+	if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: ids[0], Events: []agentik.Event{agentik.MessageEvent(m)}}); !agentik.IsNotFound(err) {
+		t.Fatalf("commit to a deleted conversation: %v, want not found", err)
+	}
+	if n := count(ids[0]); n != 0 {
+		t.Fatalf("%d rows stored for the deleted conversation", n)
+	}
+}

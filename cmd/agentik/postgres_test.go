@@ -820,9 +820,12 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 					if rtt > 0 {
 						ps, cs = pgProcsVia(t, llm, n, rtt/2, app)
 					} else {
-						env := unlimited
+						env := slices.Clone(unlimited)
+						if g := os.Getenv("AGENTIK_BENCH_GOMAXPROCS"); g != "" {
+							env = append(env, "GOMAXPROCS="+g)
+						}
 						if profiles != "" {
-							env = append(slices.Clone(unlimited), "AGENTIK_CPUPROFILE="+filepath.Join(profiles, fmt.Sprintf("round%d-%s-procs%d-%%p.pprof", r+1, name, n)))
+							env = append(env, "AGENTIK_CPUPROFILE="+filepath.Join(profiles, fmt.Sprintf("round%d-%s-procs%d-%%p.pprof", r+1, name, n)))
 						}
 						ps, cs = pgProcsApp(t, llm, n+idle, app, env...)
 						cs = cs[:n]

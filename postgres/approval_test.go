@@ -72,17 +72,9 @@ func TestApprovalAnsweredThroughAnotherProcess(t *testing.T) {
 	a := newNode(t, dsn, llm, nodeOptions{tools: reg, approval: policy})
 	b := newNode(t, dsn, llm, nodeOptions{tools: reg, approval: policy})
 	ctx := agentik.WithPrincipal(context.Background(), "alice")
-	info, err := a.eng.CreateConversation(ctx, agentik.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	convA, _ := a.eng.Conversation(ctx, info.ID)
-	convB, _ := b.eng.Conversation(ctx, info.ID)
-	s, err := convB.Events(ctx, agentik.LiveOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	id, cs := sharedConversation(t, ctx, a, b)
+	convA, convB := cs[0], cs[1]
+	s := liveEvents(t, ctx, convB)
 	m := sendText(t, convA, "go")
 	waitFor(t, s, "the approval request", func(ev agentik.Event) bool { return ev.Type == agentik.EvApprovalRequested })
 	<-slow.started // A holds the turn, running the allowed call
@@ -120,7 +112,7 @@ func TestApprovalAnsweredThroughAnotherProcess(t *testing.T) {
 	if got := len(llm.Requests()); got != 2 {
 		t.Fatalf("%d model calls", got)
 	}
-	evs, err := b.store.ApprovalEvents(ctx, info.ID, 0)
+	evs, err := b.store.ApprovalEvents(ctx, id, 0)
 	if err != nil || len(evs) != 2 || evs[1].By != "alice" {
 		t.Fatalf("approval events %+v %v", evs, err)
 	}

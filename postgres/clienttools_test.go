@@ -23,17 +23,9 @@ func TestClientToolsOfferedByAnotherProcess(t *testing.T) {
 	a := newNode(t, dsn, llm, nodeOptions{scan: time.Hour}) // A runs only what it is kicked for
 	b := newNode(t, dsn, llm, nodeOptions{})
 	ctx := context.Background()
-	info, err := b.eng.CreateConversation(ctx, agentik.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	convA, _ := a.eng.Conversation(ctx, info.ID)
-	convB, _ := b.eng.Conversation(ctx, info.ID)
-	s, err := convB.Events(ctx, agentik.LiveOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, cs := sharedConversation(t, ctx, b, a)
+	convB, convA := cs[0], cs[1]
+	s := liveEvents(t, ctx, convB)
 	sendText(t, convB, "first")
 	<-first.Reached() // B holds the lease
 	pick := agentik.ToolSpec{Name: "pick_color", Description: "Ask the user", Parameters: agentik.RawJSON(`{"type":"object"}`)}
@@ -64,17 +56,9 @@ func TestNewMessageAbandonsClientRoundOfAnotherProcess(t *testing.T) {
 	a := newNode(t, dsn, llm, nodeOptions{})
 	b := newNode(t, dsn, llm, nodeOptions{})
 	ctx := context.Background()
-	info, err := a.eng.CreateConversation(ctx, agentik.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	convA, _ := a.eng.Conversation(ctx, info.ID)
-	convB, _ := b.eng.Conversation(ctx, info.ID)
-	s, err := convB.Events(ctx, agentik.LiveOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, cs := sharedConversation(t, ctx, a, b)
+	convA, convB := cs[0], cs[1]
+	s := liveEvents(t, ctx, convB)
 	pick := agentik.ToolSpec{Name: "pick_color", Description: "Ask the user", Parameters: agentik.RawJSON(`{"type":"object"}`)}
 	first, err := convA.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("first")}, ClientTools: []agentik.ToolSpec{pick}})
 	if err != nil {

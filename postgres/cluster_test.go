@@ -69,6 +69,34 @@ func newNode(t testing.TB, dsn string, llm *llmtest.Server, o nodeOptions) *node
 	return n
 }
 
+// sharedConversation creates a conversation through nodes[0] and returns
+// its handle on every node, in order.
+func sharedConversation(t testing.TB, ctx context.Context, nodes ...*node) (string, []agentik.Conversation) {
+	t.Helper()
+	info, err := nodes[0].eng.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := make([]agentik.Conversation, len(nodes))
+	for i, n := range nodes {
+		if cs[i], err = n.eng.Conversation(ctx, info.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return info.ID, cs
+}
+
+// liveEvents follows c's live events until the test ends.
+func liveEvents(t testing.TB, ctx context.Context, c agentik.Conversation) agentik.Stream[agentik.Event] {
+	t.Helper()
+	s, err := c.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // stop shuts the node down (idempotent).
 func (n *node) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

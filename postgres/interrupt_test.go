@@ -182,17 +182,9 @@ func TestInterruptTurnNobodyHolds(t *testing.T) {
 	a := newNode(t, dsn, llm, nodeOptions{})
 	b := newNode(t, dsn, llm, nodeOptions{scan: time.Hour}) // B runs only what it is kicked for here
 	ctx := context.Background()
-	info, err := a.eng.CreateConversation(ctx, agentik.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	convA, _ := a.eng.Conversation(ctx, info.ID)
-	convB, _ := b.eng.Conversation(ctx, info.ID)
-	s, err := convA.Events(ctx, agentik.LiveOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	id, cs := sharedConversation(t, ctx, a, b)
+	convA, convB := cs[0], cs[1]
+	s := liveEvents(t, ctx, convA)
 	pick := agentik.ToolSpec{Name: "pick_color", Description: "Ask the user", Parameters: agentik.RawJSON(`{"type":"object"}`)}
 	res, err := convA.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("pick a color")}, ClientTools: []agentik.ToolSpec{pick}})
 	if err != nil {
@@ -208,7 +200,7 @@ func TestInterruptTurnNobodyHolds(t *testing.T) {
 	waitFor(t, s, "the waiting turn's interrupted event", func(ev agentik.Event) bool {
 		return ev.Type == agentik.EvInterrupted && ev.ReplyTo == res.MessageID && ev.Reason == agentik.ReasonUser
 	})
-	open, err := a.store.OpenTurnsOf(ctx, info.ID)
+	open, err := a.store.OpenTurnsOf(ctx, id)
 	if err != nil || len(open) != 0 {
 		t.Fatalf("open turns left: %+v, %v", open, err)
 	}

@@ -77,12 +77,8 @@ const (
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	qRename = "UPDATE conversations SET title = $1 WHERE id = $2 AND agent_id = $3 RETURNING " + conversationColumns
 	// The journal, events and working memory go with the conversation
-	// (migrations/0009); its images and state by their foreign keys.
-	qDelete = `WITH c AS (DELETE FROM conversations WHERE id = $1 AND agent_id = $2 RETURNING id, owner),
-		m AS (DELETE FROM messages WHERE conversation_id IN (SELECT id FROM c)),
-		e AS (DELETE FROM events WHERE conversation_id IN (SELECT id FROM c)),
-		w AS (DELETE FROM memory WHERE conversation_id IN (SELECT id FROM c))
-		SELECT owner FROM c`
+	// (a trigger: migrations/0009), its images and state by their keys.
+	qDelete = `DELETE FROM conversations WHERE id = $1 AND agent_id = $2 RETURNING owner`
 	// An agent event is stored unnumbered; qSequence gives it its cursor.
 	qInsertAgentEvent   = `INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id) VALUES ($1, $2, $3, $4, $5, $6)`
 	qCommitConversation = `SELECT owner, agent_id, next_seq, next_ord, lease_epoch, last_cursor FROM conversations WHERE id = $1 FOR UPDATE`

@@ -160,7 +160,7 @@ func TestAgents(t *testing.T) {
 
 // TestDeleteTakesTheJournal: the journal, the events and working memory
 // have no foreign key (migrations/0009): deleting a conversation deletes
-// them in the same statement, and leaves another conversation's alone.
+// them (a trigger), and leaves another conversation's alone.
 func TestDeleteTakesTheJournal(t *testing.T) {
 	s := openDSN(t, freshSchema(t))
 	ctx := t.Context()

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -162,6 +163,79 @@ func TestQueuedTurnStoresItsMessageWithItsFirstWrite(t *testing.T) {
 			last := reqs[len(reqs)-1]
 			if n := strings.Count(string(last.Raw), `"four"`); n != 1 {
 				t.Fatalf("the last request holds the failed turn's message %d times, want once: %s", n, last.Raw)
+			}
+		})
+	}
+}
+
+// failingStore fails the next `left` commits whose working memory holds an
+// entry of message `source` (what a turn writes its user message's entry
+// with), as a database that refuses them would.
+type failingStore struct {
+	*sqlite.Store
+	mu     sync.Mutex
+	source string
+	left   int
+}
+
+func (s *failingStore) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
+	s.mu.Lock()
+	fail := s.left > 0 && slices.ContainsFunc(w.Memory, func(e agentik.MemoryEntry) bool { return e.SourceID == s.source })
+	if fail {
+		s.left--
+	}
+	s.mu.Unlock()
+	if fail {
+		return nil, nil, agentik.Errorf(agentik.EUnavailable, "refused")
+	}
+	return s.Store.Commit(ctx, w)
+}
+
+// TestUnsavedEntryWhenTheFirstWriteFails: a queued turn whose answer
+// cannot be stored records its error with its user message's entry. When
+// that write fails too, the turn stays open and is retried at the next
+// message, before it: the entry leaves the cache with the failed turn, and
+// the next message, though sent to an idle conversation, does not write its
+// own entry ahead of the retried turn's.
+func TestUnsavedEntryWhenTheFirstWriteFails(t *testing.T) {
+	for _, tc := range []struct {
+		fails int
+		want  []string // working memory at the end
+	}{
+		{1, []string{"user:one", "assistant:first", "user:two", "user:three", "assistant:third"}},
+		{2, []string{"user:one", "assistant:first", "user:two", "assistant:third", "user:three", "assistant:fourth"}},
+	} {
+		t.Run(fmt.Sprintf("fails=%d", tc.fails), func(t *testing.T) {
+			var failing *failingStore
+			h := newHarness(t, func(o *engine.Options) {
+				failing = &failingStore{Store: o.Store.(*sqlite.Store)}
+				o.Store = failing
+			})
+			gate := llmtest.NewGate()
+			h.llm.Enqueue(llmtest.Stream().Role().Pause(gate).Content("first").Finish("stop"), llmtest.Text("second"), llmtest.Text("third"), llmtest.Text("fourth"))
+			c, s := h.conversation()
+			first := h.send(c, "one")
+			<-gate.Reached()
+			second := h.send(c, "two") // queued: its entry waits for its turn's first write
+			failing.mu.Lock()
+			failing.source, failing.left = second.MessageID, tc.fails
+			failing.mu.Unlock()
+			gate.Release()
+			until(t, s, endOf(first.MessageID))
+			until(t, s, endOf(second.MessageID))
+			third := h.send(c, "three")
+			until(t, s, endOf(third.MessageID))
+
+			mem, err := h.store.Memory(h.ctx, c.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range mem {
+				got = append(got, string(e.Message.Role)+":"+agentik.JoinText(e.Message.Content))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("working memory %v\nwant %v", got, tc.want)
 			}
 		})
 	}

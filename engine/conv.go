@@ -53,6 +53,12 @@ type conv struct {
 	// until the turn's first write (turnRun.run). Only the turn loop
 	// touches it.
 	unsaved int
+	// stranded: a turn ended without storing its user message's entry (its
+	// every write failed) and is still open, to be retried; a message sent
+	// meanwhile must not write its own entry ahead of it (send's early
+	// entry). Set by dropUnsaved, cleared when a turn stores held entries;
+	// guarded by mu.
+	stranded bool
 }
 
 // queued is what a turn sent here carries besides its stored user message:
@@ -251,9 +257,9 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	// An idle conversation answers this message next: its working-memory
 	// entry goes in the same commit, saving the turn a write. Idle: no turn
 	// runs or is being started, and alone on the store every other open turn
-	// not started is queued here (busy). (Not when sharing the store, where
-	// only the lease holder writes working memory.)
-	early := !busy && !c.shared
+	// not started is queued here (busy) or stranded. (Not when sharing the
+	// store, where only the lease holder writes working memory.)
+	early := !busy && !c.shared && !c.stranded
 	if early {
 		w.Memory = []agentik.MemoryEntry{{SourceID: msg.ID, ReplyTo: msg.ID,
 			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: msg.Content}}}

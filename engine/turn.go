@@ -793,6 +793,11 @@ func (c *conv) turnWrite(ctx context.Context, w agentik.Write) ([]agentik.Event,
 	}
 	// The unsaved entries come back with their orders in w.Memory.
 	c.memory, c.unsaved = c.memory[:len(c.memory)-n], 0
+	if n > 0 {
+		c.mu.Lock()
+		c.stranded = false
+		c.mu.Unlock()
+	}
 	if w.DropMemoryThrough > 0 {
 		kept := c.memory[:0]
 		for _, m := range c.memory {
@@ -811,6 +816,9 @@ func (c *conv) turnWrite(ctx context.Context, w agentik.Write) ([]agentik.Event,
 func (c *conv) dropUnsaved() {
 	if c.unsaved > 0 {
 		c.memory, c.unsaved = c.memory[:len(c.memory)-c.unsaved], 0
+		c.mu.Lock()
+		c.stranded = true
+		c.mu.Unlock()
 	}
 }
 

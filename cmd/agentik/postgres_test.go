@@ -884,15 +884,22 @@ func TestPostgresTurnsPerSecond(t *testing.T) {
 	}
 }
 
-// dbExec runs one statement on a connection of its own.
-func dbExec(t *testing.T, q string) {
+// dbConn is a connection of the test's own to the test database, closed
+// when the test ends.
+func dbConn(t *testing.T) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), os.Getenv("AGENTIK_TEST_DATABASE_URL"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(context.Background(), q); err != nil {
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// dbExec runs one statement on a connection of its own.
+func dbExec(t *testing.T, q string) {
+	t.Helper()
+	if _, err := dbConn(t).Exec(context.Background(), q); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
@@ -902,12 +909,7 @@ func dbExec(t *testing.T, q string) {
 // turn.
 func logStatements(t *testing.T, n, turns int) {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), os.Getenv("AGENTIK_TEST_DATABASE_URL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	rows, err := conn.Query(context.Background(), `SELECT calls, total_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+	rows, err := dbConn(t).Query(context.Background(), `SELECT calls, total_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 100)
 		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT $1`, n)
 	if err != nil {
 		t.Fatal(err)
@@ -962,12 +964,7 @@ func dbPIDs(t *testing.T, app string, ps []*proc) []int32 {
 	for _, p := range ps {
 		leases = append(leases, fmt.Sprintf("agentik %s:%d", host, p.cmd.Process.Pid))
 	}
-	conn, err := pgx.Connect(context.Background(), os.Getenv("AGENTIK_TEST_DATABASE_URL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	rows, err := conn.Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE application_name = $1 OR application_name = ANY($2)", app, leases)
+	rows, err := dbConn(t).Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE application_name = $1 OR application_name = ANY($2)", app, leases)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,14 +146,7 @@ func TestQueuedTurnStoresItsMessageWithItsFirstWrite(t *testing.T) {
 			fifth := h.send(c, "five")
 			until(t, s, endOf(fifth.MessageID))
 
-			mem, err := h.store.Memory(h.ctx, c.ID())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, e := range mem {
-				got = append(got, string(e.Message.Role)+":"+agentik.JoinText(e.Message.Content))
-			}
+			got := memoryOf(t, h, c)
 			want := []string{"user:one", "assistant:first", "user:two", "assistant:second",
 				"user:three", "assistant:third", "user:four", "user:five", "assistant:fifth"}
 			if !slices.Equal(got, want) {
@@ -226,17 +219,24 @@ func TestUnsavedEntryWhenTheFirstWriteFails(t *testing.T) {
 			third := h.send(c, "three")
 			until(t, s, endOf(third.MessageID))
 
-			mem, err := h.store.Memory(h.ctx, c.ID())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, e := range mem {
-				got = append(got, string(e.Message.Role)+":"+agentik.JoinText(e.Message.Content))
-			}
+			got := memoryOf(t, h, c)
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("working memory %v\nwant %v", got, tc.want)
 			}
 		})
 	}
+}
+
+// memoryOf lists the conversation's stored working memory as role:text.
+func memoryOf(t *testing.T, h *harness, c agentik.Conversation) []string {
+	t.Helper()
+	mem, err := h.store.Memory(h.ctx, c.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(mem))
+	for i, e := range mem {
+		out[i] = string(e.Message.Role) + ":" + agentik.JoinText(e.Message.Content)
+	}
+	return out
 }

@@ -915,6 +915,10 @@ func (b *Bus) handle(payload string) {
 func (b *Bus) handleOne(n notification) {
 	switch n.kind {
 	case kindEvents:
+		// Another process wrote there: a commit here reads the row first.
+		for _, e := range n.events {
+			b.s.states.outdated(e.conv, e.cursor)
+		}
 		b.enqueue(item{kind: itemCatchUp, events: n.events}, false)
 	case kindAgent:
 		b.enqueue(item{kind: itemCatchUp, agents: n.cursor}, false)

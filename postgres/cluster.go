@@ -189,11 +189,13 @@ func (c *Coordinator) dropLocked(ls *leaseSession) {
 // waiting and, when it got it, gives the lease a new epoch, in one round
 // trip. The epoch update waits for a commit of the conversation in flight
 // (it holds the row lock), so no write fenced with the old epoch can land
-// after this returns. No row (but ok) means the conversation is gone.
+// after this returns. No row (but ok) means the conversation is gone. The
+// conversation's counters come back too, as a commit leaves them: the new
+// holder's first commit is then made in one round trip (see commitStates).
 const qAcquire = `WITH l AS (SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok),
 	u AS (UPDATE conversations SET lease_prev = lease_epoch, lease_epoch = nextval('lease_epochs')
-		WHERE id = $2 AND (SELECT ok FROM l) RETURNING lease_epoch, lease_prev)
-	SELECT l.ok, u.lease_epoch, u.lease_prev FROM l LEFT JOIN u ON true`
+		WHERE id = $2 AND (SELECT ok FROM l) RETURNING lease_epoch, lease_prev, owner, agent_id, next_seq, next_ord, last_cursor)
+	SELECT l.ok, u.lease_epoch, u.lease_prev, u.owner, u.agent_id, u.next_seq, u.next_ord, u.last_cursor FROM l LEFT JOIN u ON true`
 
 // Acquire tries to take the conversation's lease without waiting. Only the
 // conversation's lock session waits for its round trip.
@@ -211,9 +213,10 @@ func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (agent
 	if err != nil {
 		return agentik.Lease{}, unavailable(err)
 	}
-	var epoch, prev *int64
+	var epoch, prev, nextSeq, nextOrd, lastCursor *int64
+	var owner, agent *string
 	key := c.key(conversationID)
-	if err := conn.QueryRow(ctx, qAcquire, key, conversationID).Scan(&ok, &epoch, &prev); err != nil {
+	if err := conn.QueryRow(ctx, qAcquire, key, conversationID).Scan(&ok, &epoch, &prev, &owner, &agent, &nextSeq, &nextOrd, &lastCursor); err != nil {
 		if ctx.Err() == nil {
 			c.dropLocked(ls)
 		}
@@ -226,6 +229,7 @@ func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (agent
 		c.unlockLocked(ctx, ls, conversationID)
 		return agentik.Lease{}, notFound(conversationID)
 	}
+	c.s.states.read(conversationID, commitState{owner: *owner, agent: *agent, nextSeq: *nextSeq, nextOrd: *nextOrd, lastCursor: *lastCursor})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.held[conversationID] = *epoch
@@ -245,6 +249,8 @@ func (c *Coordinator) Release(ctx context.Context, conversationID string) {
 	c.mu.Unlock()
 	if ok {
 		c.unlockLocked(ctx, ls, conversationID)
+		// Others write to it now: its next commit here reads the row.
+		c.s.states.doubt(conversationID)
 	}
 }
 

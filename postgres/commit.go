@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Commit applies w in one transaction: journal messages (seqs from the
@@ -23,143 +27,202 @@ import (
 //
 // No lock outside the conversation's own rows is taken (images aside), so
 // commits to different conversations never wait for each other.
+//
+// A conversation this process wrote last is committed in one round trip
+// from the counters that write left (see commitState); otherwise, or when
+// they moved, in two: the row is read, under its lock, first.
 func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
 	op := "commit " + w.ConversationID
 	if err := w.Validate(); err != nil {
 		return nil, nil, err
 	}
-	out := make([]agentik.Event, len(w.Events))
-	seqs := make([]int64, len(w.Events))
-	orders := make([]int64, len(w.Memory))
-	var touched *agentik.AgentEvent
-	images := storeutil.ExtractImages(&w)
-	var prev int64 // the conversation's last cursor before this write
-
-	err := s.pipelined(ctx, op, func(lock *pgx.Batch) func() (*pgx.Batch, error) {
-		if quiet(w) {
-			lock.Queue("SET LOCAL synchronous_commit = off")
-		}
-		var owner, agent string
-		var nextSeq, nextOrd, epoch, lastCursor int64
-		lock.Queue(qCommitConversation, w.ConversationID).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&owner, &agent, &nextSeq, &nextOrd, &epoch, &lastCursor)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return notFound(w.ConversationID)
+	c := &commit{w: &w, images: storeutil.ExtractImages(&w),
+		out: make([]agentik.Event, len(w.Events)), seqs: make([]int64, len(w.Events)), orders: make([]int64, len(w.Memory))}
+	guess, known := s.states.get(w.ConversationID)
+	st := guess
+	err := errStateMoved
+	if known && guess.sure {
+		err = s.once(ctx, op, func(b *pgx.Batch) error {
+			if quiet(w) {
+				b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
 			}
-			return err
+			b.Queue(qCommitGuard, w.ConversationID, w.Fence, st.nextSeq, st.nextOrd, st.lastCursor)
+			return c.queue(b, st)
 		})
-		return func() (*pgx.Batch, error) {
-			// The row lock taken above is what makes the fence atomic: a new
-			// lease holder's epoch increment waits for this transaction, and
-			// once it committed no write made under the old epoch passes.
-			if w.Fence != 0 && epoch != w.Fence {
-				return nil, fmt.Errorf("lease epoch %d, write made under %d: %w", epoch, w.Fence, agentik.ErrFenced)
-			}
-			batch := &pgx.Batch{}
-			payloads := make([]string, len(w.Events))
-			evImages := make([]*string, len(w.Events))
-			for i, ev := range w.Events {
-				ev.ConversationID = w.ConversationID
-				ev.Cursor = 0
-				if ev.Message != nil {
-					// A copy: the caller's Message is only updated after the
-					// transaction commits.
-					m := *ev.Message
-					m.ConversationID = w.ConversationID
-					m.Seq = nextSeq
-					seqs[i] = nextSeq
-					nextSeq++
-					// The message and its event are stored without image data.
-					var refs string
-					m.Content, refs = images.Message(i, &m)
-					evImages[i] = column(refs)
-					mp, err := storeutil.EncodeMessage(&m)
-					if err != nil {
-						return nil, err
-					}
-					batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, string(mp), evImages[i])
-					ev.Message = &m
-				}
-				if replyTo := storeutil.Closes(&ev); replyTo != "" {
-					batch.Queue(qCloseTurn, replyTo, w.ConversationID)
-				}
-				p, err := json.Marshal(ev)
-				if err != nil {
-					return nil, agentik.WrapError(agentik.EInternal, "encode event", err)
-				}
-				payloads[i] = string(p)
-			}
-			if w.DropMemoryThrough > 0 {
-				batch.Queue(qDropMemory, w.ConversationID, w.DropMemoryThrough)
-			}
-			for i, e := range w.Memory {
-				e.Order = nextOrd
-				orders[i] = nextOrd
-				nextOrd++
-				var r string
-				e.Message.Content, r = images.Memory(i, &e)
-				refs := column(r)
-				p, err := json.Marshal(e)
-				if err != nil {
-					return nil, agentik.WrapError(agentik.EInternal, "encode memory entry", err)
-				}
-				batch.Queue(qInsertMemory, w.ConversationID, e.Order, string(p), refs)
-			}
-			// Image rows are locked in hash order.
-			queueImages(batch, images, w.ConversationID)
-			for k, v := range w.State {
-				if v == nil {
-					batch.Queue(qDeleteState, w.ConversationID, k)
-				} else {
-					batch.Queue(qSetState, w.ConversationID, k, string(v))
-				}
-			}
-			for i, ev := range w.Events {
-				batch.Queue(qInsertEvent, w.ConversationID, ev.Type, ev.Date.Time, payloads[i], evImages[i]).QueryRow(func(row pgx.Row) error {
-					return row.Scan(&out[i].Cursor)
-				})
-			}
-			touch := !w.Touch.IsZero()
-			batch.Queue(qUpdateAfterCommit, nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID,
-				len(w.Events) > 0)
-			prev = lastCursor
-			if touch {
-				at := agentik.TimeOf(w.Touch.Time)
-				touched = &agentik.AgentEvent{
-					Date:           at,
-					Type:           agentik.AgentEvTouched,
-					ConversationID: w.ConversationID,
-					UpdatedAt:      at,
-					Owner:          owner,
-				}
-				if err := queueAgentEvent(batch, agent, touched); err != nil {
-					return nil, err
-				}
-			}
-			return batch, nil
+		switch {
+		case errors.Is(err, errStateMoved):
+			s.states.moved.Add(1)
+			guess = guess.refused()
+		case err == nil:
+			s.states.oneTrip.Add(1)
+			st.misses = 0
 		}
-	})
+	}
+	if errors.Is(err, errStateMoved) {
+		err = s.pipelined(ctx, op, func(lock *pgx.Batch) func() (*pgx.Batch, error) {
+			if quiet(w) {
+				lock.Queue("SET LOCAL synchronous_commit = off")
+			}
+			var epoch int64
+			lock.Queue(qCommitConversation, w.ConversationID).QueryRow(func(row pgx.Row) error {
+				var r commitState
+				err := row.Scan(&r.owner, &r.agent, &r.nextSeq, &r.nextOrd, &epoch, &r.lastCursor)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return notFound(w.ConversationID)
+				}
+				st = r
+				if known {
+					st = guess.found(r)
+				}
+				return err
+			})
+			return func() (*pgx.Batch, error) {
+				// The row lock taken above is what makes the fence atomic: a
+				// new lease holder's epoch increment waits for this
+				// transaction, and once it committed no write made under the
+				// old epoch passes.
+				if w.Fence != 0 && epoch != w.Fence {
+					return nil, fmt.Errorf("lease epoch %d, write made under %d: %w", epoch, w.Fence, agentik.ErrFenced)
+				}
+				batch := &pgx.Batch{}
+				return batch, c.queue(batch, st)
+			}
+		})
+	}
 	if err != nil {
+		s.states.drop(w.ConversationID)
 		return nil, nil, err
 	}
 
-	// Committed: hand the assigned numbers back to the caller, and tell
-	// this process's Bus what came before each event in the conversation.
-	s.chain.add(prev, out)
+	// Committed: remember the counters it left, hand the assigned numbers
+	// back to the caller, and tell this process's Bus what came before each
+	// event in the conversation.
+	next := c.next
+	next.sure, next.misses, next.reads = st.sure, st.misses, st.reads
+	if n := len(c.out); n > 0 {
+		next.lastCursor = c.out[n-1].Cursor
+	}
+	s.states.put(w.ConversationID, next)
+	out := c.out
+	s.chain.add(st.lastCursor, out)
 	for i, ev := range w.Events {
 		cursor := out[i].Cursor
 		ev.ConversationID = w.ConversationID
 		ev.Cursor = cursor
 		if ev.Message != nil {
 			ev.Message.ConversationID = w.ConversationID
-			ev.Message.Seq = seqs[i]
+			ev.Message.Seq = c.seqs[i]
 		}
 		out[i] = ev
 	}
 	for i := range w.Memory {
-		w.Memory[i].Order = orders[i]
+		w.Memory[i].Order = c.orders[i]
 	}
-	return out, touched, nil
+	return out, c.touched, nil
+}
+
+// commit is one Commit's write, queued from a conversation's counters by
+// either way of committing; queue may run twice (a one-round-trip attempt
+// whose counters had moved, then the usual way), each time from scratch.
+type commit struct {
+	w      *agentik.Write
+	images *storeutil.WriteImages
+
+	out     []agentik.Event // their cursors, once committed
+	seqs    []int64         // the seq given to each event's message
+	orders  []int64         // the order given to each memory entry
+	next    commitState     // the counters after the write (lastCursor aside)
+	touched *agentik.AgentEvent
+}
+
+// queue queues the write's statements, numbering from st, and COMMIT's
+// predecessors: the counters' update and the touched agent event.
+func (c *commit) queue(batch *pgx.Batch, st commitState) error {
+	w := c.w
+	nextSeq, nextOrd := st.nextSeq, st.nextOrd
+	c.touched = nil
+	payloads := make([]string, len(w.Events))
+	evImages := make([]*string, len(w.Events))
+	for i, ev := range w.Events {
+		ev.ConversationID = w.ConversationID
+		ev.Cursor = 0
+		if ev.Message != nil {
+			// A copy: the caller's Message is only updated after the
+			// transaction commits.
+			m := *ev.Message
+			m.ConversationID = w.ConversationID
+			m.Seq = nextSeq
+			c.seqs[i] = nextSeq
+			nextSeq++
+			// The message and its event are stored without image data.
+			var refs string
+			m.Content, refs = c.images.Message(i, &m)
+			evImages[i] = column(refs)
+			mp, err := storeutil.EncodeMessage(&m)
+			if err != nil {
+				return err
+			}
+			batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, string(mp), evImages[i])
+			ev.Message = &m
+		}
+		if replyTo := storeutil.Closes(&ev); replyTo != "" {
+			batch.Queue(qCloseTurn, replyTo, w.ConversationID)
+		}
+		p, err := json.Marshal(ev)
+		if err != nil {
+			return agentik.WrapError(agentik.EInternal, "encode event", err)
+		}
+		payloads[i] = string(p)
+	}
+	if w.DropMemoryThrough > 0 {
+		batch.Queue(qDropMemory, w.ConversationID, w.DropMemoryThrough)
+	}
+	for i, e := range w.Memory {
+		e.Order = nextOrd
+		c.orders[i] = nextOrd
+		nextOrd++
+		var r string
+		e.Message.Content, r = c.images.Memory(i, &e)
+		refs := column(r)
+		p, err := json.Marshal(e)
+		if err != nil {
+			return agentik.WrapError(agentik.EInternal, "encode memory entry", err)
+		}
+		batch.Queue(qInsertMemory, w.ConversationID, e.Order, string(p), refs)
+	}
+	// Image rows are locked in hash order.
+	queueImages(batch, c.images, w.ConversationID)
+	for k, v := range w.State {
+		if v == nil {
+			batch.Queue(qDeleteState, w.ConversationID, k)
+		} else {
+			batch.Queue(qSetState, w.ConversationID, k, string(v))
+		}
+	}
+	for i, ev := range w.Events {
+		batch.Queue(qInsertEvent, w.ConversationID, ev.Type, ev.Date.Time, payloads[i], evImages[i]).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&c.out[i].Cursor)
+		})
+	}
+	c.next = st
+	c.next.nextSeq, c.next.nextOrd = nextSeq, nextOrd
+	touch := !w.Touch.IsZero()
+	batch.Queue(qUpdateAfterCommit, nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID,
+		len(w.Events) > 0)
+	if touch {
+		at := agentik.TimeOf(w.Touch.Time)
+		c.touched = &agentik.AgentEvent{
+			Date:           at,
+			Type:           agentik.AgentEvTouched,
+			ConversationID: w.ConversationID,
+			UpdatedAt:      at,
+			Owner:          st.owner,
+		}
+		if err := queueAgentEvent(batch, st.agent, c.touched); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // quiet tells whether a write only changes working memory: it appends no
@@ -205,14 +268,182 @@ func (s *Store) pipelined(ctx context.Context, op string, lock func(b *pgx.Batch
 		err = conn.SendBatch(ctx, second).Close()
 	}
 	if err != nil {
-		if conn.Conn().PgConn().TxStatus() != 'I' {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			conn.Exec(rctx, "ROLLBACK") //nolint:errcheck // the pool drops a connection left in a transaction
-			cancel()
-		}
+		rollback(ctx, conn)
 		return fmt.Errorf("%s: %w", op, classify(err))
 	}
 	return nil
+}
+
+// once runs one transaction in one round trip: the statements fn queues,
+// as one batch, which runs as one implicit transaction (a failure in it
+// rolls it all back, and the connection is idle again after). A
+// qCommitGuard in it that finds its counters moved fails it with
+// errStateMoved.
+func (s *Store) once(ctx context.Context, op string, fn func(b *pgx.Batch) error) error {
+	if s.isClosed() {
+		return fmt.Errorf("%s: %w", op, unavailable(errors.New("store closed")))
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, classify(err))
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	if err := fn(b); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	err = conn.SendBatch(ctx, b).Close()
+	if err == nil {
+		return nil
+	}
+	rollback(ctx, conn)
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == guardFailed {
+		return errStateMoved
+	}
+	return fmt.Errorf("%s: %w", op, classify(err))
+}
+
+// rollback ends the transaction a failed batch left open on conn, if any.
+func rollback(ctx context.Context, conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() != 'I' {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		conn.Exec(rctx, "ROLLBACK") //nolint:errcheck // the pool drops a connection left in a transaction
+		cancel()
+	}
+}
+
+// guardFailed is the SQLSTATE of qCommitGuard's refusal: division_by_zero.
+const guardFailed = "22012"
+
+// errStateMoved: the counters a one-round-trip commit was built from are
+// not the conversation's any more (or it is gone, or the lease epoch is
+// not the write's); nothing was written, and the commit is made again the
+// usual way, which tells which.
+var errStateMoved = errors.New("conversation changed since this process last wrote it")
+
+// commitState is what a commit needs of its conversation's row: the owner
+// and agent (for the touched agent event) and the counters it numbers
+// from.
+type commitState struct {
+	owner, agent     string
+	nextSeq, nextOrd int64
+	lastCursor       int64 // the conversation's last event
+	// sure: the next commit is built from these counters. Set by a commit
+	// built from them, by one that read the row and found it as the commit
+	// before had left it, and for a conversation this process created or
+	// just took the lease of. A guess refused (another process wrote in
+	// between) has the next commits read the row: 2, 4, 8, then 16 that
+	// find it unchanged after as many refusals in a row, so that a
+	// conversation written by several processes at once costs few.
+	sure   bool
+	misses int // guesses refused in a row
+	reads  int // commits still to read the row before the next guess
+}
+
+func (st commitState) counters() [3]int64 { return [3]int64{st.nextSeq, st.nextOrd, st.lastCursor} }
+
+// refused is st after its guess was refused.
+func (st commitState) refused() commitState {
+	st.misses++
+	st.reads = 1 << min(st.misses, 4)
+	st.sure = false
+	return st
+}
+
+// found is st's successor when a commit read the row r: r's counters, and
+// sure if r is as st left it and no more reads are due.
+func (st commitState) found(r commitState) commitState {
+	r.misses, r.reads = st.misses, st.reads
+	if r.counters() == st.counters() && r.reads > 0 {
+		r.reads--
+	}
+	r.sure = r.counters() == st.counters() && r.reads == 0
+	return r
+}
+
+// commitStates remembers the counters this process's last commit to each
+// conversation left, so that its next commit there, most often its own
+// (the lease holder's turn, one message after another), need not read them
+// first. An entry is only a guess: qCommitGuard checks it under the row
+// lock. At most statesMax are kept; past that an arbitrary one goes.
+type commitStates struct {
+	mu sync.Mutex
+	m  map[string]commitState
+
+	oneTrip, moved atomic.Int64 // commits made in one round trip; guesses refused
+}
+
+const statesMax = 1 << 14
+
+func (c *commitStates) get(id string) (commitState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.m[id]
+	return st, ok
+}
+
+func (c *commitStates) put(id string, st commitState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(id, st)
+}
+
+// read records counters just read from the row outside a commit (the
+// lease's Acquire): sure unless reads after refused guesses are still due.
+func (c *commitStates) read(id string, st commitState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m[id]
+	st.misses, st.reads = old.misses, old.reads
+	st.sure = st.reads == 0
+	c.putLocked(id, st)
+}
+
+func (c *commitStates) putLocked(id string, st commitState) {
+	if c.m == nil {
+		c.m = make(map[string]commitState)
+	}
+	if _, ok := c.m[id]; !ok && len(c.m) >= statesMax {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[id] = st
+}
+
+// doubt keeps the conversation's entry, but has its next commit read the
+// row (and find out whether anyone wrote meanwhile).
+func (c *commitStates) doubt(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[id]; ok {
+		st.sure = false
+		c.m[id] = st
+	}
+}
+
+// outdated doubts the conversation's entry if another process committed
+// its event at cursor after the commit the entry is of.
+func (c *commitStates) outdated(id string, cursor int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[id]; ok && st.sure && cursor > st.lastCursor {
+		st.sure = false
+		c.m[id] = st
+	}
+}
+
+func (c *commitStates) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m = nil
+}
+
+func (c *commitStates) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
 }
 
 // queueAgentEvent queues the insert of ev, unnumbered: the sequencer gives

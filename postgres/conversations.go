@@ -35,6 +35,9 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 	if err != nil {
 		return agentik.AgentEvent{}, err
 	}
+	// Its first commit (most often this process's) starts from the
+	// columns' defaults.
+	s.states.put(c.ID, commitState{owner: c.Owner, agent: s.agent, nextSeq: 1, nextOrd: 1, sure: true})
 	return ev, nil
 }
 
@@ -166,6 +169,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 	if err != nil {
 		return agentik.AgentEvent{}, err
 	}
+	s.states.drop(id)
 	return ev, nil
 }
 

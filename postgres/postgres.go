@@ -91,6 +91,7 @@ func (s *Store) AdoptConversations(ctx context.Context, id string) (int64, error
 		_, err = tx.Exec(ctx, qAdoptAgentEvents, id)
 		return err
 	})
+	s.states.clear() // the agents remembered for the next commits moved
 	return n, err
 }
 
@@ -101,7 +102,8 @@ type shared struct {
 	schema  string          // current_schema() at Open: scopes notifications and locks
 	node    string          // this handle's id in notifications
 	timeout time.Duration
-	chain   chain // see Bus.Publish
+	chain   chain        // see Bus.Publish
+	states  commitStates // see Commit
 
 	closeOnce sync.Once
 	closed    chan struct{}

@@ -46,7 +46,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			if quiet(w) {
 				b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
 			}
-			b.Queue(qCommitGuard, w.ConversationID, w.Fence, st.nextSeq, st.nextOrd, st.lastCursor)
+			b.Queue(qCommitGuard, w.ConversationID, w.Fence, st.nextSeq, st.nextOrd, st.lastCursor, st.owner, st.agent)
 			return c.queue(b, st)
 		})
 		switch {

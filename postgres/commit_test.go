@@ -72,7 +72,7 @@ func TestCommitFromRememberedCounters(t *testing.T) {
 		mine := message("after "+m.name, refused)
 		if len(other) > 0 {
 			if prev, ok := a.chain.take(mine[0].Cursor); !ok || prev != other[len(other)-1].Cursor {
-				t.Fatalf("after %s: the Bus would take %d (%v) as the event before %d, want %d", m.name, prev, ok, mine[0].Cursor, other[0].Cursor)
+				t.Fatalf("after %s: the Bus would take %d (%v) as the event before %d, want %d", m.name, prev, ok, mine[0].Cursor, other[len(other)-1].Cursor)
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func TestCommitFromRememberedCounters(t *testing.T) {
 	last, _ := a.LastCursor(ctx, id)
 	evs, err := a.Events(ctx, id, 0, 100)
 	if err != nil || len(evs) != 16 || evs[len(evs)-1].Cursor != last {
-		t.Fatalf("%d events (%v), the last at %d, the conversation's last cursor %d", len(evs), err, evs[len(evs)-1].Cursor, last)
+		t.Fatalf("%d events (%v), the conversation's last cursor %d", len(evs), err, last)
 	}
 
 	// Deleted by the other process: a guess stores nothing.
@@ -144,5 +144,56 @@ func TestRefusedGuessesBackOff(t *testing.T) {
 	}
 	if st = st.found(st); st.reads != 0 || !st.sure {
 		t.Fatalf("after two unchanged reads: %d due, sure %v", st.reads, st.sure)
+	}
+}
+
+// TestCommitGuardChecksWhatItUses: a guess passes the guard with a lease
+// epoch past 32 bits that is the row's, and is refused when the row's
+// owner or agent — which the commit's agent event names — is not the
+// remembered one.
+func TestCommitGuardChecksWhatItUses(t *testing.T) {
+	s := openDSN(t, freshSchema(t))
+	ctx := t.Context()
+	id := createConv(t, s)
+	const epoch = 1<<32 + 5
+	if _, err := s.pool.Exec(ctx, "UPDATE conversations SET lease_epoch = $1 WHERE id = $2", epoch, id); err != nil {
+		t.Fatal(err)
+	}
+	write := func() *agentik.AgentEvent {
+		t.Helper()
+		_, touched, err := s.Commit(ctx, agentik.Write{ConversationID: id, Fence: epoch, Touch: agentik.Now(), Events: []agentik.Event{userEvent(id, "x")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return touched
+	}
+	write()
+	if n := s.states.oneTrip.Load(); n != 1 {
+		t.Fatalf("%d commits in one round trip under a 33-bit epoch, want 1", n)
+	}
+	for _, change := range []string{"UPDATE conversations SET owner = 'mallory' WHERE id = $1", "UPDATE conversations SET agent_id = 'other' WHERE id = $1"} {
+		if _, err := s.pool.Exec(ctx, change, id); err != nil {
+			t.Fatal(err)
+		}
+		refused := s.states.moved.Load()
+		touched := write()
+		if s.states.moved.Load() != refused+1 {
+			t.Fatalf("after %q: the guess was not refused", change)
+		}
+		var owner, agent string
+		if err := s.pool.QueryRow(ctx, "SELECT owner, agent_id FROM conversations WHERE id = $1", id).Scan(&owner, &agent); err != nil {
+			t.Fatal(err)
+		}
+		if touched.Owner != owner {
+			t.Fatalf("after %q: the agent event names owner %q, the row %q", change, touched.Owner, owner)
+		}
+		// Twice more the usual way, then a guess from the row as it is now.
+		write()
+		write()
+		trips := s.states.oneTrip.Load()
+		write()
+		if s.states.oneTrip.Load() != trips+1 {
+			t.Fatalf("after %q: no guess once the row was read again", change)
+		}
 	}
 }

@@ -85,11 +85,12 @@ const (
 	// commitStates): it takes the conversation's row lock, as
 	// qCommitConversation does, and fails the transaction — a division by
 	// zero, which nothing else in a commit can raise — when the row is
-	// gone, the write's lease epoch ($2, 0 for none) is not the row's, or
-	// the counters moved since. (A message always comes with its event, so
+	// gone, the write's lease epoch ($2, 0 for none) is not the row's, the
+	// counters moved since, or the owner and agent the commit's agent event
+	// names are not the row's. (A message always comes with its event, so
 	// last_cursor moves with next_seq; both are checked.)
-	qCommitGuard = `SELECT 1 / coalesce((SELECT CASE WHEN ($2 = 0 OR lease_epoch = $2)
-		AND next_seq = $3 AND next_ord = $4 AND last_cursor = $5 THEN 1 ELSE 0 END
+	qCommitGuard = `SELECT 1 / coalesce((SELECT CASE WHEN ($2::bigint = 0 OR lease_epoch = $2::bigint)
+		AND next_seq = $3 AND next_ord = $4 AND last_cursor = $5 AND owner = $6 AND agent_id = $7 THEN 1 ELSE 0 END
 		FROM conversations WHERE id = $1 FOR UPDATE), 0)`
 	qCommitConversation = `SELECT owner, agent_id, next_seq, next_ord, lease_epoch, last_cursor FROM conversations WHERE id = $1 FOR UPDATE`
 	// The conversations and agent events of before agents (agent_id '')

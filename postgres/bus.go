@@ -892,8 +892,18 @@ func (b *Bus) pollOnce(conn *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
+	b.heard(it.events)
 	b.enqueue(it, false)
 	return nil
+}
+
+// heard tells the store of conversations' newest cursors learnt from
+// outside this process: where another process wrote, a commit here reads
+// the row first.
+func (b *Bus) heard(events []convCursor) {
+	for _, e := range events {
+		b.s.states.outdated(e.conv, e.cursor)
+	}
 }
 
 func (b *Bus) handle(payload string) {
@@ -915,10 +925,7 @@ func (b *Bus) handle(payload string) {
 func (b *Bus) handleOne(n notification) {
 	switch n.kind {
 	case kindEvents:
-		// Another process wrote there: a commit here reads the row first.
-		for _, e := range n.events {
-			b.s.states.outdated(e.conv, e.cursor)
-		}
+		b.heard(n.events)
 		b.enqueue(item{kind: itemCatchUp, events: n.events}, false)
 	case kindAgent:
 		b.enqueue(item{kind: itemCatchUp, agents: n.cursor}, false)

@@ -197,3 +197,53 @@ func TestCommitGuardChecksWhatItUses(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseAndBusTellWhenToGuess: taking a conversation's lease lets the
+// next commit guess from the counters Acquire read; giving it back, or
+// hearing through the Bus of another process's event there, has the next
+// commit read the row instead of making a guess that would be refused.
+func TestLeaseAndBusTellWhenToGuess(t *testing.T) {
+	dsn := freshSchema(t)
+	a, b := openDSN(t, dsn), openDSN(t, dsn)
+	ctx := t.Context()
+	ba, err := NewBus(ctx, a, BusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ba.Close()
+	bb, err := NewBus(ctx, b, BusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bb.Close()
+	co := NewCoordinator(a, ba, CoordinatorOptions{})
+	defer co.Close()
+	id := createConv(t, b) // a remembers nothing of it
+	write := func(fence int64, how string) {
+		t.Helper()
+		trips, refused := a.states.oneTrip.Load(), a.states.moved.Load()
+		if _, _, err := a.Commit(ctx, agentik.Write{ConversationID: id, Fence: fence, Events: []agentik.Event{userEvent(id, how)}}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[[2]int64]string{{1, 0}: "guessed", {0, 0}: "read", {0, 1}: "refused"}[[2]int64{a.states.oneTrip.Load() - trips, a.states.moved.Load() - refused}]
+		if got != how {
+			t.Fatalf("commit %s, want %s", got, how)
+		}
+	}
+	lease, err := co.Acquire(ctx, id)
+	if err != nil || !lease.Held {
+		t.Fatalf("Acquire: %+v, %v", lease, err)
+	}
+	write(lease.Epoch, "guessed")
+	co.Release(ctx, id)
+	write(0, "read")
+	write(0, "guessed")
+
+	sub := ba.Subscribe(id)
+	defer sub.Close()
+	commitPublish(t, b, bb, id, "elsewhere")
+	next(t, sub)     // heard of: a's entry is doubted before the event reaches sub
+	write(0, "read") // finds the other process's write
+	write(0, "read") // finds the row as it left it
+	write(0, "guessed")
+}

@@ -44,7 +44,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	if known && guess.sure {
 		err = s.once(ctx, op, func(b *pgx.Batch) error {
 			if quiet(w) {
-				b.Queue("SELECT set_config('synchronous_commit', 'off', true)")
+				b.Queue(qQuietCommit)
 			}
 			b.Queue(qCommitGuard, w.ConversationID, w.Fence, st.nextSeq, st.nextOrd, st.lastCursor, st.owner, st.agent)
 			return c.queue(b, st)
@@ -61,7 +61,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	if errors.Is(err, errStateMoved) {
 		err = s.pipelined(ctx, op, func(lock *pgx.Batch) func() (*pgx.Batch, error) {
 			if quiet(w) {
-				lock.Queue("SET LOCAL synchronous_commit = off")
+				lock.Queue(qQuietCommit)
 			}
 			var epoch int64
 			lock.Queue(qCommitConversation, w.ConversationID).QueryRow(func(row pgx.Row) error {
@@ -245,15 +245,10 @@ func quiet(w agentik.Write) bool {
 // rolls everything back. (pgx's Tx would spend a round trip on BEGIN and
 // one on COMMIT, and one per dependent statement in between.)
 func (s *Store) pipelined(ctx context.Context, op string, lock func(b *pgx.Batch) func() (*pgx.Batch, error)) error {
-	if s.isClosed() {
-		return fmt.Errorf("%s: %w", op, unavailable(errors.New("store closed")))
-	}
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.conn(ctx, op)
 	if err != nil {
-		return fmt.Errorf("%s: %w", op, classify(err))
+		return err
 	}
-	// A connection still inside a transaction when released (a failed
-	// ROLLBACK) is closed by the pool, never reused.
 	defer conn.Release()
 	first := &pgx.Batch{}
 	first.Queue("BEGIN")
@@ -280,27 +275,37 @@ func (s *Store) pipelined(ctx context.Context, op string, lock func(b *pgx.Batch
 // qCommitGuard in it that finds its counters moved fails it with
 // errStateMoved.
 func (s *Store) once(ctx context.Context, op string, fn func(b *pgx.Batch) error) error {
-	if s.isClosed() {
-		return fmt.Errorf("%s: %w", op, unavailable(errors.New("store closed")))
-	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, classify(err))
-	}
-	defer conn.Release()
 	b := &pgx.Batch{}
 	if err := fn(b); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	conn, err := s.conn(ctx, op)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
 	err = conn.SendBatch(ctx, b).Close()
 	if err == nil {
 		return nil
 	}
-	rollback(ctx, conn)
 	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == guardFailed {
 		return errStateMoved
 	}
 	return fmt.Errorf("%s: %w", op, classify(err))
+}
+
+// conn takes a pool connection for the transaction op. A connection still
+// inside a transaction when released (a failed ROLLBACK) is closed by the
+// pool, never reused.
+func (s *Store) conn(ctx context.Context, op string) (*pgxpool.Conn, error) {
+	if s.isClosed() {
+		return nil, fmt.Errorf("%s: %w", op, unavailable(errors.New("store closed")))
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, classify(err))
+	}
+	return conn, nil
 }
 
 // rollback ends the transaction a failed batch left open on conn, if any.

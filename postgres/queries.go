@@ -81,6 +81,10 @@ const (
 	qDelete = `DELETE FROM conversations WHERE id = $1 AND agent_id = $2 RETURNING owner`
 	// An agent event is stored unnumbered; qSequence gives it its cursor.
 	qInsertAgentEvent = `INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id) VALUES ($1, $2, $3, $4, $5, $6)`
+	// qQuietCommit has a quiet write's transaction commit without waiting
+	// for its WAL flush (see quiet): SET LOCAL, which also holds in the
+	// implicit transaction of a one-round-trip batch.
+	qQuietCommit = `SELECT set_config('synchronous_commit', 'off', true)`
 	// qCommitGuard starts a commit built from remembered counters (see
 	// commitStates): it takes the conversation's row lock, as
 	// qCommitConversation does, and fails the transaction — a division by

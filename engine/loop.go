@@ -285,7 +285,9 @@ func (c *conv) handled() {
 func (c *conv) nextSent() (agentik.TurnQueue, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.shared || len(c.queue) == 0 || c.queue[0].recovered || c.pending != nil || c.parked != nil {
+	// A stranded turn (every write of it failed) is open in the store ahead
+	// of whatever was sent since: the store's queue tells what runs next.
+	if c.shared || c.stranded || len(c.queue) == 0 || c.queue[0].recovered || c.pending != nil || c.parked != nil {
 		return agentik.TurnQueue{}, false
 	}
 	return agentik.TurnQueue{Open: []agentik.Message{c.queue[0].user}}, true

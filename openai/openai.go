@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -94,7 +95,10 @@ type Options struct {
 // concurrent use.
 type LLM struct {
 	opts Options
-	chat oai.ChatCompletionService
+	// api sends the chat requests: openai-go's client without its
+	// environment defaults (see New), used through Post so the body the
+	// adapter wrote goes out as it is.
+	api oai.Client
 }
 
 var _ agentik.LLM = (*LLM)(nil)
@@ -129,9 +133,10 @@ func New(o Options) (*LLM, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Transport: NewTransport()}
 	}
-	// NewChatCompletionService, unlike openai.NewClient, reads no OPENAI_*
-	// environment variables: a key meant for one provider can never leak to
-	// another endpoint, and an empty APIKey really sends no Authorization.
+	// A Client holding only these options, unlike openai.NewClient, reads no
+	// OPENAI_* environment variables: a key meant for one provider can never
+	// leak to another endpoint, and an empty APIKey really sends no
+	// Authorization.
 	opts := []option.RequestOption{
 		option.WithBaseURL(o.BaseURL),
 		option.WithHTTPClient(o.HTTPClient),
@@ -144,7 +149,7 @@ func New(o Options) (*LLM, error) {
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
 	}
-	return &LLM{opts: o, chat: oai.NewChatCompletionService(opts...)}, nil
+	return &LLM{opts: o, api: oai.Client{Options: opts}}, nil
 }
 
 // NewTransport is the transport of the default client: net/http's default
@@ -193,12 +198,14 @@ func (l *LLM) attempt(parent context.Context, body []byte, onDelta func(agentik.
 	defer watchdog.Stop()
 
 	// openai-go sends the request written by body (with its retries and
-	// error decoding; the empty params are replaced by the body);
+	// error decoding). Post takes the bytes as they are: ChatCompletions.New
+	// would first marshal its params by reflection, a tenth of a turn's CPU
+	// spent on a body it then throws away;
 	// the response is read here with its SSE framing only, and each chunk is
 	// decoded once, by the accumulator — openai-go's typed chunk decoding
 	// was the adapter's largest cost and reads nothing the accumulator needs.
 	var raw *http.Response
-	if _, err := l.chat.New(ctx, oai.ChatCompletionNewParams{}, option.WithRequestBody("application/json", body), option.WithResponseBodyInto(&raw)); err != nil {
+	if err := l.api.Post(ctx, "chat/completions", body, &raw); err != nil {
 		return resp, false, l.classify(parent, ctx, err)
 	}
 	events := ssestream.NewDecoder(raw)
@@ -208,10 +215,12 @@ func (l *LLM) attempt(parent context.Context, body []byte, onDelta func(agentik.
 	defer events.Close()
 	acc := newAccumulator(onDelta)
 	acc.identified = !l.opts.Identify // nothing to read
+	done := false
 	for events.Next() {
 		watchdog.Reset(l.opts.Timeout)
 		ev := events.Event()
 		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+			done = true
 			break
 		}
 		if len(bytes.TrimSpace(ev.Data)) == 0 {
@@ -227,8 +236,25 @@ func (l *LLM) attempt(parent context.Context, body []byte, onDelta func(agentik.
 	if ctx.Err() != nil { // a cancelled body read can look like a clean end
 		return resp, acc.started, l.classify(parent, ctx, ctx.Err())
 	}
+	if done {
+		drain(raw.Body, watchdog, min(l.opts.Timeout, drainWait))
+	}
 	resp, err = acc.result()
 	return resp, acc.started, err
+}
+
+// drainWait bounds how long a stream is read past [DONE] for its end.
+const drainWait = time.Second
+
+// drain reads a stream's body to its end after [DONE], as openai-python
+// does: net/http returns a connection to the pool only once the body was
+// read to EOF, and the chunked stream's last chunk often arrives just after
+// [DONE] — closing the body then had the next call dial (a TLS handshake,
+// against a real provider). A server that keeps the stream open is cut off
+// after wait (the watchdog cancels the request), the answer kept.
+func drain(body io.Reader, watchdog *time.Timer, wait time.Duration) {
+	watchdog.Reset(wait)
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
 }
 
 func (l *LLM) classify(parent, ctx context.Context, err error) error {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -453,9 +456,8 @@ func TestIdentify(t *testing.T) {
 }
 
 // TestConnectionsReused: concurrent calls keep their connections to the
-// model for the next ones (the net/http default keeps 2 idle per host, and
-// a stream closed at [DONE] before its final chunk is not reused), so a
-// busy server does not dial, and with TLS handshake, per call.
+// model for the next ones (the net/http default keeps 2 idle per host), so
+// a busy server does not dial, and with TLS handshake, per call.
 func TestConnectionsReused(t *testing.T) {
 	const parallel, rounds = 20, 3
 	s := llmtest.NewServer()
@@ -486,4 +488,60 @@ func TestConnectionsReused(t *testing.T) {
 		t.Fatalf("%d calls used %d connections", parallel*rounds, len(conns))
 	}
 	t.Logf("%d calls used %d connections", parallel*rounds, len(conns))
+}
+
+// TestSerialCallsShareOneConnection: each answer's stream is read to its
+// end after [DONE], so the next call finds the connection in the pool
+// (closed at [DONE], a few calls in a hundred dialled again, more under load).
+func TestSerialCallsShareOneConnection(t *testing.T) {
+	s := llmtest.NewServer()
+	t.Cleanup(s.Close)
+	s.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("one two three") })
+	l, err := openai.New(openai.Options{BaseURL: s.URL(), Model: "m", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 200
+	for range calls {
+		if _, err := l.Generate(t.Context(), hello, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conns := map[string]bool{}
+	for _, r := range s.Requests() {
+		conns[r.Remote] = true
+	}
+	if len(conns) != 1 {
+		t.Fatalf("%d calls one after another used %d connections", calls, len(conns))
+	}
+}
+
+// TestAnswerKeptWhenTheStreamStaysOpen: a server that sends [DONE] and
+// keeps the stream open is cut off (the wait past [DONE] is bounded by the
+// watchdog), and the answer it sent is returned, not the cut-off's error.
+func TestAnswerKeptWhenTheStreamStaysOpen(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"kept"},"finish_reason":"stop"}]}`+"\n\n")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	l, err := openai.New(openai.Options{BaseURL: srv.URL, Model: "m", Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := l.Generate(t.Context(), hello, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != "kept" {
+		t.Fatalf("answer %+v", resp)
+	}
 }

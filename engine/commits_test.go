@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/engine"
@@ -239,4 +240,78 @@ func memoryOf(t *testing.T, h *harness, c agentik.Conversation) []string {
 		out[i] = string(e.Message.Role) + ":" + agentik.JoinText(e.Message.Content)
 	}
 	return out
+}
+
+// pausingObserver holds the turn loop in TurnEnded of the first turn that
+// ended with an error — after its end was published, before the loop looks
+// at what is open — until resume is closed.
+type pausingObserver struct {
+	agentik.NopObserver
+	once   sync.Once
+	ended  chan struct{}
+	resume chan struct{}
+}
+
+func (o *pausingObserver) TurnEnded(_, outcome string, _ time.Duration) {
+	if outcome != agentik.EndError {
+		return
+	}
+	o.once.Do(func() {
+		close(o.ended)
+		<-o.resume
+	})
+}
+
+// TestStrandedTurnRetriedWhenAMessageCameWhileItRan: a turn whose every
+// write failed stays open; a message sent while it was still ending is the
+// next message, which retries it first — it was left waiting for yet
+// another message (the loop saw the stranded turn open again and stopped,
+// dropping the new one from its queue).
+func TestStrandedTurnRetriedWhenAMessageCameWhileItRan(t *testing.T) {
+	var failing *failingStore
+	obs := &pausingObserver{ended: make(chan struct{}), resume: make(chan struct{})}
+	h := newHarness(t, func(o *engine.Options) {
+		failing = &failingStore{Store: o.Store.(*sqlite.Store)}
+		o.Store = failing
+		o.Observer = obs
+	})
+	gate := llmtest.NewGate()
+	h.llm.Enqueue(llmtest.Stream().Role().Pause(gate).Content("first").Finish("stop"), llmtest.Text("second"), llmtest.Text("third"), llmtest.Text("fourth"))
+	c, s := h.conversation()
+	first := h.send(c, "one")
+	<-gate.Reached()
+	second := h.send(c, "two")
+	failing.mu.Lock()
+	failing.source, failing.left = second.MessageID, 2 // its answer and its error
+	failing.mu.Unlock()
+	gate.Release()
+	until(t, s, endOf(first.MessageID))
+	until(t, s, endOf(second.MessageID))
+	within(t, obs.ended, "the failed turn's end")
+	third := h.send(c, "three") // while the loop is still ending the failed turn
+	close(obs.resume)
+	evs := until(t, s, endOf(third.MessageID))
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == agentik.EvEnd {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d turns ended, want the retried one and the new one: %s", n, types(evs))
+	}
+	want := []string{"user:one", "assistant:first", "user:two", "assistant:third", "user:three", "assistant:fourth"}
+	if got := memoryOf(t, h, c); !slices.Equal(got, want) {
+		t.Fatalf("working memory %v\nwant %v", got, want)
+	}
+}
+
+// within fails the test unless ch is closed within 10 s.
+func within(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: not within 10 s", what)
+	}
 }

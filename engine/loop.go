@@ -160,9 +160,11 @@ func (c *conv) loop() {
 // none is left, on shutdown, when the store cannot be read, when the first
 // open turn waits for client tool results and when the lease was lost; it
 // reports stuck when a turn stayed open after it ran and waits for nothing
-// (its closing write failed).
+// (its closing write failed), unless a message came while it ran: that is
+// the next message, which retries it first.
 func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 	last := ""
+	lastSent := 0 // c.sent when the turn last started
 	for !c.e.isDraining() && ctx.Err() == nil {
 		if last != "" && !c.shared && c.queueEmpty() {
 			return false // alone on the store, nothing else is open
@@ -186,6 +188,14 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		}
 		user := q.Open[0]
 		if user.ID == last && !c.awaited(user.ID) {
+			c.mu.Lock()
+			next := c.sent != lastSent // a message came while it ran: the next one
+			lastSent = c.sent
+			c.mu.Unlock()
+			if next {
+				last = ""
+				continue // retried now, before that message
+			}
 			c.e.log.Warn("a turn stayed open after it ran; it is retried at the next message", "conversation", c.id, "reply_to", user.ID)
 			return true
 		}
@@ -230,6 +240,7 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 			continue // withdrawn just now: it never starts
 		}
 		c.running = t
+		lastSent = c.sent
 		if c.parked != nil && c.parked.replyTo == user.ID {
 			c.parked = nil // resumed: every call has its answer
 		}

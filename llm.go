@@ -79,5 +79,25 @@ type LLM interface {
 	Generate(ctx context.Context, req ModelRequest, onDelta func(ModelDelta)) (ModelResponse, error)
 }
 
+// An EarlyStarter is an LLM that can send a model call before the turn
+// makes it: the engine starts the call that will answer a message while
+// the message commits, so the request travels during the commit instead of
+// after it. Nothing of the call is seen until the turn takes it over.
+type EarlyStarter interface {
+	// StartEarly sends req. It returns nil when it cannot (the request
+	// cannot be built); the call ends with ctx.
+	StartEarly(ctx context.Context, req ModelRequest) EarlyCall
+}
+
+// EarlyCall is a call sent by StartEarly.
+type EarlyCall interface {
+	// Generate is the LLM's Generate. When req is the request sent early,
+	// it takes the early call over (its response may already be waiting);
+	// otherwise it drops the early call and calls anew.
+	Generate(ctx context.Context, req ModelRequest, onDelta func(ModelDelta)) (ModelResponse, error)
+	// Cancel drops the call unless Generate took it; idempotent.
+	Cancel()
+}
+
 // ErrContextOverflow marks an LLM error caused by a context too long for the model.
 var ErrContextOverflow = errors.New("context length exceeded")

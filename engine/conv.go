@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/tokens"
 )
 
 // conv is the one live struct of a conversation. Lock order: mu, then
@@ -53,6 +54,10 @@ type conv struct {
 	// until the turn's first write (turnRun.run). Only the turn loop
 	// touches it.
 	unsaved int
+	// early: the model call sent while the message that the next turn
+	// answers committed (startEarly), for that turn to take over; guarded
+	// by mu.
+	early earlyCall
 	// stranded: a turn ended without storing its user message's entry (its
 	// every write failed) and is still open, to be retried; a message sent
 	// meanwhile must not write its own entry ahead of it (send's early
@@ -89,12 +94,65 @@ type pendingRound struct {
 	approved  map[string]agentik.RawJSON    // approved calls without a result: edited arguments or nil
 }
 
+// earlyCall is a model call started early for the turn of message id.
+type earlyCall struct {
+	id   string
+	call agentik.EarlyCall
+}
+
+// dropEarlyLocked cancels the early call unless it is the one of message id
+// (which it then returns, for its turn). Caller holds mu.
+func (c *conv) dropEarlyLocked(id string) agentik.EarlyCall {
+	ec := c.early
+	c.early = earlyCall{}
+	if ec.call == nil || ec.id == id {
+		return ec.call
+	}
+	ec.call.Cancel()
+	return nil
+}
+
+// startEarly sends the model call that the turn answering entry will make,
+// as it will make it, so the request travels while the message commits;
+// the turn takes the call over if its request is the same (the LLM
+// compares them). Only for an idle conversation whose working memory is
+// loaded, not while tracing (the call's span and trace context belong to
+// the turn), and not when the turn would compact first. Caller holds mu.
+func (c *conv) startEarly(entry agentik.MemoryEntry, client []agentik.ToolSpec) agentik.EarlyCall {
+	es, ok := c.e.opts.LLM.(agentik.EarlyStarter)
+	if !ok || !c.memoryLoaded || c.e.opts.Tracer != nil {
+		return nil
+	}
+	r := &turnRun{c: c, ctx: c.e.baseCtx, client: client}
+	n := len(c.memory)
+	c.memory = append(c.memory, entry)
+	// The tools known now: a source still waiting for its servers (at
+	// start-up) does not hold the Send up; the turn waits, and its request
+	// then differs if they came.
+	req := r.request(r.offered(c.e.opts.Tools.Snapshot(noWait)))
+	c.memory = c.memory[:n]
+	if trigger, _ := c.e.compactLimits(); tokens.Request(req, c.e.opts.SendReasoning) > trigger {
+		return nil // fit compacts: the turn's request will differ
+	}
+	return es.StartEarly(c.e.baseCtx, req)
+}
+
+// noWait is an ended context: what is asked with it does not wait.
+var noWait = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
 // turn is the state of the running turn shared with Send and Interrupt.
 type turn struct {
 	user   agentik.Message
 	cancel context.CancelFunc
 	reason string // interrupt reason, set before cancel
 	by     string // who interrupted, when known (approval_resolved.by)
+	// early is the turn's first model call, sent while its message
+	// committed; only the turn loop touches it.
+	early agentik.EarlyCall
 }
 
 func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
@@ -260,12 +318,21 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	// not started is queued here (busy) or stranded. (Not when sharing the
 	// store, where only the lease holder writes working memory.)
 	early := !busy && !c.shared && !c.stranded
+	var ec agentik.EarlyCall
 	if early {
 		w.Memory = []agentik.MemoryEntry{{SourceID: msg.ID, ReplyTo: msg.ID,
 			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: msg.Content}}}
+		ec = c.startEarly(w.Memory[0], req.ClientTools)
 	}
 	if _, err := c.commit(ctx, w); err != nil {
+		if ec != nil {
+			ec.Cancel() // the message does not exist: neither does its turn
+		}
 		return agentik.SendResult{}, err
+	}
+	if ec != nil {
+		c.dropEarlyLocked(msg.ID)
+		c.early = earlyCall{id: msg.ID, call: ec}
 	}
 	if early && c.memoryLoaded {
 		c.memory = append(c.memory, w.Memory...) // the store wrote Order into w.Memory

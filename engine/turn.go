@@ -31,6 +31,10 @@ func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
 			TraceParent: t.user.TraceParent, Linked: !q.fresh})
 	}
 	defer func() {
+		if t.early != nil { // ended before its first model call
+			t.early.Cancel()
+			t.early = nil
+		}
 		outcome := r.outcome
 		if outcome == "" {
 			outcome = "lease_lost" // fenced: another process runs the turn
@@ -175,7 +179,12 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 		if tr := c.e.opts.Tracer; tr != nil {
 			gctx, span = r.startModelSpan(tr, req)
 		}
-		resp, err := c.e.opts.LLM.Generate(gctx, req, r.onDelta)
+		generate := c.e.opts.LLM.Generate
+		if early := r.t.early; early != nil {
+			r.t.early = nil // its first call only
+			generate = early.Generate
+		}
+		resp, err := generate(gctx, req, r.onDelta)
 		outcome := modelOutcome(r.ctx, err)
 		c.e.opts.Observer.ModelCall(c.e.opts.Info.ID, c.e.opts.LLM.Info().Name, outcome, time.Since(began), resp.Tokens)
 		if span != nil {

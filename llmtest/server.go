@@ -340,6 +340,7 @@ func (p *player) play() {
 				select {
 				case <-st.Gate.released:
 				case <-p.hr.Context().Done():
+					st.Gate.abandon()
 					return
 				case <-p.s.closed:
 					p.abort()
@@ -407,6 +408,9 @@ func (p *player) playJSON() {
 		case StepHang, StepPause:
 			select {
 			case <-p.hr.Context().Done():
+				if st.Gate != nil {
+					st.Gate.abandon()
+				}
 				return
 			case <-p.s.closed:
 				p.abort()

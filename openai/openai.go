@@ -171,8 +171,21 @@ func (l *LLM) Generate(ctx context.Context, req agentik.ModelRequest, onDelta fu
 	if err != nil {
 		return agentik.ModelResponse{}, fmt.Errorf("openai: build request: %w", err)
 	}
+	return l.generate(ctx, body, nil, onDelta)
+}
+
+// generate is Generate of an encoded request; its first attempt is the
+// early call first when there is one.
+func (l *LLM) generate(ctx context.Context, body []byte, first *early, onDelta func(agentik.ModelDelta)) (agentik.ModelResponse, error) {
 	for attempt := 0; ; attempt++ {
-		resp, started, err := l.attempt(ctx, body, onDelta)
+		var resp agentik.ModelResponse
+		var started bool
+		var err error
+		if attempt == 0 && first != nil {
+			resp, started, err = first.finish(ctx, onDelta)
+		} else {
+			resp, started, err = l.attempt(ctx, body, onDelta)
+		}
 		if err == nil {
 			return resp, nil
 		}
@@ -190,25 +203,54 @@ func (l *LLM) Generate(ctx context.Context, req agentik.ModelRequest, onDelta fu
 // attempt runs one streamed request (with openai-go's own retries inside).
 // started reports whether anything reached onDelta or the tool calls.
 func (l *LLM) attempt(parent context.Context, body []byte, onDelta func(agentik.ModelDelta)) (resp agentik.ModelResponse, started bool, err error) {
+	c := l.newCall(parent)
+	defer c.close()
+	c.send(l, body)
+	return l.stream(parent, c, onDelta)
+}
+
+// call is one streamed request: its context, which the watchdog ends after
+// Options.Timeout of silence, and the response, once its headers came.
+type call struct {
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	watchdog *time.Timer
+	raw      *http.Response
+	err      error // the request's, before any of the body
+}
+
+func (l *LLM) newCall(parent context.Context) *call {
 	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
 	// The watchdog is reset by every chunk, so it measures silence, not
 	// the length of the answer.
-	watchdog := time.AfterFunc(l.opts.Timeout, func() { cancel(errIdle) })
-	defer watchdog.Stop()
+	return &call{ctx: ctx, cancel: cancel, watchdog: time.AfterFunc(l.opts.Timeout, func() { cancel(errIdle) })}
+}
 
-	// openai-go sends the request written by body (with its retries and
-	// error decoding). Post takes the bytes as they are: ChatCompletions.New
-	// would first marshal its params by reflection, a tenth of a turn's CPU
-	// spent on a body it then throws away;
-	// the response is read here with its SSE framing only, and each chunk is
-	// decoded once, by the accumulator — openai-go's typed chunk decoding
-	// was the adapter's largest cost and reads nothing the accumulator needs.
-	var raw *http.Response
-	if err := l.api.Post(ctx, "chat/completions", body, &raw); err != nil {
-		return resp, false, l.classify(parent, ctx, err)
+// send sends the request and waits for the response's headers.
+//
+// openai-go sends the request written by body (with its retries and error
+// decoding). Post takes the bytes as they are: ChatCompletions.New would
+// first marshal its params by reflection, a tenth of a turn's CPU spent on
+// a body it then throws away.
+func (c *call) send(l *LLM, body []byte) {
+	c.err = l.api.Post(c.ctx, "chat/completions", body, &c.raw)
+}
+
+func (c *call) close() {
+	c.watchdog.Stop()
+	c.cancel(nil)
+}
+
+// stream reads a sent call's response. The response is read here with its
+// SSE framing only, and each chunk is decoded once, by the accumulator —
+// openai-go's typed chunk decoding was the adapter's largest cost and
+// reads nothing the accumulator needs.
+func (l *LLM) stream(parent context.Context, c *call, onDelta func(agentik.ModelDelta)) (resp agentik.ModelResponse, started bool, err error) {
+	ctx := c.ctx
+	if c.err != nil {
+		return resp, false, l.classify(parent, ctx, c.err)
 	}
-	events := ssestream.NewDecoder(raw)
+	events := ssestream.NewDecoder(c.raw)
 	if events == nil {
 		return resp, false, fmt.Errorf("request: the endpoint answered without a body")
 	}
@@ -217,7 +259,7 @@ func (l *LLM) attempt(parent context.Context, body []byte, onDelta func(agentik.
 	acc.identified = !l.opts.Identify // nothing to read
 	done := false
 	for events.Next() {
-		watchdog.Reset(l.opts.Timeout)
+		c.watchdog.Reset(l.opts.Timeout)
 		ev := events.Event()
 		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
 			done = true
@@ -237,7 +279,7 @@ func (l *LLM) attempt(parent context.Context, body []byte, onDelta func(agentik.
 		return resp, acc.started, l.classify(parent, ctx, ctx.Err())
 	}
 	if done {
-		drain(raw.Body, watchdog, min(l.opts.Timeout, drainWait))
+		drain(c.raw.Body, c.watchdog, min(l.opts.Timeout, drainWait))
 	}
 	resp, err = acc.result()
 	return resp, acc.started, err

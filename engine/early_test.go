@@ -1,0 +1,196 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/sqlite"
+)
+
+// holdingStore holds the commit of the user message `text` until `until`
+// is closed — failing it if that takes 10 s — then runs `during` and fails
+// the commit if `fail` is set.
+type holdingStore struct {
+	*sqlite.Store
+	text   string
+	until  <-chan struct{}
+	during func()
+	fail   bool
+}
+
+func (s *holdingStore) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
+	held := slices.ContainsFunc(w.Events, func(ev agentik.Event) bool {
+		return ev.Message != nil && ev.Message.Type == agentik.MsgUser && textOf(ev.Message.Content) == s.text
+	})
+	if held {
+		select {
+		case <-s.until:
+		case <-time.After(10 * time.Second):
+			return nil, nil, errors.New("held 10 s: the model was not called while the message committed")
+		}
+		if s.during != nil {
+			s.during()
+		}
+		if s.fail {
+			return nil, nil, agentik.Errorf(agentik.EUnavailable, "refused")
+		}
+	}
+	return s.Store.Commit(ctx, w)
+}
+
+// textOf joins a message's text parts.
+func textOf(content []agentik.Content) string {
+	var b strings.Builder
+	for _, p := range content {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
+
+// lastUser is the text of a model request's last user message as sent.
+func lastUser(req llmtest.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			return string(req.Messages[i].Content)
+		}
+	}
+	return ""
+}
+
+// modelAt answers every request with "re: <last user message>", closing
+// reached when a request for `text` arrives; that request's reply waits at
+// gate.
+type modelAt struct {
+	text    string
+	gate    *llmtest.Gate
+	once    sync.Once
+	reached chan struct{}
+}
+
+func newModelAt(text string) *modelAt {
+	return &modelAt{text: text, gate: llmtest.NewGate(), reached: make(chan struct{})}
+}
+
+func (m *modelAt) reply(req llmtest.Request) llmtest.Reply {
+	u := lastUser(req)
+	if strings.Contains(u, m.text) {
+		m.once.Do(func() { close(m.reached) })
+		return llmtest.Stream().Role().Pause(m.gate).Content("re: ", m.text).Finish("stop").Done()
+	}
+	return llmtest.Text("re: other")
+}
+
+// TestModelCalledWhileTheMessageCommits: the model call that answers a
+// message to an idle conversation goes out while the message commits (the
+// commit here waits for it), and the turn takes it over: one request, its
+// answer streamed after the message's event, as always.
+func TestModelCalledWhileTheMessageCommits(t *testing.T) {
+	m := newModelAt("second")
+	h := newHarness(t, func(o *engine.Options) {
+		o.Store = &holdingStore{Store: o.Store.(*sqlite.Store), text: "second", until: m.reached}
+	})
+	h.llm.Handle(m.reply)
+	c, s := h.conversation()
+	first := h.send(c, "first")
+	until(t, s, endOf(first.MessageID))
+
+	second := h.send(c, "second")
+	m.gate.Release()
+	evs := until(t, s, endOf(second.MessageID))
+	if got := compact(evs); got != "user_message,working,start_response,append_text,assistant_message,end" {
+		t.Fatalf("events %s", got)
+	}
+	if got := textOf(evs[len(evs)-2].Message.Content); got != "re: second" {
+		t.Fatalf("answer %q", got)
+	}
+	if n := len(h.llm.Requests()); n != 2 {
+		t.Fatalf("%d model requests, want one per turn", n)
+	}
+}
+
+// TestEarlyCallOfAFailedMessage: a message whose commit fails has no turn:
+// the model call sent for it is cancelled, and nothing of it is seen.
+func TestEarlyCallOfAFailedMessage(t *testing.T) {
+	m := newModelAt("second")
+	h := newHarness(t, func(o *engine.Options) {
+		o.Store = &holdingStore{Store: o.Store.(*sqlite.Store), text: "second", until: m.reached, fail: true}
+	})
+	h.llm.Handle(m.reply)
+	c, s := h.conversation()
+	first := h.send(c, "first")
+	until(t, s, endOf(first.MessageID))
+
+	if _, err := c.Send(h.ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("second")}}); err == nil {
+		t.Fatal("Send succeeded with its commit refused")
+	}
+	within(t, m.gate.Abandoned(), "the cancellation of the failed message's model call")
+	third := h.send(c, "third")
+	evs := until(t, s, endOf(third.MessageID))
+	if got := compact(evs); got != "user_message,working,start_response,append_text,assistant_message,end" {
+		t.Fatalf("events after the failed message: %s", got)
+	}
+}
+
+// TestEarlyCallOfAnotherRequest: when the turn's request is not the one
+// sent early (here the system prompt changed meanwhile), the early call is
+// dropped and the turn calls the model with its own.
+func TestEarlyCallOfAnotherRequest(t *testing.T) {
+	m := newModelAt("second")
+	var eng func() *engine.Engine
+	h := newHarness(t, func(o *engine.Options) {
+		o.Store = &holdingStore{Store: o.Store.(*sqlite.Store), text: "second", until: m.reached,
+			during: func() { eng().SetSystemPrompt("You are a changed agent.") }}
+	})
+	eng = func() *engine.Engine { return h.eng }
+	h.llm.Handle(m.reply)
+	c, s := h.conversation()
+	first := h.send(c, "first")
+	until(t, s, endOf(first.MessageID))
+
+	h.llm.Handle(func(req llmtest.Request) llmtest.Reply {
+		if strings.Contains(string(req.Messages[0].Content), "changed") {
+			return llmtest.Text("re: second, changed")
+		}
+		return m.reply(req)
+	})
+	second := h.send(c, "second")
+	within(t, m.gate.Abandoned(), "the cancellation of the early call")
+	evs := until(t, s, endOf(second.MessageID))
+	if got := textOf(evs[len(evs)-2].Message.Content); got != "re: second, changed" {
+		t.Fatalf("answer %q (%s)", got, compact(evs))
+	}
+	if n := len(h.llm.Requests()); n != 3 {
+		t.Fatalf("%d model requests, want first, second early, second", n)
+	}
+}
+
+// TestInterruptWhileCalledEarly: an interrupt right after the 202, while
+// the early call waits for the model, ends the turn and the call.
+func TestInterruptWhileCalledEarly(t *testing.T) {
+	m := newModelAt("second")
+	h := newHarness(t)
+	h.llm.Handle(m.reply)
+	c, s := h.conversation()
+	first := h.send(c, "first")
+	until(t, s, endOf(first.MessageID))
+
+	second := h.send(c, "second")
+	within(t, m.reached, "the model request")
+	until(t, s, func(ev agentik.Event) bool { return ev.Type == agentik.EvWorking }) // the turn runs
+	if ok, err := c.Interrupt(h.ctx); err != nil || !ok {
+		t.Fatalf("interrupt: %v, %v", ok, err)
+	}
+	within(t, m.gate.Abandoned(), "the cancellation of the call")
+	evs := until(t, s, endOf(second.MessageID))
+	if end := evs[len(evs)-1]; end.Reason != agentik.EndInterrupted {
+		t.Fatalf("ended %q (%s)", end.Reason, compact(evs))
+	}
+}

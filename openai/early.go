@@ -1,0 +1,93 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentik/agentik"
+)
+
+// claimWait bounds how long an early call waits for the turn that takes it
+// over: the engine starts one only for a turn that runs right after its
+// message commits, and drops it otherwise; this is the safety net.
+const claimWait = 30 * time.Second
+
+// early is a call sent by StartEarly. Its request goes out on its own
+// goroutine, which ends when the response's headers come (or the request
+// fails); the body waits, unread, in the connection for the turn that
+// takes the call over, so nothing of it is decoded or delivered before.
+type early struct {
+	l     *LLM
+	body  []byte
+	c     *call
+	sent  chan struct{} // closed when c.send returned
+	claim *time.Timer   // drops the call if nothing took it over in time
+	once  sync.Once     // taken over or dropped, whichever comes first
+}
+
+var _ agentik.EarlyStarter = (*LLM)(nil)
+
+// StartEarly sends req's call now; see agentik.EarlyStarter.
+func (l *LLM) StartEarly(ctx context.Context, req agentik.ModelRequest) agentik.EarlyCall {
+	body, err := l.body(req)
+	if err != nil {
+		return nil // Generate reports it
+	}
+	e := &early{l: l, body: body, c: l.newCall(ctx), sent: make(chan struct{})}
+	e.claim = time.AfterFunc(claimWait, e.Cancel)
+	go func() {
+		defer close(e.sent)
+		e.c.send(l, body)
+		if e.c.err == nil {
+			// The body waits for the turn: not silence of the endpoint.
+			e.c.watchdog.Stop()
+		}
+	}()
+	return e
+}
+
+// Cancel drops the call unless it was taken over. The ended context makes
+// net/http close its connection.
+func (e *early) Cancel() {
+	e.once.Do(func() {
+		e.claim.Stop()
+		e.c.close()
+	})
+}
+
+// Generate takes the call over when req is the request sent; otherwise it
+// drops it and calls anew. Either way it is the LLM's Generate.
+func (e *early) Generate(ctx context.Context, req agentik.ModelRequest, onDelta func(agentik.ModelDelta)) (agentik.ModelResponse, error) {
+	taken := false
+	e.once.Do(func() {
+		taken = true
+		e.claim.Stop()
+	})
+	body, err := e.l.body(req)
+	switch {
+	case err != nil:
+		e.Cancel()
+		return agentik.ModelResponse{}, fmt.Errorf("openai: build request: %w", err)
+	case !taken: // dropped already
+		return e.l.generate(ctx, body, nil, onDelta)
+	case !bytes.Equal(body, e.body):
+		e.c.close()
+		return e.l.generate(ctx, body, nil, onDelta)
+	}
+	return e.l.generate(ctx, body, e, onDelta)
+}
+
+// finish is the taken-over call's attempt: ctx, the turn's, now ends it
+// too, and its response is read as attempt reads one.
+func (e *early) finish(ctx context.Context, onDelta func(agentik.ModelDelta)) (resp agentik.ModelResponse, started bool, err error) {
+	c := e.c
+	defer c.close()
+	stop := context.AfterFunc(ctx, func() { c.cancel(context.Cause(ctx)) })
+	defer stop()
+	<-e.sent // ends soon after ctx does: the request's context is cancelled
+	c.watchdog.Reset(e.l.opts.Timeout)
+	return e.l.stream(ctx, c, onDelta)
+}

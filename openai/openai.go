@@ -141,7 +141,7 @@ func New(o Options) (*LLM, error) {
 		option.WithBaseURL(o.BaseURL),
 		option.WithHTTPClient(o.HTTPClient),
 		option.WithMaxRetries(o.MaxRetries),
-		option.WithMiddleware(errorMiddleware),
+		option.WithMiddleware(inMemoryBody, errorMiddleware),
 	}
 	if o.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(o.APIKey))
@@ -154,8 +154,35 @@ func New(o Options) (*LLM, error) {
 
 // NewTransport is the transport of the default client: net/http's default
 // settings with an idle pool sized for concurrent turns
-// (httpx.PooledTransport).
-func NewTransport() *http.Transport { return httpx.PooledTransport() }
+// (httpx.PooledTransport), and a write buffer that holds a request of
+// requestBuffer bytes with its headers, so that it leaves in one write.
+// net/http's 4 KiB buffer sent a request past it in two writes or more (the
+// headers and the start of the body, then the rest), and a chat request
+// carries the conversation: a few turns exceed 4 KiB.
+func NewTransport() *http.Transport {
+	t := httpx.PooledTransport()
+	t.WriteBufferSize = requestBuffer
+	return t
+}
+
+// inMemoryBody hands net/http the request body as the reader of bytes it is
+// (req.GetBody's). openai-go wraps it in a reader net/http does not know,
+// and net/http then flushes the headers before it copies the body: every
+// request took two writes.
+func inMemoryBody(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
+		if b, err := req.GetBody(); err == nil {
+			req.Body.Close()
+			req.Body = b
+		}
+	}
+	return next(req)
+}
+
+// requestBuffer is the write buffer of a model connection: 32 KiB holds
+// some dozens of turns' history, and costs 32 KiB per open connection
+// (8 MiB if all httpx.IdleConns are open).
+const requestBuffer = 32 << 10
 
 // Info describes the configured model.
 func (l *LLM) Info() agentik.ModelInfo {

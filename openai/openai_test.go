@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -544,4 +546,59 @@ func TestAnswerKeptWhenTheStreamStaysOpen(t *testing.T) {
 	if resp.Text != "kept" {
 		t.Fatalf("answer %+v", resp)
 	}
+}
+
+// TestRequestLeavesInOneWrite: a chat request of several KiB (its history)
+// reaches the connection in one write, headers included.
+func TestRequestLeavesInOneWrite(t *testing.T) {
+	s := llmtest.NewServer()
+	t.Cleanup(s.Close)
+	s.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("ok") })
+	var writes atomic.Int64
+	tr := openai.NewTransport()
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{c, &writes}, nil
+	}
+	l, err := openai.New(openai.Options{BaseURL: s.URL(), Model: "m", Timeout: 10 * time.Second, HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := hello
+	req.Messages = nil
+	for i := range 40 { // 40 turns of about 300 bytes: about 12 KiB of JSON
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		req.Messages = append(req.Messages, agentik.ModelMessage{Role: role, Content: []agentik.Content{agentik.Text(strings.Repeat(fmt.Sprintf("word%d ", i), 45))}})
+	}
+	const calls = 5
+	for range calls {
+		if _, err := l.Generate(t.Context(), req, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := s.Requests(); len(got) != calls || len(got[0].Raw) < 8<<10 {
+		t.Fatalf("%d requests, the first of %d bytes: want %d of at least 8 KiB", len(got), len(got[0].Raw), calls)
+	}
+	if n := writes.Load(); n != calls {
+		t.Fatalf("%d requests took %d writes", calls, n)
+	}
+}
+
+// countingConn counts the writes to a connection. It hides the
+// connection's ReadFrom, so every byte goes through Write.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
 }

@@ -69,7 +69,7 @@ func (e *early) Generate(ctx context.Context, req agentik.ModelRequest, onDelta 
 	body, err := e.l.body(req)
 	switch {
 	case err != nil:
-		e.Cancel()
+		e.c.close() // taken or not: Cancel would do nothing once taken
 		return agentik.ModelResponse{}, fmt.Errorf("openai: build request: %w", err)
 	case !taken: // dropped already
 		return e.l.generate(ctx, body, nil, onDelta)

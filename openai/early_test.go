@@ -70,6 +70,25 @@ func TestEarlyCallOfAnotherRequest(t *testing.T) {
 	}
 }
 
+// TestEarlyCallOfABadRequest: a Generate whose request cannot be built
+// returns that error and drops the early call.
+func TestEarlyCallOfABadRequest(t *testing.T) {
+	l, s := newLLM(t)
+	gate := llmtest.NewGate()
+	s.Enqueue(llmtest.Stream().Role().Pause(gate).Content("stale").Finish("stop").Done())
+	e := l.StartEarly(context.Background(), hello)
+	within(t, gate.Reached(), "the early request")
+	bad := hello
+	bad.Messages = []agentik.ModelMessage{{Role: "bogus", Content: []agentik.Content{agentik.Text("hi")}}}
+	if _, err := e.Generate(context.Background(), bad, nil); err == nil || !strings.Contains(err.Error(), "unknown role") {
+		t.Fatalf("err %v, want the request's", err)
+	}
+	within(t, gate.Abandoned(), "the early request's cancellation")
+	if n := len(s.Requests()); n != 1 {
+		t.Fatalf("%d requests, want the early one only", n)
+	}
+}
+
 // TestEarlyCallCancelled: Cancel ends the request, before its headers or
 // after; a Generate after it calls anew.
 func TestEarlyCallCancelled(t *testing.T) {

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/agentik/agentik"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -64,10 +64,11 @@ func NewTracing(ctx context.Context, getenv func(string) string, version string)
 	if !TracingEnabled(getenv) {
 		return nil, nil
 	}
-	exp, err := otlptracehttp.New(ctx)
+	cfg, err := otlpConfigFrom(getenv, os.ReadFile)
 	if err != nil {
 		return nil, fmt.Errorf("otlp trace exporter: %w", err)
 	}
+	exp := newOTLPExporter(cfg)
 	res, err := resource.New(ctx,
 		resource.WithAttributes(semconv.ServiceName("agentik"), semconv.ServiceVersion(version)),
 		resource.WithTelemetrySDK(),

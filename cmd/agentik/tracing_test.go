@@ -466,6 +466,24 @@ func TestTracesOff(t *testing.T) {
 	}
 }
 
+// TestTracesBadExporterVariable: an OTLP variable that cannot be used stops
+// start-up, naming the variable and not its value (headers hold API keys).
+func TestTracesBadExporterVariable(t *testing.T) {
+	for _, bad := range []string{
+		"OTEL_EXPORTER_OTLP_HEADERS=Authorization: Bearer s3cret",
+		"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT=5s",
+		"OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+	} {
+		name, _, _ := strings.Cut(bad, "=")
+		env := []string{"AGENTIK_PORT=0", "AGENTIK_HOST=127.0.0.1", "AGENTIK_DB_PATH=" + filepath.Join(t.TempDir(), "a.db"),
+			"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", bad}
+		_, stderr, code := runCLI(t, env, "serve")
+		if code == 0 || !strings.Contains(stderr, name) || strings.Contains(stderr, "s3cret") {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant a failed start naming %s and not the value", bad, code, stderr, name)
+		}
+	}
+}
+
 // headerServer serves a go-sdk MCP server over Streamable HTTP with one
 // tool, echo, and records the traceparent of each tools/call request.
 func headerServer(t *testing.T) (url string, seen func() []string) {

@@ -539,3 +539,37 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 	}
 	return certFile, keyFile
 }
+
+// FuzzPartialSuccess: the hand-written decoder of the collector's answer
+// never panics, and reads what proto.Unmarshal reads whenever that accepts
+// the bytes (it also validates UTF-8, which the decoder does not need).
+func FuzzPartialSuccess(f *testing.F) {
+	for _, m := range []*coltracepb.ExportTraceServiceResponse{
+		{},
+		{PartialSuccess: &coltracepb.ExportTracePartialSuccess{}},
+		{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 3, ErrorMessage: "too old"}},
+		{PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: -1}},
+	} {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{0x0a, 0x05})                   // truncated
+	f.Add([]byte{0x0a, 0x02, 0x08, 0x01, 0x10}) // unknown field in a message
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rejected, msg, err := partialSuccess(b)
+		var want coltracepb.ExportTraceServiceResponse
+		if proto.Unmarshal(b, &want) != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("refused what proto.Unmarshal accepts: %v", err)
+		}
+		if rejected != want.GetPartialSuccess().GetRejectedSpans() || msg != want.GetPartialSuccess().GetErrorMessage() {
+			t.Fatalf("read %d %q, proto.Unmarshal %d %q", rejected, msg,
+				want.GetPartialSuccess().GetRejectedSpans(), want.GetPartialSuccess().GetErrorMessage())
+		}
+	})
+}

@@ -22,11 +22,13 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -100,6 +102,9 @@ func otlpConfigFrom(getenv func(string) string, readFile func(string) ([]byte, e
 	}
 	if v, s := get("HEADERS"); s != "" {
 		for _, pair := range strings.Split(s, ",") {
+			if strings.TrimSpace(pair) == "" {
+				continue // "a=b," and the like
+			}
 			k, val, ok := strings.Cut(pair, "=")
 			k = strings.TrimSpace(k)
 			if !ok || !validHeaderName(k) {
@@ -113,8 +118,8 @@ func otlpConfigFrom(getenv func(string) string, readFile func(string) ([]byte, e
 	}
 	if v, s := get("TIMEOUT"); s != "" {
 		ms, err := strconv.Atoi(s)
-		if err != nil || ms <= 0 {
-			return bad(v, "not a positive number of milliseconds")
+		if err != nil || ms < 0 {
+			return bad(v, "not a number of milliseconds")
 		}
 		cfg.timeout = time.Duration(ms) * time.Millisecond
 	}
@@ -139,12 +144,16 @@ func otlpConfigFrom(getenv func(string) string, readFile func(string) ([]byte, e
 			return bad(v, "no PEM certificate in the file")
 		}
 	}
-	cv, cert := get("CLIENT_CERTIFICATE")
-	kv, key := get("CLIENT_KEY")
-	if (cert == "") != (key == "") {
-		return bad(cv+kv, "a client certificate needs both CLIENT_CERTIFICATE and CLIENT_KEY")
-	}
-	if cert != "" {
+	// A client certificate and its key come as a pair of one prefix.
+	for _, prefix := range []string{"OTEL_EXPORTER_OTLP_TRACES_", "OTEL_EXPORTER_OTLP_"} {
+		cv, kv := prefix+"CLIENT_CERTIFICATE", prefix+"CLIENT_KEY"
+		cert, key := strings.TrimSpace(getenv(cv)), strings.TrimSpace(getenv(kv))
+		if cert == "" && key == "" {
+			continue
+		}
+		if cert == "" || key == "" {
+			return bad(cv, "a client certificate needs both "+cv+" and "+kv)
+		}
 		c, err := readFile(cert)
 		if err != nil {
 			return bad(cv, "cannot read the file: "+err.Error())
@@ -158,6 +167,7 @@ func otlpConfigFrom(getenv func(string) string, readFile func(string) ([]byte, e
 			return bad(cv, "not a certificate and key pair: "+err.Error())
 		}
 		tc.Certificates = []tls.Certificate{pair}
+		break
 	}
 	if tc.RootCAs != nil || tc.Certificates != nil {
 		cfg.tls = &tc
@@ -181,9 +191,10 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// otlpExporter is an sdktrace.SpanExporter over OTLP/HTTP. Export failures
-// of 429, 502, 503, 504 and of the connection are retried with exponential
-// backoff (honouring Retry-After) for at most otlpRetry.maxElapsed; others
+// otlpExporter is an sdktrace.SpanExporter over OTLP/HTTP. An export
+// answered 429, 502, 503 or 504, or whose connection was refused, reset or
+// cut before the answer, or timed out, is retried with exponential backoff
+// (honouring Retry-After) for at most otlpRetry.maxElapsed; other failures
 // are returned (the batch processor reports them through otel.Handle). Safe
 // for concurrent use; Shutdown is idempotent and cancels exports under way.
 type otlpExporter struct {
@@ -256,20 +267,21 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 		if retryAfter < 0 || ctx.Err() != nil {
 			return err
 		}
-		// Jitter of ±50 %, as the official exporter's backoff has.
-		d := wait/2 + rand.N(wait+1)
-		d = max(d, retryAfter)
-		if time.Since(start)+d > e.retry.maxElapsed {
-			return fmt.Errorf("%w (gave up retrying after %s)", err, time.Since(start).Round(time.Millisecond))
+		// As the official exporter's backoff: ±50 % jitter, ×1.5 per
+		// attempt; no attempt once maxElapsed has passed or the server's
+		// Retry-After would take it past.
+		elapsed := time.Since(start)
+		if elapsed > e.retry.maxElapsed || elapsed+retryAfter > e.retry.maxElapsed {
+			return fmt.Errorf("%w (gave up retrying after %s)", err, elapsed.Round(time.Millisecond))
 		}
-		t := time.NewTimer(d)
+		t := time.NewTimer(max(wait/2+rand.N(wait+1), retryAfter))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return errors.Join(err, ctx.Err())
 		case <-t.C:
 		}
-		wait = min(2*wait, e.retry.max)
+		wait = min(wait+wait/2, e.retry.max)
 	}
 }
 
@@ -281,28 +293,36 @@ func (e *otlpExporter) send(ctx context.Context, body []byte) (retryAfter time.D
 	if err != nil {
 		return -1, fmt.Errorf("otlp: %w", err)
 	}
+	req.Header.Set("User-Agent", "agentik OTLP exporter")
 	for k, v := range e.cfg.headers {
-		req.Header[k] = v
+		req.Header[k] = v // the operator's User-Agent wins
 	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("User-Agent", "agentik OTLP exporter")
 	if e.cfg.gzip {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		// A connection that failed is tried again (the collector may be
-		// restarting); a certificate that does not verify will not change.
-		var cve *tls.CertificateVerificationError
-		if ctx.Err() != nil || errors.As(err, &cve) {
-			return -1, fmt.Errorf("otlp: send to %s: %w", e.cfg.url, err)
+		err = fmt.Errorf("otlp: send to %s: %w", e.cfg.url, err)
+		if ctx.Err() == nil && transient(err) {
+			return 0, err
 		}
-		return 0, fmt.Errorf("otlp: send to %s: %w", e.cfg.url, err)
+		return -1, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, otlpMaxResponseBody))
+	var retry time.Duration = -1
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		retry = parseRetryAfter(resp.Header.Get("Retry-After"))
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, otlpMaxResponseBody+1))
 	if err != nil {
-		return 0, fmt.Errorf("otlp: read the response of %s: %w", e.cfg.url, err)
+		// The status is in: whether to retry was decided by it. A 2xx whose
+		// body broke off is not sent again (its spans may be stored).
+		return retry, fmt.Errorf("otlp: read the response of %s: %w", e.cfg.url, err)
+	}
+	if len(data) > otlpMaxResponseBody {
+		return retry, fmt.Errorf("otlp: the response of %s is over %d bytes", e.cfg.url, otlpMaxResponseBody)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		if resp.Header.Get("Content-Type") != "application/x-protobuf" {
@@ -318,12 +338,18 @@ func (e *otlpExporter) send(ctx context.Context, body []byte) (retryAfter time.D
 		return -1, nil
 	}
 	text := strings.TrimSpace(string(data[:min(len(data), otlpMaxErrorBody)]))
-	err = fmt.Errorf("otlp: %s answered %s: %q", e.cfg.url, resp.Status, text)
-	switch resp.StatusCode {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return parseRetryAfter(resp.Header.Get("Retry-After")), err
-	}
-	return -1, err
+	return retry, fmt.Errorf("otlp: %s answered %s: %q", e.cfg.url, resp.Status, text)
+}
+
+// transient reports whether a failed attempt may succeed if made again: a
+// connection refused, reset or closed early (a collector restarting), or a
+// timeout. A certificate that does not verify, an https:// URL of a plain
+// HTTP server and the like would fail again the same way.
+func transient(err error) bool {
+	var ne net.Error
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		(errors.As(err, &ne) && ne.Timeout())
 }
 
 // parseRetryAfter reads Retry-After as seconds or as an HTTP date; 0 when
@@ -332,8 +358,8 @@ func parseRetryAfter(s string) time.Duration {
 	if s == "" {
 		return 0
 	}
-	if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second // past any retry budget
 	}
 	if t, err := http.ParseTime(s); err == nil {
 		return max(0, time.Until(t))
@@ -347,7 +373,7 @@ func partialSuccess(b []byte) (rejected int64, msg string, err error) {
 	errBad := errors.New("not an ExportTraceServiceResponse")
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
+		if n < 0 || !num.IsValid() {
 			return 0, "", errBad
 		}
 		b = b[n:]
@@ -365,7 +391,7 @@ func partialSuccess(b []byte) (rejected int64, msg string, err error) {
 		b = b[n:]
 		for len(ps) > 0 {
 			num, typ, n := protowire.ConsumeTag(ps)
-			if n < 0 {
+			if n < 0 || !num.IsValid() {
 				return 0, "", errBad
 			}
 			ps = ps[n:]

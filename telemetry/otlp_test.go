@@ -250,6 +250,11 @@ func TestOTLPConfig(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_PROTOCOL":           "http/protobuf"},
 			url: "http://h/v1/traces", headers: http.Header{"Authorization": {"Bearer s3cret"}, "X-Tenant": {"a=b"}},
 			timeout: 2500 * time.Millisecond, gzip: true},
+		{name: "no timeout", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h", "OTEL_EXPORTER_OTLP_TIMEOUT": "0"},
+			url: "http://h/v1/traces", timeout: -1},
+		{name: "a client certificate of one prefix, its key of the other", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://h",
+			"OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE": garbage, "OTEL_EXPORTER_OTLP_CLIENT_KEY": garbage},
+			err: "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE"},
 		{name: "no scheme", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"},
 			err: "OTEL_EXPORTER_OTLP_ENDPOINT"},
 		{name: "grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://h", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"},
@@ -300,8 +305,11 @@ func TestOTLPConfig(t *testing.T) {
 					t.Errorf("header %s = %q, want %q", k, cfg.headers.Get(k), tc.headers.Get(k))
 				}
 			}
-			if tc.timeout == 0 {
+			switch tc.timeout {
+			case 0:
 				tc.timeout = otlpDefaultTimeout
+			case -1:
+				tc.timeout = 0 // none
 			}
 			if cfg.timeout != tc.timeout || cfg.gzip != tc.gzip {
 				t.Errorf("timeout %s gzip %v, want %s %v", cfg.timeout, cfg.gzip, tc.timeout, tc.gzip)
@@ -343,7 +351,7 @@ func TestOTLPRetries(t *testing.T) {
 
 	t.Run("429, 502, 503 and 504 are retried; headers go with every attempt", func(t *testing.T) {
 		rc := newReceiver(t, status(429, "Retry-After", "0"), status(502), status(503), status(504))
-		e := exporterFor(t, rc.srv.URL+"/v1/traces", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k"})
+		e := exporterFor(t, rc.srv.URL+"/v1/traces", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=k,User-Agent=probe/1,"})
 		if err := e.ExportSpans(ctx, spans); err != nil {
 			t.Fatal(err)
 		}
@@ -352,8 +360,9 @@ func TestOTLPRetries(t *testing.T) {
 			t.Fatalf("%d attempts, want 5", len(got))
 		}
 		for _, r := range got {
-			if !bytes.Equal(r.body, got[0].body) || r.header.Get("X-Api-Key") != "k" || r.path != "/v1/traces" {
-				t.Fatalf("an attempt differs: path %s, key %q", r.path, r.header.Get("X-Api-Key"))
+			if !bytes.Equal(r.body, got[0].body) || r.header.Get("X-Api-Key") != "k" || r.path != "/v1/traces" ||
+				r.header.Get("User-Agent") != "probe/1" {
+				t.Fatalf("an attempt differs: path %s, key %q, user agent %q", r.path, r.header.Get("X-Api-Key"), r.header.Get("User-Agent"))
 			}
 		}
 		if n := len(decode(t, got[4]).ResourceSpans[0].ScopeSpans[0].Spans); n != 1 {
@@ -386,6 +395,60 @@ func TestOTLPRetries(t *testing.T) {
 		}
 		if n := len(rc.got()); n != 1 {
 			t.Errorf("%d attempts, want 1 (no time left for another)", n)
+		}
+	})
+
+	t.Run("a Retry-After past the time left ends the retries", func(t *testing.T) {
+		for _, after := range []string{"3600", "9223372037", "18446744074"} {
+			rc := newReceiver(t, status(503, "Retry-After", after), status(200))
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // bounds a wait that should not start
+			err := exporterFor(t, rc.srv.URL, nil).ExportSpans(ctx, spans)
+			cancel()
+			if err == nil || !strings.Contains(err.Error(), "gave up") || len(rc.got()) != 1 {
+				t.Errorf("Retry-After %s: %v after %d attempts, want to give up after 1", after, err, len(rc.got()))
+			}
+		}
+	})
+
+	t.Run("a 200 whose body breaks off is not sent again", func(t *testing.T) {
+		rc := newReceiver(t, func(w http.ResponseWriter) {
+			c, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 100\r\n\r\nabc")
+			buf.Flush()
+			c.Close()
+		})
+		err := exporterFor(t, rc.srv.URL, nil).ExportSpans(ctx, spans)
+		if err == nil || len(rc.got()) != 1 {
+			t.Errorf("%v after %d attempts, want an error after 1", err, len(rc.got()))
+		}
+	})
+
+	t.Run("an https URL of a plain HTTP server is not retried", func(t *testing.T) {
+		var mu sync.Mutex
+		conns := 0
+		srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				mu.Lock()
+				conns++
+				mu.Unlock()
+			}
+		}
+		srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+		srv.Start()
+		defer srv.Close()
+		e := exporterFor(t, "https://"+srv.Listener.Addr().String(), nil)
+		e.retry = otlpRetry{initial: time.Millisecond, max: time.Millisecond, maxElapsed: 100 * time.Millisecond} // room for retries, were there any
+		if err := e.ExportSpans(ctx, spans); err == nil {
+			t.Fatal("exported over TLS to a plain HTTP server")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if conns != 1 {
+			t.Errorf("%d connections, want 1", conns)
 		}
 	})
 

@@ -150,8 +150,9 @@ type turn struct {
 	cancel context.CancelFunc
 	reason string // interrupt reason, set before cancel
 	by     string // who interrupted, when known (approval_resolved.by)
-	// early is the turn's first model call, sent while its message
-	// committed; only the turn loop touches it.
+	// early is the turn's next model call, sent while what it answers
+	// committed (the message, or a tool round's results); only the turn
+	// loop touches it.
 	early agentik.EarlyCall
 }
 

@@ -194,3 +194,89 @@ func TestInterruptWhileCalledEarly(t *testing.T) {
 		t.Fatalf("ended %q (%s)", end.Reason, compact(evs))
 	}
 }
+
+// holdingRound holds the commit of a tool round's working memory (its last
+// result) until `until` is closed — failing it if that takes 10 s — and
+// then fails it if `fail` is set.
+type holdingRound struct {
+	*sqlite.Store
+	until <-chan struct{}
+	fail  bool
+}
+
+func (s *holdingRound) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
+	if slices.ContainsFunc(w.Memory, func(e agentik.MemoryEntry) bool { return e.Message.Role == agentik.RoleTool }) {
+		select {
+		case <-s.until:
+		case <-time.After(10 * time.Second):
+			return nil, nil, errors.New("held 10 s: the next round's model call was not sent while the round committed")
+		}
+		if s.fail {
+			return nil, nil, agentik.Errorf(agentik.EUnavailable, "refused")
+		}
+	}
+	return s.Store.Commit(ctx, w)
+}
+
+// toolModel asks for current_time until a request carries its result;
+// that request closes reached, and its answer waits at gate.
+type toolModel struct {
+	gate    *llmtest.Gate
+	once    sync.Once
+	reached chan struct{}
+}
+
+func newToolModel() *toolModel {
+	return &toolModel{gate: llmtest.NewGate(), reached: make(chan struct{})}
+}
+
+func (m *toolModel) reply(req llmtest.Request) llmtest.Reply {
+	if slices.ContainsFunc(req.Messages, func(msg llmtest.Message) bool { return msg.Role == "tool" }) {
+		m.once.Do(func() { close(m.reached) })
+		return llmtest.Stream().Role().Pause(m.gate).Content("it is now").Finish("stop").Done()
+	}
+	return llmtest.ToolCalls(llmtest.Call("current_time", `{"timezone":"UTC"}`))
+}
+
+// TestNextRoundCalledWhileTheRoundCommits: the model call after a tool
+// round goes out while the round's results commit (the commit here waits
+// for it), and the turn takes it over: two requests for the turn, the
+// answer streamed after the tool result's event, as always.
+func TestNextRoundCalledWhileTheRoundCommits(t *testing.T) {
+	m := newToolModel()
+	h := newHarness(t, func(o *engine.Options) {
+		o.Store = &holdingRound{Store: o.Store.(*sqlite.Store), until: m.reached}
+	})
+	h.llm.Handle(m.reply)
+	c, s := h.conversation()
+	sent := h.send(c, "what time is it?")
+	m.gate.Release()
+	evs := until(t, s, endOf(sent.MessageID))
+	got := compact(evs)
+	if !strings.Contains(got, "tool_result,start_response,append_text,assistant_message,end") {
+		t.Fatalf("events %s", got)
+	}
+	if got := textOf(evs[len(evs)-2].Message.Content); got != "it is now" {
+		t.Fatalf("answer %q", got)
+	}
+	if n := len(h.llm.Requests()); n != 2 {
+		t.Fatalf("%d model requests, want 2 (the early one taken over)", n)
+	}
+}
+
+// TestNextRoundOfAFailedRound: when the round's commit fails, the model
+// call sent for the next round is cancelled and the turn ends failed.
+func TestNextRoundOfAFailedRound(t *testing.T) {
+	m := newToolModel()
+	h := newHarness(t, func(o *engine.Options) {
+		o.Store = &holdingRound{Store: o.Store.(*sqlite.Store), until: m.reached, fail: true}
+	})
+	h.llm.Handle(m.reply)
+	c, s := h.conversation()
+	sent := h.send(c, "what time is it?")
+	within(t, m.gate.Abandoned(), "the cancellation of the next round's call")
+	evs := until(t, s, endOf(sent.MessageID))
+	if end := evs[len(evs)-1]; end.Reason != agentik.EndError || strings.Contains(compact(evs), "append_text") {
+		t.Fatalf("ended %q (%s)", end.Reason, compact(evs))
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/tokens"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -78,6 +79,7 @@ type turnRun struct {
 	// denies those still unanswered (closeInterrupted).
 	asking []agentik.Event
 
+	round     int       // the tool round under way, from 0
 	start     time.Time // for the observer
 	outcome   string    // the end reason, once ended
 	firstSeen bool      // the first token was reported
@@ -133,6 +135,7 @@ func (r *turnRun) run(resume *pendingRound) error {
 		}
 	}
 	for round := 0; round < c.e.opts.MaxToolRounds; round++ {
+		r.round = round
 		set := c.e.opts.Tools.Snapshot(r.ctx)
 		resp, err := r.callModel(set)
 		if err != nil {
@@ -181,7 +184,7 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 		}
 		generate := c.e.opts.LLM.Generate
 		if early := r.t.early; early != nil {
-			r.t.early = nil // its first call only
+			r.t.early = nil // this call only
 			generate = early.Generate
 		}
 		resp, err := generate(gctx, req, r.onDelta)
@@ -387,6 +390,7 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	}, round)
 	if round != nil && round.written != nil {
 		c.memory = append(c.memory, round.written...) // committed, even if the turn ends now
+		r.t.early = round.next                        // the next round's call; cancelled with the turn if not made
 	}
 	if err != nil {
 		return err
@@ -427,6 +431,7 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 type roundWrite struct {
 	text, reasoning string
 	written         []agentik.MemoryEntry
+	next            agentik.EarlyCall // the next round's model call, sent during that commit
 }
 
 // runCalls runs the calls run says to (all when run is nil) concurrently
@@ -482,12 +487,19 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 					w.Memory = roundMemory(r.t.user.ID, round.text, round.reasoning, calls, results)
 				}
 			}
+			var next agentik.EarlyCall
+			if w.Memory != nil {
+				next = r.startNext(set, w.Memory)
+			}
 			if _, err := c.commit(r.ctx, w); err != nil {
+				if next != nil {
+					next.Cancel() // the round is not stored: no next round
+				}
 				commitMu.Lock()
 				commitErr = err
 				commitMu.Unlock()
 			} else if w.Memory != nil {
-				round.written = w.Memory // read after wg.Wait
+				round.written, round.next = w.Memory, next // read after wg.Wait
 			}
 		}()
 	}
@@ -499,6 +511,29 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 		return nil, r.storeErr(commitErr)
 	}
 	return results, nil
+}
+
+// startNext sends the model call of the next round while the round's
+// working memory (entries) commits with its last result, as callModel will
+// make it, so the request travels during the commit; the turn takes it
+// over when its request is the same. Not in the last round allowed, while
+// tracing (the call's span belongs to the turn), or when the call would
+// compact first. The turn loop waits for the round meanwhile, so memory is
+// this goroutine's.
+func (r *turnRun) startNext(set *tools.Set, entries []agentik.MemoryEntry) agentik.EarlyCall {
+	c := r.c
+	es, ok := c.e.opts.LLM.(agentik.EarlyStarter)
+	if !ok || c.e.opts.Tracer != nil || r.round+1 >= c.e.opts.MaxToolRounds {
+		return nil
+	}
+	n := len(c.memory)
+	c.memory = append(c.memory, entries...)
+	req := r.request(r.offered(set))
+	c.memory = c.memory[:n]
+	if trigger, _ := c.e.compactLimits(); tokens.Request(req, c.e.opts.SendReasoning) > trigger {
+		return nil // fit compacts: the next request will differ
+	}
+	return es.StartEarly(r.ctx, req)
 }
 
 // roundMemory is a tool round as working memory: the model's message with

@@ -46,7 +46,9 @@ type conv struct {
 	lastPublished int64
 	tempBytes     int64 // temporal: what the memory store holds for it (see limits.go)
 
-	// memory caches working memory; only the turn loop touches it.
+	// memory caches working memory; only the turn loop touches it (and
+	// the goroutine of a tool round's last result while the loop waits
+	// for it: turnRun.startNext).
 	memory       []agentik.MemoryEntry
 	memoryLoaded bool
 	// unsaved counts the entries at the end of memory that the running

@@ -197,11 +197,17 @@ func TestInterruptWhileCalledEarly(t *testing.T) {
 
 // holdingRound holds the commit of a tool round's working memory (its last
 // result) until `until` is closed — failing it if that takes 10 s — and
-// then fails it if `fail` is set.
+// then fails it if `fail` is set. After a failed round it holds the next
+// commit (the turn's closing one) until `after` is closed, at most 10 s,
+// and records whether it was.
 type holdingRound struct {
 	*sqlite.Store
-	until <-chan struct{}
-	fail  bool
+	until, after <-chan struct{}
+	fail         bool
+
+	mu        sync.Mutex
+	failed    bool
+	afterSeen bool // `after` was closed when the commit after the failure came
 }
 
 func (s *holdingRound) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {
@@ -212,7 +218,22 @@ func (s *holdingRound) Commit(ctx context.Context, w agentik.Write) ([]agentik.E
 			return nil, nil, errors.New("held 10 s: the next round's model call was not sent while the round committed")
 		}
 		if s.fail {
+			s.mu.Lock()
+			s.failed = true
+			s.mu.Unlock()
 			return nil, nil, agentik.Errorf(agentik.EUnavailable, "refused")
+		}
+	}
+	s.mu.Lock()
+	failed := s.failed
+	s.mu.Unlock()
+	if failed && s.after != nil {
+		select {
+		case <-s.after:
+			s.mu.Lock()
+			s.afterSeen = true
+			s.mu.Unlock()
+		case <-time.After(10 * time.Second):
 		}
 	}
 	return s.Store.Commit(ctx, w)
@@ -265,18 +286,25 @@ func TestNextRoundCalledWhileTheRoundCommits(t *testing.T) {
 }
 
 // TestNextRoundOfAFailedRound: when the round's commit fails, the model
-// call sent for the next round is cancelled and the turn ends failed.
+// call sent for the next round is cancelled at once — before the turn's
+// closing write, which waits for that here — and the turn ends failed.
 func TestNextRoundOfAFailedRound(t *testing.T) {
 	m := newToolModel()
+	var st *holdingRound
 	h := newHarness(t, func(o *engine.Options) {
-		o.Store = &holdingRound{Store: o.Store.(*sqlite.Store), until: m.reached, fail: true}
+		st = &holdingRound{Store: o.Store.(*sqlite.Store), until: m.reached, after: m.gate.Abandoned(), fail: true}
+		o.Store = st
 	})
 	h.llm.Handle(m.reply)
 	c, s := h.conversation()
 	sent := h.send(c, "what time is it?")
-	within(t, m.gate.Abandoned(), "the cancellation of the next round's call")
 	evs := until(t, s, endOf(sent.MessageID))
 	if end := evs[len(evs)-1]; end.Reason != agentik.EndError || strings.Contains(compact(evs), "append_text") {
 		t.Fatalf("ended %q (%s)", end.Reason, compact(evs))
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.afterSeen {
+		t.Fatal("the next round's call was still open when the turn closed")
 	}
 }

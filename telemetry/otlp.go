@@ -88,6 +88,9 @@ func otlpConfigFrom(getenv func(string) string, readFile func(string) ([]byte, e
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return bad(v, "not an http:// or https:// URL")
 	}
+	// As the official exporter: scheme, host and path only. A user:password
+	// or a query would also end up in every export error logged.
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	switch {
 	case perSignal && u.Path == "":
 		u.Path = "/"

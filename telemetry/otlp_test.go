@@ -275,6 +275,8 @@ func TestOTLPConfig(t *testing.T) {
 			"OTEL_EXPORTER_OTLP_ENDPOINT":        "http://ignored:1",
 			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://h:4318/custom/path"},
 			url: "https://h:4318/custom/path"},
+		{name: "no user, password or query", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://u:s3cret@h:4318/p?key=s3cret#f"},
+			url: "https://h:4318/p/v1/traces"},
 		{name: "per-signal URL without a path", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://h:4318"},
 			url: "http://h:4318/"},
 		{name: "headers, timeout, gzip; per-signal wins", env: map[string]string{

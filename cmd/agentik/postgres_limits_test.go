@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/httpapi"
@@ -33,8 +34,31 @@ func TestPostgresLimitsAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("concurrent turns", func(t *testing.T) {
-		_, cs := pgProcs(t, llm, 2, "AGENTIK_MAX_CONCURRENT_TURNS=1", "AGENTIK_MESSAGES_PER_MINUTE=0", "AGENTIK_CONVERSATIONS_PER_MINUTE=0")
+		ps, cs := pgProcs(t, llm, 2, "AGENTIK_MAX_CONCURRENT_TURNS=1", "AGENTIK_MESSAGES_PER_MINUTE=0", "AGENTIK_CONVERSATIONS_PER_MINUTE=0")
 		a, b := cs[0], cs[1]
+		// Each wait below is bounded: a wait that does not end fails with
+		// both processes' logs instead of holding the suite to its timeout.
+		stuck := func(what string) {
+			t.Helper()
+			t.Fatalf("no %s within 60 s\n--- A:\n%s\n--- B:\n%s", what, ps[0].log(), ps[1].log())
+		}
+		next := func(s agentik.Stream[agentik.Event], what string, done func(agentik.Event) bool) {
+			t.Helper()
+			deadline := time.After(60 * time.Second)
+			for {
+				select {
+				case ev, ok := <-s.C():
+					if !ok {
+						t.Fatalf("the stream ended before %s: %v", what, s.Err())
+					}
+					if done(ev) {
+						return
+					}
+				case <-deadline:
+					stuck(what)
+				}
+			}
+		}
 		x, err := a.CreateConversation(ctx, agentik.CreateRequest{})
 		if err != nil {
 			t.Fatal(err)
@@ -54,12 +78,12 @@ func TestPostgresLimitsAcrossProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		<-gate.Reached() // A answers x
-		for ev := range s.C() {
-			if ev.Type == agentik.EvWorking {
-				break // B knows A runs x
-			}
+		select {
+		case <-gate.Reached(): // A answers x
+		case <-time.After(60 * time.Second):
+			stuck("model call for x")
 		}
+		next(s, "working event of x through B", func(ev agentik.Event) bool { return ev.Type == agentik.EvWorking }) // B knows A runs x
 		convY, _ := b.Conversation(ctx, y.ID)
 		_, err = convY.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text("other")}})
 		rateLimited(t, "a second running conversation through B", err)
@@ -68,11 +92,7 @@ func TestPostgresLimitsAcrossProcesses(t *testing.T) {
 			t.Fatalf("a message to the running conversation through B: %v", err)
 		}
 		gate.Release()
-		for ev := range s.C() {
-			if ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID {
-				break
-			}
-		}
+		next(s, "end of x's turn through B", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID })
 	})
 
 	t.Run("rates", func(t *testing.T) {

@@ -9,7 +9,8 @@ package telemetry
 // 29 (docs/benchmarks.md, "Idle memory and the gRPC import"). This exporter
 // speaks the same protocol with the generated OTLP message types (which
 // need no gRPC), reads the same OTEL_EXPORTER_OTLP_* variables, and is
-// checked byte for byte against the official one in its tests.
+// checked against the official one in its tests (the receiver decodes equal
+// messages).
 
 import (
 	"bytes"
@@ -274,7 +275,7 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 		// attempt; no attempt once maxElapsed has passed or the server's
 		// Retry-After would take it past.
 		elapsed := time.Since(start)
-		if elapsed > e.retry.maxElapsed || elapsed+retryAfter > e.retry.maxElapsed {
+		if elapsed+retryAfter > e.retry.maxElapsed {
 			return fmt.Errorf("%w (gave up retrying after %s)", err, elapsed.Round(time.Millisecond))
 		}
 		t := time.NewTimer(max(wait/2+rand.N(wait+1), retryAfter))

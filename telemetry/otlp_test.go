@@ -529,6 +529,17 @@ func TestOTLPRetries(t *testing.T) {
 			t.Errorf("an empty 200: %v", err)
 		}
 	})
+
+	t.Run("an answer over 4 MiB is refused, not retried", func(t *testing.T) {
+		rc := newReceiver(t, func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/x-protobuf")
+			w.Write(make([]byte, otlpMaxResponseBody+1))
+		})
+		err := exporterFor(t, rc.srv.URL, nil).ExportSpans(ctx, spans)
+		if err == nil || !strings.Contains(err.Error(), "over") || len(rc.got()) != 1 {
+			t.Errorf("%v after %d attempts, want the answer refused after 1", err, len(rc.got()))
+		}
+	})
 }
 
 // TestOTLPShutdownCancels: Shutdown ends an export that waits for its

@@ -168,6 +168,14 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 	if err := s.pool.QueryRow(ctx, qAgentCounter).Scan(&b.agentDelivered); err != nil {
 		return nil, fmt.Errorf("start bus: %w", classify(err))
 	}
+	// Listening before NewBus returns: online events travel only in
+	// notifications, so a process that serves before it listens would
+	// never hear those sent in between (a poll catches up durable events
+	// only).
+	conn, err := b.connectListening(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("start bus: %w", classify(err))
+	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	for range conversationLanes + 1 {
 		b.lanes = append(b.lanes, &lane{wake: make(chan struct{}, 1)})
@@ -177,7 +185,7 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 		go b.deliver(l)
 	}
 	go b.send()
-	go b.listen()
+	go b.listen(conn)
 	go b.sequencer()
 	return b, nil
 }
@@ -794,33 +802,46 @@ func (b *Bus) sequencer() {
 
 // listen keeps a connection listening on the channel, reconnecting with a
 // backoff, and polls the cursor counters for lost notifications.
-func (b *Bus) listen() {
+func (b *Bus) listen(conn *pgx.Conn) {
 	defer b.wg.Done()
 	backoff := 100 * time.Millisecond
-	for b.ctx.Err() == nil {
-		err := b.listenOnce()
-		if b.ctx.Err() != nil {
-			return
+	for {
+		err := b.listenOn(conn) // closes conn
+		for {
+			if b.ctx.Err() != nil {
+				return
+			}
+			b.log.Warn("bus: listening connection lost; reconnecting", "err", err, "in", backoff)
+			select {
+			case <-b.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			if conn, err = b.connectListening(b.ctx); err == nil {
+				break
+			}
 		}
-		b.log.Warn("bus: listening connection lost; reconnecting", "err", err, "in", backoff)
-		select {
-		case <-b.ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
-func (b *Bus) listenOnce() error {
-	conn, err := pgx.ConnectConfig(b.ctx, b.s.cfg)
+// connectListening opens a connection of its own and LISTENs on it.
+func (b *Bus) connectListening(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, b.s.cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{b.channel}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, err
+	}
+	return conn, nil
+}
+
+// listenOn delivers what conn hears until it fails or the Bus closes, and
+// closes it.
+func (b *Bus) listenOn(conn *pgx.Conn) error {
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(b.ctx, "LISTEN "+pgx.Identifier{b.channel}.Sanitize()); err != nil {
-		return err
-	}
 	// Whatever was committed while nobody here listened.
 	if err := b.pollOnce(conn); err != nil {
 		return err

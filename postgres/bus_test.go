@@ -140,6 +140,74 @@ func TestBusListensWhenStarted(t *testing.T) {
 	}
 }
 
+// TestBusNoListenerNoStart: a Bus that cannot open its listening
+// connection is not started (it could never hear other processes' online
+// events).
+func TestBusNoListenerNoStart(t *testing.T) {
+	s := openDSN(t, freshSchema(t))
+	s.cfg.Port = 1 // the pool is open already; only the Bus's own connection uses cfg
+	s.cfg.ConnectTimeout = 5 * time.Second
+	if b, err := NewBus(t.Context(), s, BusOptions{}); err == nil {
+		b.Close()
+		t.Fatal("NewBus started without a listening connection")
+	} else if !strings.Contains(err.Error(), "start bus") {
+		t.Fatalf("NewBus: %v, want a start bus error", err)
+	}
+}
+
+// TestBusListensAgainAfterLoss: when its listening session is terminated,
+// a Bus reconnects and LISTENs again: online events sent afterwards are
+// heard (the poll, an hour here, would not bring them).
+func TestBusListensAgainAfterLoss(t *testing.T) {
+	dsn := freshSchema(t)
+	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
+	app := "agentik-listener-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	sb.cfg.RuntimeParams["application_name"] = app
+	ba, bb := newBus(t, sa, time.Hour), newBus(t, sb, time.Hour)
+	conv := createConv(t, sa)
+	sub := bb.Subscribe(conv)
+	defer sub.Close()
+	listener := func() (pid int) {
+		t.Helper()
+		err := sa.pool.QueryRow(t.Context(), `SELECT COALESCE(max(pid), 0) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	old := listener()
+	var ok bool
+	if err := sa.pool.QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, old).Scan(&ok); err != nil || !ok {
+		t.Fatalf("terminate the listening session %d: %v, %v", old, ok, err)
+	}
+	// Reconnecting takes a backoff (100 ms first). A new session first, so
+	// that the event below cannot come through the one terminated; then
+	// probe until its LISTEN hears.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for pid := listener(); pid == 0 || pid == old; pid = listener() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the bus opened no new listening session within 10 s")
+		}
+	}
+	for {
+		ba.Publish(agentik.Event{ConversationID: conv, Type: agentik.EvWorking})
+		select {
+		case ev := <-sub.C():
+			if ev.Type != agentik.EvWorking {
+				t.Fatalf("got %+v, want working", ev)
+			}
+			return
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the bus did not listen again within 10 s")
+		}
+	}
+}
+
 // TestBusOrderAcrossWriters: two processes commit to the same conversations
 // at once; subscribers on both see every durable event exactly once, in
 // cursor order, although each process learns of the other's events late.

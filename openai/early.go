@@ -66,19 +66,38 @@ func (e *early) Generate(ctx context.Context, req agentik.ModelRequest, onDelta 
 		taken = true
 		e.claim.Stop()
 	})
-	body, err := e.l.body(req)
+	// The request is written to be compared with the one sent: into a
+	// buffer of the pool, kept only when it is to be sent instead.
+	buf := scratchPool.Get().(*[]byte)
+	scratch, err := e.l.appendBody((*buf)[:0], req)
+	same := err == nil && taken && bytes.Equal(scratch, e.body)
+	var body []byte
+	if !same && err == nil {
+		body = bytes.Clone(scratch)
+	}
+	if cap(scratch) <= maxScratch {
+		*buf = scratch[:0]
+		scratchPool.Put(buf)
+	}
 	switch {
 	case err != nil:
 		e.c.close() // taken or not: Cancel would do nothing once taken
 		return agentik.ModelResponse{}, fmt.Errorf("openai: build request: %w", err)
 	case !taken: // dropped already
 		return e.l.generate(ctx, body, nil, onDelta)
-	case !bytes.Equal(body, e.body):
+	case !same:
 		e.c.close()
 		return e.l.generate(ctx, body, nil, onDelta)
 	}
-	return e.l.generate(ctx, body, e, onDelta)
+	return e.l.generate(ctx, e.body, e, onDelta)
 }
+
+// scratchPool holds the buffers early.Generate writes a request into to
+// compare it with the one sent (a turn's second copy of its request, a
+// tenth of the bytes it allocated); maxScratch bounds what it keeps.
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxScratch = 1 << 20
 
 // finish is the taken-over call's attempt: ctx, the turn's, now ends it
 // too, and its response is read as attempt reads one.

@@ -40,7 +40,6 @@ import (
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/internal/httpx"
@@ -277,29 +276,33 @@ func (l *LLM) stream(parent context.Context, c *call, onDelta func(agentik.Model
 	if c.err != nil {
 		return resp, false, l.classify(parent, ctx, c.err)
 	}
-	events := ssestream.NewDecoder(c.raw)
-	if events == nil {
+	if c.raw == nil || c.raw.Body == nil {
 		return resp, false, fmt.Errorf("request: the endpoint answered without a body")
 	}
-	defer events.Close()
+	defer c.raw.Body.Close()
+	events := newSSEReader(c.raw.Body)
+	defer events.release()
 	acc := newAccumulator(onDelta)
 	acc.identified = !l.opts.Identify // nothing to read
 	done := false
-	for events.Next() {
+	for {
+		data, ok := events.next()
+		if !ok {
+			break
+		}
 		c.watchdog.Reset(l.opts.Timeout)
-		ev := events.Event()
-		if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
 			done = true
 			break
 		}
-		if len(bytes.TrimSpace(ev.Data)) == 0 {
+		if len(bytes.TrimSpace(data)) == 0 {
 			continue
 		}
-		if err := acc.add(ev.Data); err != nil {
+		if err := acc.add(data); err != nil {
 			return resp, acc.started, err
 		}
 	}
-	if err := events.Err(); err != nil {
+	if err := events.error(); err != nil {
 		return resp, acc.started, l.classify(parent, ctx, err)
 	}
 	if ctx.Err() != nil { // a cancelled body read can look like a clean end
@@ -336,14 +339,6 @@ func (l *LLM) classify(parent, ctx context.Context, err error) error {
 	var sdkErr *oai.Error
 	if errors.As(err, &sdkErr) {
 		return fromSDKError(sdkErr)
-	}
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		var chunk wireChunk
-		if json.Unmarshal(se.Event.Data, &chunk) == nil && len(chunk.Error) > 0 {
-			return streamError(chunk.Error)
-		}
-		return newAPIError(http.StatusOK, "", "", se.Message, nil)
 	}
 	var syntaxErr *json.SyntaxError
 	if errors.As(err, &syntaxErr) {

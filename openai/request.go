@@ -26,7 +26,11 @@ const summaryPrefix = "Summary of the earlier conversation:\n"
 //     message: a user message between two tool answers would break the rule
 //     that an assistant's tool calls are followed by their tool messages.
 func (l *LLM) body(req agentik.ModelRequest) ([]byte, error) {
-	b := make([]byte, 0, 256+requestSize(req))
+	return l.appendBody(make([]byte, 0, 256+requestSize(req)), req)
+}
+
+// appendBody appends body's request to b.
+func (l *LLM) appendBody(b []byte, req agentik.ModelRequest) ([]byte, error) {
 	b = append(b, `{"model":`...)
 	b = appendString(b, l.opts.Model)
 	b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)

@@ -85,7 +85,8 @@ type LLM interface {
 // after it. Nothing of the call is seen until the turn takes it over.
 type EarlyStarter interface {
 	// StartEarly sends req. It returns nil when it cannot (the request
-	// cannot be built); the call ends with ctx.
+	// cannot be built); the call ends with ctx. It keeps nothing of req
+	// once it returns (the engine reuses req.Messages).
 	StartEarly(ctx context.Context, req ModelRequest) EarlyCall
 }
 

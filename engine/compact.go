@@ -72,7 +72,11 @@ func (e *Engine) compactLimits() (trigger, target int) {
 // first, in order, then every other entry in order. Stored reasoning is left
 // out unless SendReasoning.
 func (c *conv) modelMessages() []agentik.ModelMessage {
-	out := make([]agentik.ModelMessage, 0, len(c.memory))
+	return c.appendModelMessages(make([]agentik.ModelMessage, 0, len(c.memory)))
+}
+
+// appendModelMessages appends modelMessages' messages to out.
+func (c *conv) appendModelMessages(out []agentik.ModelMessage) []agentik.ModelMessage {
 	for _, m := range c.memory {
 		if m.Message.Role == agentik.RoleSummary {
 			out = append(out, m.Message)

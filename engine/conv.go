@@ -131,13 +131,31 @@ func (c *conv) startEarly(entry agentik.MemoryEntry, client []agentik.ToolSpec) 
 	// The tools known now: a source still waiting for its servers (at
 	// start-up) does not hold the Send up; the turn waits, and its request
 	// then differs if they came.
-	req := r.request(r.offered(c.e.opts.Tools.Snapshot(noWait)))
+	// StartEarly keeps nothing of req: its messages are written into a
+	// slice of a pool (a turn's second copy of its context).
+	scratch := earlyMessages.Get().(*[]agentik.ModelMessage)
+	defer func() {
+		clear(*scratch) // no references to working memory kept
+		if cap(*scratch) <= maxEarlyMessages {
+			*scratch = (*scratch)[:0]
+			earlyMessages.Put(scratch)
+		}
+	}()
+	req := agentik.ModelRequest{System: c.e.SystemPrompt(), Tools: r.offered(c.e.opts.Tools.Snapshot(noWait)),
+		Messages: c.appendModelMessages((*scratch)[:0])}
+	*scratch = req.Messages
 	c.memory = c.memory[:n]
 	if trigger, _ := c.e.compactLimits(); tokens.Request(req, c.e.opts.SendReasoning) > trigger {
 		return nil // fit compacts: the turn's request will differ
 	}
 	return es.StartEarly(c.e.baseCtx, req)
 }
+
+// earlyMessages holds the message slices of early requests (startEarly);
+// maxEarlyMessages bounds the slices it keeps.
+var earlyMessages = sync.Pool{New: func() any { return new([]agentik.ModelMessage) }}
+
+const maxEarlyMessages = 1024
 
 // noWait is an ended context: what is asked with it does not wait.
 var noWait = func() context.Context {

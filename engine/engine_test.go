@@ -1329,3 +1329,35 @@ func goroutinesButDatabase() int {
 	}
 	return count
 }
+
+// TestLongAnswerAllocatesLinearly: what a turn allocates grows with the
+// length of its answer, not with its square. The turn once rebuilt the
+// answer so far at every delta: 20,000 deltas (the bench's relay) copied
+// 800 MB, and relayed 27,000-35,000 deltas/s where the model sent 88,000.
+func TestLongAnswerAllocatesLinearly(t *testing.T) {
+	h := newHarness(t)
+	c, s := h.conversation()
+	turn := func(n int) uint64 {
+		pieces := make([]string, n)
+		for i := range pieces {
+			pieces[i] = "tok "
+		}
+		h.llm.Enqueue(llmtest.Stream().Role().Content(pieces...).Finish("stop").Usage(10, n).Done())
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		res := h.send(c, "go on")
+		until(t, s, endOf(res.MessageID))
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	turn(100) // connections and caches
+	small, large := turn(2000), turn(8000)
+	// Linear: about 4 times as much for 4 times the deltas. Rebuilding the
+	// answer at every delta adds 2n² bytes (8 MB at 2,000 deltas, 128 MB at
+	// 8,000): a ratio of about 10.
+	ratio := float64(large) / float64(small)
+	t.Logf("2,000 deltas: %d bytes; 8,000 deltas: %d bytes (%.1f times)", small, large, ratio)
+	if ratio > 6 {
+		t.Fatalf("2,000 deltas allocated %d bytes, 8,000 deltas %d: %.1f times as much", small, large, ratio)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,9 +72,10 @@ type turnRun struct {
 	ctx    context.Context
 	client []agentik.ToolSpec // client tools offered in this turn
 	tokens agentik.TurnTokens
-	text   string        // the response text of the current model call
-	reason string        // reasoning of the current model call
-	parked *pendingRound // the round that waits for approvals
+	// The response text and reasoning of the current model call, as they
+	// stream (a builder: an answer of n deltas is copied once, not n times).
+	text, reason strings.Builder
+	parked       *pendingRound // the round that waits for approvals
 	// asking: the calls of the current round that wait for approval, in
 	// call order, while the round's other calls run; an interrupt then
 	// denies those still unanswered (closeInterrupted).
@@ -174,7 +176,8 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 	}
 	for attempt := 0; ; attempt++ {
 		req := r.request(offered)
-		r.text, r.reason = "", ""
+		r.text.Reset()
+		r.reason.Reset()
 		// The LLM bounds its own waiting (connect, retries, silence between
 		// chunks); the turn's context adds interrupts and shutdown.
 		began := time.Now()
@@ -204,7 +207,7 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 		case errors.Is(err, agentik.ErrContextOverflow):
 			// The estimate was wrong for this model: compact harder and
 			// retry once. An overflow is refused before anything streams.
-			if attempt == 0 && r.text == "" && r.reason == "" {
+			if attempt == 0 && r.text.Len() == 0 && r.reason.Len() == 0 {
 				compacted, ferr := r.fit(offered, true)
 				if ferr != nil {
 					return resp, ferr
@@ -289,9 +292,9 @@ func (r *turnRun) onDelta(d agentik.ModelDelta) {
 	}
 	c.partial.WriteString(d.Text)
 	if d.Kind == agentik.DeltaReasoning {
-		r.reason += d.Text
+		r.reason.WriteString(d.Text)
 	} else {
-		r.text += d.Text
+		r.text.WriteString(d.Text)
 	}
 	c.publishLocked(agentik.Event{Type: agentik.EvAppendText, Text: d.Text})
 }
@@ -360,7 +363,8 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	}
 	// The text is journaled: an interrupt from here on must not keep it
 	// again as a partial answer.
-	r.text, r.reason = "", ""
+	r.text.Reset()
+	r.reason.Reset()
 	// A new model call starts a new response phase for joiners.
 	c.mu.Lock()
 	c.phase = ""
@@ -736,9 +740,9 @@ func (r *turnRun) interruptedWrite(ctx context.Context, reason string) (agentik.
 			w.Events = append(w.Events, agentik.MessageEvent(&m))
 		}
 	}
-	if r.text != "" {
+	if r.text.Len() > 0 {
 		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgAssistant,
-			Content: textContent(r.text), Reasoning: r.reason, Interrupted: true, ReplyTo: r.t.user.ID}
+			Content: textContent(r.text.String()), Reasoning: r.reason.String(), Interrupted: true, ReplyTo: r.t.user.ID}
 		if r.tokens != (agentik.TurnTokens{}) {
 			tok := r.tokens
 			m.Tokens = &tok

@@ -304,6 +304,12 @@ func (c *Client) stream(ctx context.Context, m *Message, onEvent func(Event)) (E
 		return nil, "", fmt.Errorf("HTTP %d without an event stream", resp.StatusCode)
 	}
 	var task *Task
+	var arts artifactText
+	defer func() { // the task returned holds the text streamed into it
+		if task != nil {
+			arts.flush(task.Artifacts)
+		}
+	}()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), maxResponseBytes)
 	var data bytes.Buffer
@@ -344,6 +350,7 @@ func (c *Client) stream(ctx context.Context, m *Message, onEvent func(Event)) (E
 			return e, tid(), nil
 		case *Task:
 			task = e
+			arts.reset()
 			if settled(e.Status.State) && len(e.Artifacts) > 0 {
 				return task, tid(), nil
 			}
@@ -359,7 +366,7 @@ func (c *Client) stream(ctx context.Context, m *Message, onEvent func(Event)) (E
 			if task == nil {
 				task = &Task{ID: e.TaskID, ContextID: e.ContextID}
 			}
-			task.Artifacts = mergeArtifact(task.Artifacts, e)
+			task.Artifacts = arts.merge(task.Artifacts, e)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -373,30 +380,66 @@ func (c *Client) stream(ctx context.Context, m *Message, onEvent func(Event)) (E
 	return task, tid(), errors.New("the event stream ended without a result")
 }
 
-// mergeArtifact applies an artifact update: append to the artifact with the
-// same id, or add/replace it.
-func mergeArtifact(as []Artifact, u *ArtifactUpdate) []Artifact {
+// artifactText applies a stream's artifact updates: append to the artifact
+// with the same id, or add/replace it. Consecutive text chunks appended to
+// an artifact are joined into one part. The text of an artifact's last part
+// is gathered in a builder while chunks arrive, and written into the part
+// when a part of another kind follows or by flush: joining with += copied
+// the whole text at every chunk.
+type artifactText struct {
+	tail map[string]*strings.Builder // by artifact id
+}
+
+func (a *artifactText) reset() { a.tail = nil }
+
+func (a *artifactText) merge(as []Artifact, u *ArtifactUpdate) []Artifact {
+	id := u.Artifact.ID
 	for i := range as {
-		if as[i].ID == u.Artifact.ID {
+		if as[i].ID == id {
 			if u.Append {
-				as[i].Parts = appendParts(as[i].Parts, u.Artifact.Parts)
+				as[i].Parts = a.appendParts(id, as[i].Parts, u.Artifact.Parts)
 			} else {
+				delete(a.tail, id)
 				as[i] = u.Artifact
 			}
 			return as
 		}
 	}
+	delete(a.tail, id)
 	return append(as, u.Artifact)
 }
 
-// appendParts appends streamed parts, joining consecutive text chunks.
-func appendParts(ps, more []Part) []Part {
+// appendParts appends streamed parts to ps, the parts of artifact id.
+func (a *artifactText) appendParts(id string, ps, more []Part) []Part {
+	b := a.tail[id]
 	for _, p := range more {
 		if n := len(ps); n > 0 && p.Kind == "text" && ps[n-1].Kind == "text" {
-			ps[n-1].Text += p.Text
+			if b == nil {
+				b = &strings.Builder{}
+				b.WriteString(ps[n-1].Text)
+				if a.tail == nil {
+					a.tail = map[string]*strings.Builder{}
+				}
+				a.tail[id] = b
+			}
+			b.WriteString(p.Text)
 			continue
+		}
+		if b != nil {
+			ps[len(ps)-1].Text = b.String()
+			delete(a.tail, id)
+			b = nil
 		}
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// flush writes the text gathered so far into the artifacts' last parts.
+func (a *artifactText) flush(as []Artifact) {
+	for i := range as {
+		if b := a.tail[as[i].ID]; b != nil && len(as[i].Parts) > 0 {
+			as[i].Parts[len(as[i].Parts)-1].Text = b.String()
+		}
+	}
 }

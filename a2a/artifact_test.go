@@ -1,0 +1,97 @@
+package a2a
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// joinedByConcat is how streamed artifacts were merged before
+// artifactText: the same result, with += on the last part's text.
+func joinedByConcat(as []Artifact, u *ArtifactUpdate) []Artifact {
+	for i := range as {
+		if as[i].ID == u.Artifact.ID {
+			if u.Append {
+				ps := as[i].Parts
+				for _, p := range u.Artifact.Parts {
+					if n := len(ps); n > 0 && p.Kind == "text" && ps[n-1].Kind == "text" {
+						ps[n-1].Text += p.Text
+						continue
+					}
+					ps = append(ps, p)
+				}
+				as[i].Parts = ps
+			} else {
+				as[i] = u.Artifact
+			}
+			return as
+		}
+	}
+	return append(as, u.Artifact)
+}
+
+func clonedUpdate(u *ArtifactUpdate) *ArtifactUpdate {
+	c := *u
+	c.Artifact.Parts = append([]Part(nil), u.Artifact.Parts...)
+	return &c
+}
+
+// TestArtifactTextMatchesConcat: random streams of appends, replacements
+// and new artifacts of text and other parts give the artifacts that
+// joining with += gave.
+func TestArtifactTextMatchesConcat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := []string{"a", "b", "c"}
+	for round := range 500 {
+		var want, got []Artifact
+		var arts artifactText
+		var log []string
+		for range rng.IntN(30) {
+			u := &ArtifactUpdate{Artifact: Artifact{ID: ids[rng.IntN(len(ids))]}, Append: rng.IntN(4) > 0}
+			for range rng.IntN(4) {
+				if rng.IntN(4) == 0 {
+					u.Artifact.Parts = append(u.Artifact.Parts, Part{Kind: "url", URL: "u"})
+				} else {
+					u.Artifact.Parts = append(u.Artifact.Parts, TextPart(string(rune('p'+rng.IntN(5)))))
+				}
+			}
+			log = append(log, u.Artifact.ID)
+			want = joinedByConcat(want, clonedUpdate(u))
+			got = arts.merge(got, clonedUpdate(u))
+			if rng.IntN(5) == 0 { // read mid-stream, as a return does
+				arts.flush(got)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("round %d after %v:\n got %+v\nwant %+v", round, log, got, want)
+				}
+			}
+		}
+		arts.flush(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d after %v:\n got %+v\nwant %+v", round, log, got, want)
+		}
+	}
+}
+
+// TestArtifactTextLinear: 20,000 one-word chunks appended to one artifact
+// allocate a few times the text, not the 2n² bytes (about 1 GB) of
+// copying the text so far at every chunk.
+func TestArtifactTextLinear(t *testing.T) {
+	const n = 20_000
+	var arts artifactText
+	as := []Artifact{{ID: "a", Parts: []Part{TextPart("")}}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		as = arts.merge(as, &ArtifactUpdate{Artifact: Artifact{ID: "a", Parts: []Part{TextPart("word ")}}, Append: true})
+	}
+	arts.flush(as)
+	runtime.ReadMemStats(&after)
+	if got := as[0].Parts[0].Text; got != strings.Repeat("word ", n) {
+		t.Fatalf("text of %d bytes", len(got))
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Fatalf("%d chunks allocated %d bytes", n, alloc)
+	}
+}

@@ -435,11 +435,15 @@ func (a *artifactText) appendParts(id string, ps, more []Part) []Part {
 	return ps
 }
 
-// flush writes the text gathered so far into the artifacts' last parts.
+// flush writes the text gathered so far into the artifacts' last parts:
+// into the first artifact of each id, the one merge appends to.
 func (a *artifactText) flush(as []Artifact) {
+	done := map[string]bool{}
 	for i := range as {
-		if b := a.tail[as[i].ID]; b != nil && len(as[i].Parts) > 0 {
+		id := as[i].ID
+		if b := a.tail[id]; b != nil && !done[id] && len(as[i].Parts) > 0 {
 			as[i].Parts[len(as[i].Parts)-1].Text = b.String()
 		}
+		done[id] = true
 	}
 }

@@ -1,7 +1,11 @@
 package a2a
 
 import (
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"runtime"
 	"strings"
@@ -97,5 +101,58 @@ func TestArtifactTextLinear(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
 		t.Fatalf("%d chunks allocated %d bytes", n, alloc)
+	}
+}
+
+// TestStreamedTextOfAReplacedTask: text streamed into an artifact before
+// the stream sent a new task is not written into the new task's artifact
+// of the same id (a real stream, through Client.Send).
+func TestStreamedTextOfAReplacedTask(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			fmt.Fprintf(w, `{"name":"x","url":%q,"capabilities":{"streaming":true}}`, srv.URL+"/a2a")
+			return
+		}
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []string{
+			`{"kind":"artifact-update","taskId":"t","contextId":"c","artifact":{"artifactId":"a","parts":[{"kind":"text","text":"old"}]}}`,
+			`{"kind":"artifact-update","taskId":"t","contextId":"c","artifact":{"artifactId":"a","parts":[{"kind":"text","text":" stale"}]},"append":true}`,
+			`{"kind":"task","id":"t","contextId":"c","status":{"state":"working"},"artifacts":[{"artifactId":"a","parts":[{"kind":"text","text":"new"}]}]}`,
+			`{"kind":"artifact-update","taskId":"t","contextId":"c","artifact":{"artifactId":"b","parts":[{"kind":"text","text":"b1"}]}}`,
+			`{"kind":"artifact-update","taskId":"t","contextId":"c","artifact":{"artifactId":"b","parts":[{"kind":"text","text":" b2"}]},"append":true}`,
+			`{"kind":"status-update","taskId":"t","contextId":"c","status":{"state":"completed"},"final":true}`,
+		} {
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}\n\n", req.ID, ev)
+		}
+	}))
+	defer srv.Close()
+	c, err := Dial(t.Context(), srv.URL, "", srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Send(t.Context(), &Message{ID: "m", Role: "user", Parts: []Part{TextPart("hi")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, ok := out.(*Task)
+	if !ok {
+		t.Fatalf("result %T", out)
+	}
+	got := map[string]string{}
+	for _, a := range task.Artifacts {
+		for _, p := range a.Parts {
+			got[a.ID] += p.Text + "|"
+		}
+	}
+	if got["a"] != "new|" || got["b"] != "b1 b2|" || len(got) != 2 {
+		t.Fatalf("artifacts %q", got)
 	}
 }

@@ -93,8 +93,8 @@ func (e *early) Generate(ctx context.Context, req agentik.ModelRequest, onDelta 
 }
 
 // scratchPool holds the buffers early.Generate writes a request into to
-// compare it with the one sent (a turn's second copy of its request, a
-// tenth of the bytes it allocated); maxScratch bounds what it keeps.
+// compare it with the one sent (a turn's second copy of its request, about
+// 5 % of the bytes it allocated); maxScratch bounds what it keeps.
 var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxScratch = 1 << 20

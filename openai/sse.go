@@ -53,7 +53,7 @@ func (s *sseReader) release() {
 }
 
 // next returns the data of the next event that has some, valid until the
-// following call, or false at the end of the stream (see err).
+// following call, or false at the end of the stream (see error).
 func (s *sseReader) next() ([]byte, bool) {
 	s.data = s.data[:0]
 	for {
@@ -78,7 +78,7 @@ func (s *sseReader) next() ([]byte, bool) {
 	}
 }
 
-// err is why the stream ended: nil at its end, else the read error.
+// error is why the stream ended: nil at its end, else the read error.
 func (s *sseReader) error() error {
 	if s.err == io.EOF {
 		return nil

@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentik/agentik/internal/sse"
 )
 
 // maxResponseBytes bounds what the client reads from a remote agent: a card,
@@ -310,31 +311,26 @@ func (c *Client) stream(ctx context.Context, m *Message, onEvent func(Event)) (E
 			arts.flush(task.Artifacts)
 		}
 	}()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), maxResponseBytes)
-	var data bytes.Buffer
+	events := sse.NewReader(resp.Body, 64<<10, maxResponseBytes)
 	tid := func() string {
 		if task != nil {
 			return task.ID
 		}
 		return ""
 	}
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) > 0 {
-			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				if data.Len() > 0 {
-					data.WriteByte('\n')
-				}
-				data.Write(bytes.TrimPrefix(v, []byte(" ")))
-			}
+	for {
+		sev, err := events.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return task, tid(), err
+		}
+		if len(sev.Data) == 0 {
 			continue
 		}
-		if data.Len() == 0 {
-			continue
-		}
-		raw, err := readResult(data.Bytes(), id)
-		data.Reset()
+		raw, err := readResult(sev.Data, id) // copies what it keeps of the data
+
 		if err != nil {
 			return task, tid(), err
 		}
@@ -368,9 +364,6 @@ func (c *Client) stream(ctx context.Context, m *Message, onEvent func(Event)) (E
 			}
 			task.Artifacts = arts.merge(task.Artifacts, e)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return task, tid(), err
 	}
 	if task != nil && task.ID != "" && ctx.Err() == nil {
 		// The stream ended without a final status: ask for the outcome.

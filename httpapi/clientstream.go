@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/sse"
 )
 
 // eventStream is the client side of an SSE subscription: an agentik.Stream
@@ -152,7 +153,7 @@ func (s *eventStream[T]) fail(err error) {
 // ends. Durable events at or below the last delivered cursor are dropped:
 // they were delivered before a reconnect.
 func (s *eventStream[T]) read(body io.Reader) (delivered bool, err error) {
-	p := newSSEReader(body, s.client.maxEvent)
+	p := sse.NewReader(body, 4096, s.client.maxEvent)
 	for {
 		ev, err := p.Next()
 		if err != nil {
@@ -165,7 +166,7 @@ func (s *eventStream[T]) read(body io.Reader) (delivered bool, err error) {
 			return delivered, err
 		}
 		var v T
-		if err := json.Unmarshal([]byte(ev.Data), &v); err != nil {
+		if err := json.Unmarshal(ev.Data, &v); err != nil {
 			return delivered, agentik.WrapError(agentik.EMalformed, "the agent sent an event that is not JSON", err)
 		}
 		if cur := s.cursorOf(v); cur > 0 {

@@ -81,15 +81,15 @@ func errorCode(t *testing.T, b []byte) string {
 	return body.Error.Code
 }
 
-// sse is a raw SSE connection read line by line, for tests that look at the
+// rawSSE is a raw SSE connection read line by line, for tests that look at the
 // exact bytes on the wire.
-type sse struct {
+type rawSSE struct {
 	t    *testing.T
 	resp *http.Response
 	r    *bufio.Reader
 }
 
-func (e *env) openSSE(path string, header ...string) *sse {
+func (e *env) openSSE(path string, header ...string) *rawSSE {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(testCtx(e.t))
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+path, nil)
@@ -100,13 +100,13 @@ func (e *env) openSSE(path string, header ...string) *sse {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s := &sse{t: e.t, resp: resp, r: bufio.NewReader(resp.Body)}
+	s := &rawSSE{t: e.t, resp: resp, r: bufio.NewReader(resp.Body)}
 	e.t.Cleanup(func() { cancel(); resp.Body.Close() })
 	return s
 }
 
 // block reads one block of lines up to the blank line that ends it.
-func (s *sse) block() []string {
+func (s *rawSSE) block() []string {
 	s.t.Helper()
 	var lines []string
 	for {
@@ -129,7 +129,7 @@ type sseEv struct {
 }
 
 // next returns the next event, skipping comments.
-func (s *sse) next() sseEv {
+func (s *rawSSE) next() sseEv {
 	s.t.Helper()
 	for {
 		var out sseEv

@@ -166,7 +166,7 @@ func TestRealSSEResume(t *testing.T) {
 	}
 
 	mid := full[1].id
-	resumes := map[string]*sse{
+	resumes := map[string]*rawSSE{
 		"Last-Event-ID":              e.openSSE(path, "Last-Event-ID", mid),
 		"Last-Event-ID over ?after=": e.openSSE(path+"?after=0", "Last-Event-ID", mid),
 		"?after=":                    e.openSSE(path + "?after=" + mid),
@@ -194,7 +194,7 @@ func TestRealSSEResume(t *testing.T) {
 }
 
 // readDurable reads durable events up to and including cursor last.
-func readDurable(t *testing.T, s *sse, last int64) []sseEv {
+func readDurable(t *testing.T, s *rawSSE, last int64) []sseEv {
 	t.Helper()
 	var out []sseEv
 	for {

@@ -1009,7 +1009,7 @@ func (r *runner) replay(ctx context.Context) (err error) {
 				es.Close()
 				return fmt.Errorf("after %d events: %w", got, err)
 			}
-			if ev.ID != "" {
+			if ev.HasID { // durable
 				got++
 			}
 		}

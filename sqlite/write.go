@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -11,14 +12,18 @@ import (
 // Group commit. Every write of a Store goes through one queue to the single
 // writer connection. A write that finds the writer idle runs at once in its
 // own transaction; writes that arrive while a transaction runs wait, and the
-// next transaction applies all of them in arrival order, each between a
-// SAVEPOINT and its RELEASE. A commit costs about the same for one write as
+// next transaction applies all of them in arrival order. A commit costs about the same for one write as
 // for many (most of it is writing the WAL frames of the touched pages), so
 // under concurrency the writer commits far less often than it writes.
 //
 // Each write keeps the guarantees of its own transaction:
-//   - it is atomic: an error in its function rolls back to its savepoint,
-//     undoing its statements and nothing of the other writes;
+//   - it is atomic: a batch first runs its writes one after the other with
+//     nothing between them (a write rarely fails: its input was checked
+//     before); when one fails, the whole transaction is rolled back and the
+//     batch runs again with each write between a SAVEPOINT and its RELEASE,
+//     where an error rolls back to the savepoint, undoing its statements
+//     and nothing of the other writes. A failing write thus costs its batch
+//     one more run, never more;
 //   - its caller returns only after the transaction holding it committed
 //     (a 202 of the HTTP API is sent after that, never before);
 //   - when the shared transaction itself fails (its COMMIT, or an error that
@@ -171,7 +176,15 @@ func (d *db) runBatch(batch []*writeReq) (commits int) {
 		live[0].err = d.runAlone(live[0])
 		return 1
 	}
-	if d.runGroup(live) != nil {
+	err := d.runGroup(live, false)
+	if errors.Is(err, errWriteFailed) {
+		// Rolled back whole: again, each write in a savepoint.
+		for _, r := range live {
+			r.err = nil
+		}
+		err = d.runGroup(live, true)
+	}
+	if err != nil {
 		// The shared transaction is gone, and with it what the writes that
 		// had succeeded did: each runs again on its own.
 		for _, r := range live {
@@ -199,11 +212,17 @@ func (d *db) runAlone(r *writeReq) error {
 	return tx.Commit()
 }
 
-// runGroup runs the writes in one transaction, each in a savepoint, and
-// sets the error of each write that failed. It returns an error when the
-// transaction could not be completed; the writes without an error then did
-// not commit.
-func (d *db) runGroup(live []*writeReq) error {
+// errWriteFailed ends a batch's transaction run without savepoints when one
+// of its writes failed.
+var errWriteFailed = errors.New("a write of the batch failed")
+
+// runGroup runs the writes in one transaction and sets the error of each
+// write that failed. Without savepoints it stops at the first write that
+// fails and returns errWriteFailed, rolling everything back; with them,
+// each write runs in a savepoint of its own, rolled back when it fails. It
+// returns an error when the transaction could not be completed; the writes
+// without an error then did not commit.
+func (d *db) runGroup(live []*writeReq, savepoints bool) error {
 	ctx := context.Background()
 	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -212,6 +231,12 @@ func (d *db) runGroup(live []*writeReq) error {
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	t := newWtx(ctx, tx, d.ws)
 	for _, r := range live {
+		if !savepoints {
+			if r.err = r.fn(t); r.err != nil {
+				return errWriteFailed
+			}
+			continue
+		}
 		if _, err := t.ExecContext(ctx, qSavepoint); err != nil {
 			return err
 		}

@@ -308,3 +308,62 @@ func TestGroupCommitReturnsAfterCommit(t *testing.T) {
 	}
 	t.Logf("largest batch: %d writes", batched)
 }
+
+// TestGroupCommitFailureCostsOneRun: a batch first runs its writes without
+// savepoints; a write that fails there rolls the whole batch back, and the
+// batch runs once more with savepoints. Every other write commits once, and
+// runs at most twice: a failing write cannot make its batch run again and
+// again.
+func TestGroupCommitFailureCostsOneRun(t *testing.T) {
+	s := openPath(t, filepath.Join(t.TempDir(), "agentik.db"))
+	ctx := t.Context()
+	c := newConv(t, s)
+	const good = 4
+	refused := errors.New("refused")
+	runs := make([]int, good+1)
+
+	p := holdWriter(t, s, good+1)
+	errs := make([]error, good+1)
+	var wg sync.WaitGroup
+	for i := range good + 1 {
+		wg.Go(func() {
+			errs[i] = s.write(ctx, "set", func(tx *wtx) error {
+				runs[i]++ // the writes of a batch run one after another
+				key := string(rune('a' + i))
+				if _, err := tx.ExecContext(ctx, qSetState, c.ID, key, `"set"`); err != nil {
+					return err
+				}
+				if i == good {
+					return refused // after its statement ran
+				}
+				return nil
+			})
+		})
+	}
+	p.open(t)
+	wg.Wait()
+
+	if got := p.batches(); !slices.Equal(got, []int{1, good + 1}) {
+		t.Fatalf("batches %v, want the holding write alone, then the %d together", got, good+1)
+	}
+	if !errors.Is(errs[good], refused) {
+		t.Fatalf("the failing write: %v", errs[good])
+	}
+	for i := range good + 1 {
+		key := string(rune('a' + i))
+		v, err := s.State(ctx, c.ID, key)
+		switch {
+		case i == good:
+			if err != nil || v != nil {
+				t.Fatalf("the failing write's state: %s, %v; want none", v, err)
+			}
+			if runs[i] != 2 {
+				t.Fatalf("the failing write ran %d times, want 2 (without savepoints, then with)", runs[i])
+			}
+		case errs[i] != nil || err != nil || string(v) != `"set"`:
+			t.Fatalf("write %d: %v; its state %s, %v", i, errs[i], v, err)
+		case runs[i] < 1 || runs[i] > 2:
+			t.Fatalf("write %d ran %d times, want once or twice", i, runs[i])
+		}
+	}
+}

@@ -330,7 +330,6 @@ func (c *Client) stream(ctx context.Context, m *Message, onEvent func(Event)) (E
 			continue
 		}
 		raw, err := readResult(sev.Data, id) // copies what it keeps of the data
-
 		if err != nil {
 			return task, tid(), err
 		}

@@ -12,9 +12,10 @@ import (
 // Group commit. Every write of a Store goes through one queue to the single
 // writer connection. A write that finds the writer idle runs at once in its
 // own transaction; writes that arrive while a transaction runs wait, and the
-// next transaction applies all of them in arrival order. A commit costs about the same for one write as
-// for many (most of it is writing the WAL frames of the touched pages), so
-// under concurrency the writer commits far less often than it writes.
+// next transaction applies all of them in arrival order. A commit costs
+// about the same for one write as for many (most of it is writing the WAL
+// frames of the touched pages), so under concurrency the writer commits far
+// less often than it writes.
 //
 // Each write keeps the guarantees of its own transaction:
 //   - it is atomic: a batch first runs its writes one after the other with
@@ -23,7 +24,8 @@ import (
 //     batch runs again with each write between a SAVEPOINT and its RELEASE,
 //     where an error rolls back to the savepoint, undoing its statements
 //     and nothing of the other writes. A failing write thus costs its batch
-//     one more run, never more;
+//     one more run (and, when SQLite ends the transaction itself, the run
+//     each write then makes alone, below);
 //   - its caller returns only after the transaction holding it committed
 //     (a 202 of the HTTP API is sent after that, never before);
 //   - when the shared transaction itself fails (its COMMIT, or an error that

@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/engine/memstore"
+	"github.com/agentik/agentik/internal/workers"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -180,6 +181,7 @@ type Engine struct {
 	cancelBase context.CancelFunc
 
 	turns   sync.WaitGroup // running turn loops
+	loops   *workers.Pool  // the goroutines they run on
 	streams sync.WaitGroup // stream goroutines
 	janitor sync.WaitGroup
 
@@ -205,6 +207,12 @@ type Engine struct {
 
 var _ agentik.Agent = (*Engine)(nil)
 
+// loopIdle is how long the goroutine of a conversation loop that ended
+// waits for another loop to run (internal/workers): enough to carry a busy
+// server from one turn to the next, short enough that a quiet one keeps
+// none.
+const loopIdle = time.Second
+
 // New validates opts and returns an Engine. It does no I/O.
 func New(opts Options) (*Engine, error) {
 	if err := opts.setDefaults(); err != nil {
@@ -219,6 +227,7 @@ func New(opts Options) (*Engine, error) {
 		cancelBase: cancel,
 		live:       make(map[string]*conv),
 		limits:     limits{opts.Limiter},
+		loops:      workers.New(loopIdle),
 	}
 	e.coord = opts.Cluster
 	if e.coord == nil {
@@ -282,6 +291,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		<-drained
 	}
 	e.cancelBase()
+	e.loops.Close()
 	e.mu.Lock()
 	e.streamsClosed = true
 	e.mu.Unlock()

@@ -87,7 +87,7 @@ func (c *conv) kickLocked() {
 	}
 	c.looping = true
 	c.e.limits.started(c.owner)
-	go c.loop()
+	c.e.loops.Go(c.loop)
 }
 
 // loop takes the conversation's lease, answers its open turns in order,

@@ -38,14 +38,14 @@ func (l *LLM) StartEarly(ctx context.Context, req agentik.ModelRequest) agentik.
 	}
 	e := &early{l: l, body: body, c: l.newCall(ctx), sent: make(chan struct{})}
 	e.claim = time.AfterFunc(claimWait, e.Cancel)
-	go func() {
+	l.early.Go(func() {
 		defer close(e.sent)
 		e.c.send(l, body)
 		if e.c.err == nil {
 			// The body waits for the turn: not silence of the endpoint.
 			e.c.watchdog.Stop()
 		}
-	}()
+	})
 	return e
 }
 

@@ -43,6 +43,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/internal/httpx"
+	"github.com/agentik/agentik/internal/workers"
 )
 
 // Max-tokens field names.
@@ -98,7 +99,14 @@ type LLM struct {
 	// environment defaults (see New), used through Post so the body the
 	// adapter wrote goes out as it is.
 	api oai.Client
+	// early runs the calls StartEarly sends, on goroutines whose stacks
+	// have already grown through openai-go and net/http.
+	early *workers.Pool
 }
+
+// earlyIdle is how long a goroutine that sent an early call waits for the
+// next one.
+const earlyIdle = time.Second
 
 var _ agentik.LLM = (*LLM)(nil)
 
@@ -148,7 +156,7 @@ func New(o Options) (*LLM, error) {
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
 	}
-	return &LLM{opts: o, api: oai.Client{Options: opts}}, nil
+	return &LLM{opts: o, api: oai.Client{Options: opts}, early: workers.New(earlyIdle)}, nil
 }
 
 // NewTransport is the transport of the default client: net/http's default

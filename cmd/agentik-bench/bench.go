@@ -617,7 +617,16 @@ func (r *runner) memory(ctx context.Context) (err error) {
 	if m.IdleRSSKB, err = settle(); err != nil {
 		return err
 	}
-	r.logf("idle RSS %d KiB", m.IdleRSSKB)
+	// The file-backed part is the binary's pages the process mapped, which
+	// depends on the page cache as much as on the program: a binary just
+	// written maps more of itself per fault than one read back from disk.
+	if m.IdleAnonKB, err = t.StatusKB("RssAnon"); err != nil {
+		return err
+	}
+	if m.IdleFileKB, err = t.StatusKB("RssFile"); err != nil {
+		return err
+	}
+	r.logf("idle RSS %d KiB (anonymous %d KiB, file-backed %d KiB)", m.IdleRSSKB, m.IdleAnonKB, m.IdleFileKB)
 
 	// Warm up: the first turns allocate what every later turn reuses (HTTP
 	// connections to the model, pools, the statement cache).

@@ -61,6 +61,9 @@ func markdown(res *Results) string {
 	if mem := res.Memory; mem != nil {
 		p("### 6. Memory (VmRSS of the server process)\n\n| state | RSS | per item |\n|---|---|---|\n")
 		p("| idle, just started | **%.1f MiB** | |\n", float64(mem.IdleRSSKB)/1024)
+		if mem.IdleAnonKB > 0 {
+			p("| of which anonymous (heap, stacks) / file-backed (the binary) | %.1f / %.1f MiB | |\n", float64(mem.IdleAnonKB)/1024, float64(mem.IdleFileKB)/1024)
+		}
 		p("| after 30 warm-up turns | %.1f MiB | |\n", float64(mem.WarmRSSKB)/1024)
 		p("| + %d idle conversations (one answered turn each) | %.1f MiB | **%.1f KiB** per conversation |\n", mem.IdleConversations, float64(mem.RSSWithConvsKB)/1024, mem.PerConversationKB)
 		p("| + %d SSE clients on one conversation | %.1f MiB | %.1f KiB per client |\n", mem.SSEClients, float64(mem.RSSWithClientsKB)/1024, mem.PerSSEClientKB)

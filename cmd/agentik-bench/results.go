@@ -125,7 +125,9 @@ type Replay struct {
 
 type Memory struct {
 	IdleRSSKB          int64   `json:"idle_rss_kb"`
-	WarmRSSKB          int64   `json:"warm_rss_kb"` // after a few turns
+	IdleAnonKB         int64   `json:"idle_rss_anon_kb,omitempty"` // of IdleRSSKB: the heap, stacks and runtime
+	IdleFileKB         int64   `json:"idle_rss_file_kb,omitempty"` // of IdleRSSKB: the binary's pages mapped
+	WarmRSSKB          int64   `json:"warm_rss_kb"`                // after a few turns
 	IdleConversations  int     `json:"idle_conversations"`
 	RSSWithConvsKB     int64   `json:"rss_with_conversations_kb"`
 	PerConversationKB  float64 `json:"per_conversation_kb"`

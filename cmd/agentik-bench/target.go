@@ -32,6 +32,9 @@ type target interface {
 	Base() string // http://host:port
 	// RSSKB is the resident set size of the server process in KiB.
 	RSSKB() (int64, error)
+	// StatusKB reads another field in kB of the process's /proc status
+	// (RssAnon, RssFile).
+	StatusKB(field string) (int64, error)
 	// CPU is the CPU time (user + system) the server process has used.
 	CPU() (time.Duration, error)
 	Stop() error
@@ -65,9 +68,10 @@ type proc struct {
 	tail   *logTail
 }
 
-func (p *proc) Base() string                { return p.base }
-func (p *proc) RSSKB() (int64, error)       { return rssKB(p.cmd.Process.Pid) }
-func (p *proc) CPU() (time.Duration, error) { return cpuTime(p.cmd.Process.Pid) }
+func (p *proc) Base() string                     { return p.base }
+func (p *proc) RSSKB() (int64, error)            { return statusKB(p.cmd.Process.Pid, "VmRSS") }
+func (p *proc) StatusKB(f string) (int64, error) { return statusKB(p.cmd.Process.Pid, f) }
+func (p *proc) CPU() (time.Duration, error)      { return cpuTime(p.cmd.Process.Pid) }
 
 // Stop sends SIGTERM (graceful shutdown) and waits; a server that does not
 // stop within 20 s is killed and that is an error.
@@ -200,19 +204,20 @@ func waitHealthy(ctx context.Context, base string) error {
 	}
 }
 
-// rssKB reads VmRSS from /proc/<pid>/status.
-func rssKB(pid int) (int64, error) {
+// statusKB reads a field in kB (VmRSS, RssAnon, RssFile) from
+// /proc/<pid>/status.
+func statusKB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
 			return strconv.ParseInt(v, 10, 64)
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc status")
+	return 0, fmt.Errorf("no %s in /proc status", field)
 }
 
 // clockTick is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on
@@ -324,9 +329,10 @@ func startInProcess(ctx context.Context, sc serverConfig) (target, time.Duration
 	return ip, time.Since(t0), nil
 }
 
-func (p *inProcess) Base() string                { return "http://" + p.ln.Addr().String() }
-func (p *inProcess) RSSKB() (int64, error)       { return rssKB(os.Getpid()) }
-func (p *inProcess) CPU() (time.Duration, error) { return cpuTime(os.Getpid()) }
+func (p *inProcess) Base() string                     { return "http://" + p.ln.Addr().String() }
+func (p *inProcess) RSSKB() (int64, error)            { return statusKB(os.Getpid(), "VmRSS") }
+func (p *inProcess) StatusKB(f string) (int64, error) { return statusKB(os.Getpid(), f) }
+func (p *inProcess) CPU() (time.Duration, error)      { return cpuTime(os.Getpid()) }
 
 func (p *inProcess) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -75,8 +75,13 @@ func (cp *checkpointer) loop() {
 	}
 }
 
+// querier is a connection or a pool to run a query on.
+type querier interface {
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+}
+
 // checkpoint runs one PASSIVE checkpoint on db.
-func checkpoint(db *sql.DB) (wal, copied int64, err error) {
+func checkpoint(db querier) (wal, copied int64, err error) {
 	var busy int
 	err = db.QueryRowContext(context.Background(), qCheckpoint).Scan(&busy, &wal, &copied)
 	return wal, copied, err
@@ -105,7 +110,7 @@ func (cp *checkpointer) committed(n int) {
 
 // inline runs the writer's own checkpoint when one is due; the caller holds
 // the lead, so no transaction runs on w meanwhile.
-func (cp *checkpointer) inline(w *sql.DB) {
+func (cp *checkpointer) inline(w querier) {
 	if !cp.due.Swap(false) {
 		return
 	}

@@ -26,7 +26,7 @@ func imageWrite(conv string, content ...agentik.Content) (agentik.Write, *agenti
 }
 
 // blobStats reads what the images tables hold: rows, bytes and references.
-func blobStats(t *testing.T, db *sql.DB) (images, bytes, refs, links int64) {
+func blobStats(t *testing.T, db querier) (images, bytes, refs, links int64) {
 	t.Helper()
 	err := db.QueryRowContext(t.Context(), `SELECT COUNT(*), COALESCE(SUM(length(data)), 0), COALESCE(SUM(refs), 0),
 		(SELECT COUNT(*) FROM conversation_images) FROM images`).Scan(&images, &bytes, &refs, &links)
@@ -38,7 +38,7 @@ func blobStats(t *testing.T, db *sql.DB) (images, bytes, refs, links int64) {
 
 // inlineRows counts the rows of messages, events and memory whose payload
 // contains s.
-func inlineRows(t *testing.T, db *sql.DB, s string) int64 {
+func inlineRows(t *testing.T, db querier, s string) int64 {
 	t.Helper()
 	var n int64
 	err := db.QueryRowContext(t.Context(), `SELECT
@@ -67,16 +67,16 @@ func TestImagesStoredOnce(t *testing.T) {
 			t.Fatalf("Commit: %v", err)
 		}
 	}
-	if n, size, refs, links := blobStats(t, s.w); n != 1 || size != int64(len(raw)) || refs != 2 || links != 2 {
+	if n, size, refs, links := blobStats(t, s.wc); n != 1 || size != int64(len(raw)) || refs != 2 || links != 2 {
 		t.Fatalf("images: %d rows, %d bytes, %d refs, %d links; want 1, %d, 2, 2", n, size, refs, links, len(raw))
 	}
-	if n := inlineRows(t, s.w, img.Data[:64]); n != 0 {
+	if n := inlineRows(t, s.wc, img.Data[:64]); n != 0 {
 		t.Fatalf("%d rows hold the image's base64", n)
 	}
 	// Nine rows mention it, and all of them together are far smaller than
 	// the image: none holds it in any form.
 	var payloads int64
-	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT SUM(length(payload)) FROM messages) +
+	if err := s.wc.QueryRowContext(ctx, `SELECT (SELECT SUM(length(payload)) FROM messages) +
 		(SELECT SUM(length(payload)) FROM events) + (SELECT SUM(length(payload)) FROM memory)`).Scan(&payloads); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestImagesStoredOnce(t *testing.T) {
 	if _, err := s.DeleteConversation(ctx, a.ID, agentik.Now()); err != nil {
 		t.Fatalf("DeleteConversation: %v", err)
 	}
-	if n, _, refs, links := blobStats(t, s.w); n != 1 || refs != 1 || links != 1 {
+	if n, _, refs, links := blobStats(t, s.wc); n != 1 || refs != 1 || links != 1 {
 		t.Fatalf("after deleting a: %d images, %d refs, %d links; want 1, 1, 1", n, refs, links)
 	}
 	if mem, err := s.Memory(ctx, b.ID); err != nil || mem[0].Message.Content[1] != img {
@@ -100,7 +100,7 @@ func TestImagesStoredOnce(t *testing.T) {
 	if _, err := s.DeleteConversation(ctx, b.ID, agentik.Now()); err != nil {
 		t.Fatalf("DeleteConversation: %v", err)
 	}
-	if n, _, refs, links := blobStats(t, s.w); n != 0 || refs != 0 || links != 0 {
+	if n, _, refs, links := blobStats(t, s.wc); n != 0 || refs != 0 || links != 0 {
 		t.Fatalf("after deleting both: %d images, %d refs, %d links; want none", n, refs, links)
 	}
 }
@@ -127,7 +127,7 @@ func TestImagesFailedCommit(t *testing.T) {
 	if _, _, err := s.Commit(ctx, w); agentik.ErrorCode(err) != agentik.EConflict {
 		t.Fatalf("commit of a duplicate id: %v", err)
 	}
-	if n, _, _, links := blobStats(t, s.w); n != 0 || links != 0 {
+	if n, _, _, links := blobStats(t, s.wc); n != 0 || links != 0 {
 		t.Fatalf("failed commits stored %d images, %d links", n, links)
 	}
 }
@@ -195,16 +195,16 @@ func TestImagesBeforeMigration(t *testing.T) {
 	if err != nil || len(msgs) != 2 || !equalJSON(msgs[0], old) || !equalJSON(msgs[1], *m) {
 		t.Fatalf("journal after a new image: %v", err)
 	}
-	if n := inlineRows(t, s.w, img.Data); n != 3 {
+	if n := inlineRows(t, s.wc, img.Data); n != 3 {
 		t.Fatalf("%d rows hold the image inline, want the 3 old ones", n)
 	}
-	if n, size, _, _ := blobStats(t, s.w); n != 1 {
+	if n, size, _, _ := blobStats(t, s.wc); n != 1 {
 		t.Fatalf("%d images (%d bytes) stored, want 1", n, size)
 	}
 	if _, err := s.DeleteConversation(ctx, conv, agentik.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, _, _ := blobStats(t, s.w); n != 0 {
+	if n, _, _, _ := blobStats(t, s.wc); n != 0 {
 		t.Fatalf("%d images left after the delete", n)
 	}
 }
@@ -222,7 +222,7 @@ func TestImagesGoneWhileReading(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What a concurrent delete leaves for a reader that already has the rows.
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM images`); err != nil {
+	if _, err := s.wc.ExecContext(ctx, `DELETE FROM images`); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.Message(ctx, c.ID, m.ID)

@@ -97,5 +97,5 @@ var writeQueries = []string{
 	qExists, qGetConversation, qInsertConversation, qRename, qDelete, qInsertAgentEvent,
 	qCommitConversation, qInsertMessage, qInsertEvent, qCloseTurn, qDropMemory, qInsertMemory,
 	qReferenceImage, qInsertImage, qSetState, qDeleteState,
-	qSavepoint, qRollbackTo, qRelease,
+	qSavepoint, qRollbackTo, qRelease, qBegin, qCommit, qRollback,
 }

@@ -61,10 +61,11 @@ type Store struct {
 
 // db is the database every view of one Open shares.
 type db struct {
-	w  *sql.DB // the single writer connection
-	r  *sql.DB // read-only pool
-	ws stmts   // prepared on w
-	rs stmts   // prepared on r
+	w  *sql.DB   // the writer's pool, whose one connection wc holds: use wc
+	wc *sql.Conn // the single writer connection, held for the store's life
+	r  *sql.DB   // read-only pool
+	ws stmts     // prepared on wc
+	rs stmts     // prepared on r
 
 	writer // the queue of writes to w (write.go)
 	cp     *checkpointer
@@ -128,7 +129,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
 	}
-	w.SetMaxOpenConns(1)
+	w.SetMaxOpenConns(1) // taken out of the pool and held as wc, below
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
@@ -150,8 +151,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
-	ws, err := prepare(ctx, w, writeQueries)
+	wc, err := w.Conn(ctx)
 	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
+	}
+	ws, err := prepare(ctx, wc, writeQueries)
+	if err != nil {
+		wc.Close()
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
@@ -159,6 +167,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	rs, err := prepare(ctx, r, readQueries)
 	if err != nil {
 		ws.close()
+		wc.Close()
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
@@ -167,12 +176,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		rs.close()
 		ws.close()
+		wc.Close()
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, unavailable(err))
 	}
 	c.SetMaxOpenConns(1)
-	d := &db{w: w, r: r, ws: ws, rs: rs}
+	d := &db{w: w, wc: wc, r: r, ws: ws, rs: rs}
 	d.cp = newCheckpointer(c)
 	return &Store{db: d}, nil
 }
@@ -201,9 +211,10 @@ func (s *Store) Close() error {
 		errC := s.cp.close()
 		s.ws.close()
 		s.rs.close()
+		errWC := s.wc.Close()
 		errW := s.w.Close()
 		errR := s.r.Close()
-		s.closeErr = errors.Join(errC, errW, errR)
+		s.closeErr = errors.Join(errC, errWC, errW, errR)
 	})
 	return s.closeErr
 }
@@ -272,10 +283,10 @@ func exists(ctx context.Context, q queryer, id string) error {
 // unprepared.
 type stmts map[string]*sql.Stmt
 
-// prepare prepares qs on db. Writer statements must be prepared before any
-// transaction: preparing needs a connection, and the writer's only one would
-// be held by the transaction.
-func prepare(ctx context.Context, db *sql.DB, qs []string) (stmts, error) {
+// prepare prepares qs on db, a pool or a connection.
+func prepare(ctx context.Context, db interface {
+	PrepareContext(ctx context.Context, q string) (*sql.Stmt, error)
+}, qs []string) (stmts, error) {
 	st := stmts{}
 	for _, q := range qs {
 		p, err := db.PrepareContext(ctx, q)

@@ -149,7 +149,7 @@ func TestSchemaTooNew(t *testing.T) {
 	s := openPath(t, path)
 	c := newConv(t, s)
 	future := SchemaVersion() + 1
-	if _, err := s.w.ExecContext(t.Context(),
+	if _, err := s.wc.ExecContext(t.Context(),
 		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 'now')", future); err != nil {
 		t.Fatalf("insert: %v", err)
 	}
@@ -187,7 +187,7 @@ func TestUnwritable(t *testing.T) {
 	c := newConv(t, s)
 	commitMsgs(t, s, c.ID, userMessage(c.ID, "before"))
 	before, _ := s.LastAgentCursor(ctx)
-	if _, err := s.w.ExecContext(ctx, "PRAGMA query_only = 1"); err != nil {
+	if _, err := s.wc.ExecContext(ctx, "PRAGMA query_only = 1"); err != nil {
 		t.Fatalf("pragma: %v", err)
 	}
 
@@ -251,7 +251,7 @@ func TestQueryPlans(t *testing.T) {
 	s := openPath(t, filepath.Join(t.TempDir(), "agentik.db"))
 	for _, q := range append(slices.Clone(readQueries), writeQueries...) {
 		args := make([]any, strings.Count(q, "?"))
-		rows, err := s.w.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
+		rows, err := s.wc.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
 		if err != nil {
 			t.Fatalf("explain %s: %v", q, err)
 		}

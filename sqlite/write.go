@@ -42,8 +42,15 @@ import (
 // that arrives first waits for those queued behind it.
 const maxBatch = 64
 
-// Savepoint statements, prepared with the writer's queries.
+// Transaction and savepoint statements, prepared with the writer's
+// queries. The writer runs its transactions with statements on its
+// connection rather than through database/sql's Tx, which starts a
+// goroutine for each transaction and for each query in it, to watch
+// contexts that the writer's never end.
 const (
+	qBegin      = `BEGIN IMMEDIATE`
+	qCommit     = `COMMIT`
+	qRollback   = `ROLLBACK`
 	qSavepoint  = `SAVEPOINT w`
 	qRollbackTo = `ROLLBACK TO w`
 	qRelease    = `RELEASE w`
@@ -135,7 +142,7 @@ func (d *db) lead() {
 		// The batch's writers go first: their commits are done.
 		d.release(batch)
 		batch = nil
-		d.cp.inline(d.w)
+		d.cp.inline(d.wc)
 	}
 
 	d.wmu.Lock()
@@ -202,16 +209,15 @@ func (d *db) runBatch(batch []*writeReq) (commits int) {
 
 // runAlone runs one write in its own transaction.
 func (d *db) runAlone(r *writeReq) error {
-	ctx := context.WithoutCancel(r.ctx)
-	tx, err := d.w.BeginTx(ctx, nil)
+	t, err := d.begin(context.WithoutCancel(r.ctx))
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := r.fn(newWtx(ctx, tx, d.ws)); err != nil {
+	defer t.rollback()
+	if err := r.fn(t); err != nil {
 		return err
 	}
-	return tx.Commit()
+	return t.commit()
 }
 
 // errWriteFailed ends a batch's transaction run without savepoints when one
@@ -226,12 +232,11 @@ var errWriteFailed = errors.New("a write of the batch failed")
 // without an error then did not commit.
 func (d *db) runGroup(live []*writeReq, savepoints bool) error {
 	ctx := context.Background()
-	tx, err := d.w.BeginTx(ctx, nil)
+	t, err := d.begin(ctx)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	t := newWtx(ctx, tx, d.ws)
+	defer t.rollback()
 	for _, r := range live {
 		if !savepoints {
 			if r.err = r.fn(t); r.err != nil {
@@ -252,62 +257,65 @@ func (d *db) runGroup(live []*writeReq, savepoints bool) error {
 			return err
 		}
 	}
-	return tx.Commit()
+	return t.commit()
 }
 
-// wtx is a write transaction that runs the writer's prepared statements. It
-// runs every statement on its own context, not the one it is given (see
-// write).
+// wtx is a write transaction on the writer's connection, which runs the
+// writer's prepared statements. It runs every statement on its own
+// context, not the one it is given (see write).
 type wtx struct {
-	ctx   context.Context
-	tx    *sql.Tx
-	st    stmts
-	bound []boundStmt // st's statements bound to tx, made once per transaction
+	ctx  context.Context
+	conn *sql.Conn
+	st   stmts // prepared on conn
+	done bool  // committed
 }
 
-type boundStmt struct{ prepared, bound *sql.Stmt }
-
-func newWtx(ctx context.Context, tx *sql.Tx, st stmts) *wtx {
-	return &wtx{ctx: ctx, tx: tx, st: st}
+// begin starts a write transaction on the writer's connection.
+func (d *db) begin(ctx context.Context) (*wtx, error) {
+	t := &wtx{ctx: ctx, conn: d.wc, st: d.ws}
+	if _, err := t.ExecContext(ctx, qBegin); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
-// stmt returns q's prepared statement bound to the transaction, or nil. A
-// transaction uses a handful of statements: a linear search is cheapest.
-func (t *wtx) stmt(q string) *sql.Stmt {
-	p := t.st[q]
-	if p == nil {
-		return nil
+// commit commits the transaction. When it fails the transaction may still
+// be open: rollback ends it.
+func (t *wtx) commit() error {
+	if _, err := t.ExecContext(t.ctx, qCommit); err != nil {
+		return err
 	}
-	for _, b := range t.bound {
-		if b.prepared == p {
-			return b.bound
-		}
-	}
-	if t.bound == nil {
-		t.bound = make([]boundStmt, 0, 8)
-	}
-	b := t.tx.StmtContext(t.ctx, p)
-	t.bound = append(t.bound, boundStmt{p, b})
-	return b
+	t.done = true
+	return nil
 }
+
+// rollback rolls the transaction back unless it committed. Its error is of
+// no use: it fails only when SQLite already ended the transaction.
+func (t *wtx) rollback() {
+	if !t.done {
+		t.ExecContext(t.ctx, qRollback) //nolint:errcheck // see above
+	}
+}
+
+func (t *wtx) stmt(q string) *sql.Stmt { return t.st[q] }
 
 func (t *wtx) ExecContext(_ context.Context, q string, args ...any) (sql.Result, error) {
 	if p := t.stmt(q); p != nil {
 		return p.ExecContext(t.ctx, args...)
 	}
-	return t.tx.ExecContext(t.ctx, q, args...)
+	return t.conn.ExecContext(t.ctx, q, args...)
 }
 
 func (t *wtx) QueryRowContext(_ context.Context, q string, args ...any) *sql.Row {
 	if p := t.stmt(q); p != nil {
 		return p.QueryRowContext(t.ctx, args...)
 	}
-	return t.tx.QueryRowContext(t.ctx, q, args...)
+	return t.conn.QueryRowContext(t.ctx, q, args...)
 }
 
 func (t *wtx) QueryContext(_ context.Context, q string, args ...any) (*sql.Rows, error) {
 	if p := t.stmt(q); p != nil {
 		return p.QueryContext(t.ctx, args...)
 	}
-	return t.tx.QueryContext(t.ctx, q, args...)
+	return t.conn.QueryContext(t.ctx, q, args...)
 }

@@ -207,7 +207,7 @@ func TestGroupCommitRetriesAlone(t *testing.T) {
 	}
 	wg.Go(func() {
 		errs[len(convs)] = s.write(ctx, "break", func(tx *wtx) error {
-			if _, err := tx.tx.ExecContext(ctx, "ROLLBACK"); err != nil {
+			if _, err := tx.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 				return err
 			}
 			return broken

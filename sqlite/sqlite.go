@@ -118,9 +118,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	common.Add("_pragma", "foreign_keys(1)")
 
 	wq := cloneValues(common)
-	wq.Set("_txlock", "immediate")
-	// A batch of group commit (write.go) runs each write in a savepoint,
-	// whose sub-journal spills to a temporary file past 64 KiB: kept in
+	wq.Set("_txlock", "immediate") // the migrations' transactions (the writer begins its own)
+	// A batch of group commit that runs again with savepoints (write.go)
+	// has their sub-journal spill to a temporary file past 64 KiB: kept in
 	// memory, a batch writes only its WAL frames.
 	wq.Add("_pragma", "temp_store(MEMORY)")
 	// Checkpoints run off the commit path (checkpoint.go).

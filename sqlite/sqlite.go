@@ -67,7 +67,7 @@ type db struct {
 	ws stmts     // prepared on wc
 	rs stmts     // prepared on r
 
-	writer // the queue of writes to w (write.go)
+	writer // the queue of writes to wc (write.go)
 	cp     *checkpointer
 
 	closeOnce sync.Once

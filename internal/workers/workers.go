@@ -1,4 +1,4 @@
-// Package workers runs short tasks on goroutines that outlive them.
+// Package workers runs tasks on goroutines that outlive them.
 //
 // A task started on a fresh goroutine begins on a small stack and, when it
 // goes deep (a turn loop through the model client, the HTTP transport and

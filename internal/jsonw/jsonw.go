@@ -19,8 +19,9 @@ func AppendString(b []byte, s string, html bool) []byte {
 	start := 0
 	// Valid UTF-8 without U+2028 or U+2029, nearly all text, has only ASCII
 	// to escape: it goes eight bytes at a time, and what is not ASCII is
-	// written as it is.
-	fast := utf8.ValidString(s) && !strings.Contains(s, "\u2028") && !strings.Contains(s, "\u2029")
+	// written as it is. Shorter than a word (a streamed token), checking
+	// first would cost more than it saves.
+	fast := len(s) >= 8 && utf8.ValidString(s) && !strings.Contains(s, "\u2028") && !strings.Contains(s, "\u2029")
 	for i := 0; i < len(s); {
 		if fast && i+8 <= len(s) {
 			m := special(word(s, i), html)

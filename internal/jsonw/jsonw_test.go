@@ -44,6 +44,7 @@ func BenchmarkAppendString(b *testing.B) {
 		{"plain", strings.Repeat("The sea is wide and blue, and the waves come in slowly. ", 20)},
 		{"escapes", strings.Repeat("The sea is wide and blue, and the waves come in \"slowly\".\n", 20)},
 		{"cyrillic", strings.Repeat("Море широкое и синее, и волны приходят медленно. ", 20)},
+		{"delta", " waves"}, // a streamed token
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			buf := make([]byte, 0, 2*len(c.s))

@@ -207,12 +207,6 @@ type Engine struct {
 
 var _ agentik.Agent = (*Engine)(nil)
 
-// loopIdle is how long the goroutine of a conversation loop that ended
-// waits for another loop to run (internal/workers): enough to carry a busy
-// server from one turn to the next, short enough that a quiet one keeps
-// none.
-const loopIdle = time.Second
-
 // New validates opts and returns an Engine. It does no I/O.
 func New(opts Options) (*Engine, error) {
 	if err := opts.setDefaults(); err != nil {
@@ -227,7 +221,7 @@ func New(opts Options) (*Engine, error) {
 		cancelBase: cancel,
 		live:       make(map[string]*conv),
 		limits:     limits{opts.Limiter},
-		loops:      workers.New(loopIdle),
+		loops:      workers.New(workers.Idle),
 	}
 	e.coord = opts.Cluster
 	if e.coord == nil {

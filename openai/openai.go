@@ -104,10 +104,6 @@ type LLM struct {
 	early *workers.Pool
 }
 
-// earlyIdle is how long a goroutine that sent an early call waits for the
-// next one.
-const earlyIdle = time.Second
-
 var _ agentik.LLM = (*LLM)(nil)
 
 // New returns an LLM for the endpoint in o.
@@ -156,7 +152,7 @@ func New(o Options) (*LLM, error) {
 	for k, v := range o.Headers {
 		opts = append(opts, option.WithHeader(k, v))
 	}
-	return &LLM{opts: o, api: oai.Client{Options: opts}, early: workers.New(earlyIdle)}, nil
+	return &LLM{opts: o, api: oai.Client{Options: opts}, early: workers.New(workers.Idle)}, nil
 }
 
 // NewTransport is the transport of the default client: net/http's default

@@ -24,6 +24,11 @@ type Pool struct {
 	onIdle, onExit func()
 }
 
+// Idle is how long a worker waits for its next task: enough to carry a
+// busy server from one turn to the next, short enough that a quiet one
+// keeps no goroutine around.
+const Idle = time.Second
+
 // New returns a Pool whose workers exit after idle without a task.
 func New(idle time.Duration) *Pool {
 	return &Pool{idle: idle, work: make(chan func()), done: make(chan struct{})}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -365,5 +366,49 @@ func TestGroupCommitFailureCostsOneRun(t *testing.T) {
 		case runs[i] < 1 || runs[i] > 2:
 			t.Fatalf("write %d ran %d times, want once or twice", i, runs[i])
 		}
+	}
+}
+
+// TestFailedCommitRollsBack: a transaction whose COMMIT fails (here over
+// a write statement still in progress, which SQLite refuses to commit) is
+// rolled back: its write reports the error and stores nothing, and the
+// writer's connection takes the next write in a transaction of its own.
+func TestFailedCommitRollsBack(t *testing.T) {
+	s := openPath(t, filepath.Join(t.TempDir(), "agentik.db"))
+	ctx := t.Context()
+	c := newConv(t, s)
+	var rows *sql.Rows
+	t.Cleanup(func() { // before the store closes
+		if rows != nil {
+			rows.Close()
+		}
+	})
+	err := s.write(ctx, "left open", func(tx *wtx) error {
+		var err error
+		rows, err = tx.QueryContext(ctx, `INSERT INTO conversation_state (conversation_id, key, value)
+			VALUES (?, 'a', '1'), (?, 'b', '2') RETURNING key`, c.ID, c.ID)
+		if err != nil {
+			return err
+		}
+		if !rows.Next() {
+			return errors.New("no first row")
+		}
+		return nil // the insert is still in progress
+	})
+	if err == nil {
+		t.Fatal("the write over a statement in progress committed")
+	}
+	rows.Close()
+	for _, key := range []string{"a", "b"} {
+		if v, err := s.State(ctx, c.ID, key); err != nil || v != nil {
+			t.Fatalf("state %s of the failed write: %s, %v; want none", key, v, err)
+		}
+	}
+	m := userMessage(c.ID, "after")
+	if err := commitOne(ctx, s, c.ID, m); err != nil {
+		t.Fatalf("the next write: %v", err)
+	}
+	if got := journal(t, s, c.ID); !slices.Equal(got, []string{m.ID}) {
+		t.Fatalf("journal %v, want the next write's message", got)
 	}
 }

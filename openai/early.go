@@ -104,8 +104,8 @@ const maxScratch = 1 << 20
 func (e *early) finish(ctx context.Context, onDelta func(agentik.ModelDelta)) (resp agentik.ModelResponse, started bool, err error) {
 	c := e.c
 	defer c.close()
-	stop := context.AfterFunc(ctx, func() { c.cancel(context.Cause(ctx)) })
-	defer stop()
+	c.unlink = context.AfterFunc(ctx, func() { c.cancel(context.Cause(ctx)) })
+	defer c.unlink()
 	<-e.sent // ends soon after ctx does: the request's context is cancelled
 	c.watchdog.Reset(e.l.opts.Timeout)
 	return e.l.stream(ctx, c, onDelta)

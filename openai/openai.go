@@ -102,6 +102,9 @@ type LLM struct {
 	// early runs the calls StartEarly sends, on goroutines whose stacks
 	// have already grown through openai-go and net/http.
 	early *workers.Pool
+	// drained, when set (by tests), learns how each drain handed off by
+	// stream ended: nil when the body was read to its end.
+	drained func(error)
 }
 
 var _ agentik.LLM = (*LLM)(nil)
@@ -247,6 +250,11 @@ type call struct {
 	watchdog *time.Timer
 	raw      *http.Response
 	err      error // the request's, before any of the body
+	// unlink, when set, stops the turn's context from ending the call
+	// (false if it already did); stream then drains the body on a
+	// goroutine of its own, which ends the call (draining).
+	unlink   func() bool
+	draining bool
 }
 
 func (l *LLM) newCall(parent context.Context) *call {
@@ -266,7 +274,14 @@ func (c *call) send(l *LLM, body []byte) {
 	c.err = l.api.Post(c.ctx, "chat/completions", body, &c.raw)
 }
 
+// close ends the call, unless stream handed its end to a drain.
 func (c *call) close() {
+	if !c.draining {
+		c.end()
+	}
+}
+
+func (c *call) end() {
 	c.watchdog.Stop()
 	c.cancel(nil)
 }
@@ -283,8 +298,13 @@ func (l *LLM) stream(parent context.Context, c *call, onDelta func(agentik.Model
 	if c.raw == nil || c.raw.Body == nil {
 		return resp, false, fmt.Errorf("request: the endpoint answered without a body")
 	}
-	defer c.raw.Body.Close()
-	events := newSSEReader(c.raw.Body)
+	body := c.raw.Body
+	defer func() {
+		if !c.draining {
+			body.Close()
+		}
+	}()
+	events := newSSEReader(body)
 	defer events.release()
 	acc := newAccumulator(onDelta)
 	acc.identified = !l.opts.Identify // nothing to read
@@ -313,7 +333,27 @@ func (l *LLM) stream(parent context.Context, c *call, onDelta func(agentik.Model
 		return resp, acc.started, l.classify(parent, ctx, ctx.Err())
 	}
 	if done {
-		drain(c.raw.Body, c.watchdog, min(l.opts.Timeout, drainWait))
+		wait := min(l.opts.Timeout, drainWait)
+		if c.unlink != nil && c.unlink() {
+			// The answer is whole: the body is read to its end (for the
+			// connection's reuse) off the turn's path, and the call ends
+			// there. Waiting for it took a turn two goroutine switches
+			// with the transport's reader, and a server that keeps the
+			// stream open after [DONE] held the answer back until wait.
+			c.draining = true
+			l.early.Go(func() {
+				err := drain(body, c.watchdog, wait)
+				body.Close()
+				c.end()
+				if l.drained != nil {
+					l.drained(err)
+				}
+			})
+		} else {
+			// A call that is not an early one has the turn's context as
+			// its own, which ends with the turn: it is drained here.
+			drain(body, c.watchdog, wait)
+		}
 	}
 	resp, err = acc.result()
 	return resp, acc.started, err
@@ -328,9 +368,10 @@ const drainWait = time.Second
 // [DONE] — closing the body then had the next call dial (a TLS handshake,
 // against a real provider). A server that keeps the stream open is cut off
 // after wait (the watchdog cancels the request), the answer kept.
-func drain(body io.Reader, watchdog *time.Timer, wait time.Duration) {
+func drain(body io.Reader, watchdog *time.Timer, wait time.Duration) error {
 	watchdog.Reset(wait)
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, 1<<20))
+	_, err := io.Copy(io.Discard, io.LimitReader(body, 1<<20))
+	return err
 }
 
 func (l *LLM) classify(parent, ctx context.Context, err error) error {

@@ -72,6 +72,7 @@ type accumulator struct {
 	// are the same in every chunk); identified: read, or not wanted.
 	id, model  string
 	identified bool
+	scratch    chunkScratch // what each chunk is decoded into, in turn
 }
 
 type callAcc struct {
@@ -85,17 +86,18 @@ func newAccumulator(onDelta func(agentik.ModelDelta)) *accumulator {
 	if onDelta == nil {
 		onDelta = func(agentik.ModelDelta) {}
 	}
-	return &accumulator{onDelta: onDelta, byIndex: map[int]*callAcc{}}
+	return &accumulator{onDelta: onDelta}
 }
 
 // add folds one chunk (the JSON of one SSE data event).
 func (a *accumulator) add(raw []byte) error {
-	c, ok := fastChunk(raw)
+	c, ok := fastChunkIn(raw, &a.scratch)
 	if !ok {
-		c = wireChunk{}
-		if err := json.Unmarshal(raw, &c); err != nil {
+		var slow wireChunk // on the heap, as encoding/json needs it
+		if err := json.Unmarshal(raw, &slow); err != nil {
 			return fmt.Errorf("malformed stream chunk: %w", err)
 		}
+		c = slow
 	}
 	if len(c.Error) > 0 && !bytes.Equal(c.Error, []byte("null")) {
 		return streamError(c.Error)
@@ -171,6 +173,9 @@ func (a *accumulator) callFor(tc wireToolCall) *callAcc {
 		}
 		c := &callAcc{index: *tc.Index, id: tc.ID}
 		a.calls = append(a.calls, c)
+		if a.byIndex == nil {
+			a.byIndex = map[int]*callAcc{} // most answers call no tool
+		}
 		a.byIndex[*tc.Index] = c
 		return c
 	}

@@ -95,7 +95,13 @@ func FuzzFastChunk(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		fast, ok := fastChunk(raw)
+		// Decoded into a scratch that holds an earlier chunk, as a
+		// stream's chunks are: nothing of that chunk may show.
+		var s chunkScratch
+		if _, ok := fastChunkIn([]byte(`{"choices":[{"index":0,"delta":{"content":"old","reasoning":"r"},"finish_reason":"stop"}]}`), &s); !ok {
+			t.Fatal("the earlier chunk was not taken")
+		}
+		fast, ok := fastChunkIn(raw, &s)
 		if !ok {
 			return
 		}
@@ -114,8 +120,9 @@ func FuzzFastChunk(f *testing.F) {
 func BenchmarkChunk(b *testing.B) {
 	raw := []byte(`{"id":"chatcmpl-abc123","object":"chat.completion.chunk","created":1733097600,"model":"llmtest","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"word "},"logprobs":null,"finish_reason":null}]}`)
 	b.Run("fast", func(b *testing.B) {
+		var s chunkScratch // a stream's, reused by its chunks
 		for b.Loop() {
-			if _, ok := fastChunk(raw); !ok {
+			if _, ok := fastChunkIn(raw, &s); !ok {
 				b.Fatal("not taken")
 			}
 		}

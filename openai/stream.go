@@ -91,7 +91,7 @@ func newAccumulator(onDelta func(agentik.ModelDelta)) *accumulator {
 
 // add folds one chunk (the JSON of one SSE data event).
 func (a *accumulator) add(raw []byte) error {
-	c, ok := fastChunkIn(raw, &a.scratch)
+	c, ok := fastChunk(raw, &a.scratch)
 	if !ok {
 		var slow wireChunk // on the heap, as encoding/json needs it
 		if err := json.Unmarshal(raw, &slow); err != nil {

@@ -98,10 +98,10 @@ func FuzzFastChunk(f *testing.F) {
 		// Decoded into a scratch that holds an earlier chunk, as a
 		// stream's chunks are: nothing of that chunk may show.
 		var s chunkScratch
-		if _, ok := fastChunkIn([]byte(`{"choices":[{"index":0,"delta":{"content":"old","reasoning":"r"},"finish_reason":"stop"}]}`), &s); !ok {
+		if _, ok := fastChunk([]byte(`{"choices":[{"index":0,"delta":{"content":"old","reasoning":"r"},"finish_reason":"stop"}]}`), &s); !ok {
 			t.Fatal("the earlier chunk was not taken")
 		}
-		fast, ok := fastChunkIn(raw, &s)
+		fast, ok := fastChunk(raw, &s)
 		if !ok {
 			return
 		}
@@ -122,7 +122,7 @@ func BenchmarkChunk(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
 		var s chunkScratch // a stream's, reused by its chunks
 		for b.Loop() {
-			if _, ok := fastChunkIn(raw, &s); !ok {
+			if _, ok := fastChunk(raw, &s); !ok {
 				b.Fatal("not taken")
 			}
 		}

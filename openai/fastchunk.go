@@ -3,7 +3,8 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
+
+	"github.com/agentik/agentik/internal/jsonscan"
 )
 
 // chunkScratch is the storage a stream's chunks are decoded into, one
@@ -24,9 +25,9 @@ type chunkScratch struct {
 // only in case, a duplicate field, an escape in a string it keeps, invalid
 // JSON) it reports !ok and the caller decodes with encoding/json.
 func fastChunk(raw []byte, s *chunkScratch) (c wireChunk, ok bool) {
-	p := chunkParser{b: raw, choiceBuf: s.choices[:0], strs: s.strs[:0]}
-	p.space()
-	if !p.object(func(key []byte) bool {
+	p := chunkParser{Scanner: jsonscan.Scanner{B: raw}, choiceBuf: s.choices[:0], strs: s.strs[:0]}
+	p.Space()
+	if !p.Object(func(key []byte) bool {
 		switch {
 		case string(key) == "choices":
 			return p.once(&p.seenChoices) && p.choices(&c)
@@ -45,16 +46,15 @@ func fastChunk(raw []byte, s *chunkScratch) (c wireChunk, ok bool) {
 	}) {
 		return wireChunk{}, false
 	}
-	p.space()
-	if p.i != len(p.b) {
+	p.Space()
+	if p.I != len(p.B) {
 		return wireChunk{}, false
 	}
 	return c, true
 }
 
 type chunkParser struct {
-	b           []byte
-	i           int
+	jsonscan.Scanner
 	seenChoices bool
 	choiceBuf   []wireChoice // where the choices go (a chunkScratch's)
 	strs        []string     // where the strings kept go (a chunkScratch's)
@@ -79,121 +79,19 @@ func (p *chunkParser) once(seen *bool) bool {
 	return true
 }
 
-func (p *chunkParser) space() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-func (p *chunkParser) lit(s string) bool {
-	if len(p.b)-p.i >= len(s) && string(p.b[p.i:p.i+len(s)]) == s {
-		p.i += len(s)
-		return true
-	}
-	return false
-}
-
 func (p *chunkParser) null() bool {
-	p.space()
-	return p.lit("null")
-}
-
-// object parses an object, calling field with each key, positioned at its
-// value; field returns false to give up.
-func (p *chunkParser) object(field func(key []byte) bool) bool {
-	p.space()
-	if !p.lit("{") {
-		return false
-	}
-	p.space()
-	if p.lit("}") {
-		return true
-	}
-	for {
-		p.space()
-		key, ok := p.plainString()
-		if !ok {
-			return false
-		}
-		p.space()
-		if !p.lit(":") || !field(key) {
-			return false
-		}
-		p.space()
-		if p.lit("}") {
-			return true
-		}
-		if !p.lit(",") {
-			return false
-		}
-	}
-}
-
-// array parses an array, calling elem positioned at each element.
-func (p *chunkParser) array(elem func() bool) bool {
-	p.space()
-	if !p.lit("[") {
-		return false
-	}
-	p.space()
-	if p.lit("]") {
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		p.space()
-		if p.lit("]") {
-			return true
-		}
-		if !p.lit(",") {
-			return false
-		}
-	}
-}
-
-// plainString reads a string without escapes, of valid UTF-8; the bytes
-// are raw's.
-func (p *chunkParser) plainString() ([]byte, bool) {
-	if !p.lit(`"`) {
-		return nil, false
-	}
-	start := p.i
-	ascii := true
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			s := p.b[start:p.i]
-			p.i++
-			if !ascii && !utf8.Valid(s) {
-				return nil, false
-			}
-			return s, true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-		p.i++
-	}
-	return nil, false
+	p.Space()
+	return p.Lit("null")
 }
 
 // optString reads a string or null into *dst (nil for null).
 func (p *chunkParser) optString(dst **string) bool {
-	p.space()
-	if p.lit("null") {
+	p.Space()
+	if p.Lit("null") {
 		*dst = nil
 		return true
 	}
-	b, ok := p.plainString()
+	b, ok := p.PlainString()
 	if !ok {
 		return false
 	}
@@ -218,15 +116,15 @@ func internString(b []byte) string {
 }
 
 func (p *chunkParser) choices(c *wireChunk) bool {
-	p.space()
-	if p.lit("null") {
+	p.Space()
+	if p.Lit("null") {
 		return true
 	}
 	c.Choices = p.choiceBuf[:0] // [] decodes to an empty slice, not nil
-	return p.array(func() bool {
+	return p.Array(func() bool {
 		var ch wireChoice
 		var seenIndex, seenDelta, seenFinish bool
-		if !p.object(func(key []byte) bool {
+		if !p.Object(func(key []byte) bool {
 			switch string(key) {
 			case "index":
 				return p.once(&seenIndex) && p.smallInt(&ch.Index)
@@ -248,12 +146,12 @@ func (p *chunkParser) choices(c *wireChunk) bool {
 }
 
 func (p *chunkParser) delta(d *wireDelta) bool {
-	p.space()
-	if p.lit("null") {
+	p.Space()
+	if p.Lit("null") {
 		return true
 	}
 	var seenContent, seenRC, seenR bool
-	return p.object(func(key []byte) bool {
+	return p.Object(func(key []byte) bool {
 		switch string(key) {
 		case "content":
 			return p.once(&seenContent) && p.optString(&d.Content)
@@ -272,21 +170,21 @@ func (p *chunkParser) delta(d *wireDelta) bool {
 // smallInt reads a non-negative integer of at most 9 digits, or null
 // (which leaves *dst alone, as encoding/json does).
 func (p *chunkParser) smallInt(dst *int) bool {
-	p.space()
-	if p.lit("null") {
+	p.Space()
+	if p.Lit("null") {
 		return true
 	}
-	start, n := p.i, 0
-	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-		n = n*10 + int(p.b[p.i]-'0')
-		p.i++
+	start, n := p.I, 0
+	for p.I < len(p.B) && p.B[p.I] >= '0' && p.B[p.I] <= '9' {
+		n = n*10 + int(p.B[p.I]-'0')
+		p.I++
 	}
-	digits := p.i - start
-	if digits == 0 || digits > 9 || (digits > 1 && p.b[start] == '0') {
+	digits := p.I - start
+	if digits == 0 || digits > 9 || (digits > 1 && p.B[start] == '0') {
 		return false
 	}
-	if p.i < len(p.b) {
-		switch p.b[p.i] {
+	if p.I < len(p.B) {
+		switch p.B[p.I] {
 		case '.', 'e', 'E':
 			return false
 		}
@@ -304,99 +202,11 @@ func (p *chunkParser) skip(depth int) bool {
 	if depth > maxSkipDepth {
 		return false
 	}
-	p.space()
-	if p.i >= len(p.b) {
-		return false
-	}
-	switch c := p.b[p.i]; {
-	case c == '{':
-		return p.object(func([]byte) bool { return p.skip(depth + 1) })
-	case c == '[':
-		return p.array(func() bool { return p.skip(depth + 1) })
-	case c == '"':
-		return p.skipString()
-	case c == 't':
-		return p.lit("true")
-	case c == 'f':
-		return p.lit("false")
-	case c == 'n':
-		return p.lit("null")
-	default:
-		return p.skipNumber()
-	}
-}
-
-// skipString passes over a string, escapes included, checking it is valid
-// JSON (invalid UTF-8 is accepted, as encoding/json does).
-func (p *chunkParser) skipString() bool {
-	p.i++ // the opening quote
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			p.i++
-			if p.i >= len(p.b) {
-				return false
-			}
-			switch p.b[p.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				p.i++
-			case 'u':
-				if len(p.b)-p.i < 5 {
-					return false
-				}
-				for _, h := range p.b[p.i+1 : p.i+5] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				p.i += 5
-			default:
-				return false
-			}
-		default:
-			p.i++
+	p.Space()
+	return p.Value(func(c byte) bool {
+		if c == '{' {
+			return p.Object(func([]byte) bool { return p.skip(depth + 1) })
 		}
-	}
-	return false
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
-}
-
-// skipNumber passes over a number of the JSON grammar.
-func (p *chunkParser) skipNumber() bool {
-	p.lit("-")
-	digits := func() int {
-		n := 0
-		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-			p.i++
-			n++
-		}
-		return n
-	}
-	start := p.i
-	n := digits()
-	if n == 0 || (n > 1 && p.b[start] == '0') {
-		return false
-	}
-	if p.lit(".") && digits() == 0 {
-		return false
-	}
-	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
-		p.i++
-		if !p.lit("+") {
-			p.lit("-")
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return true
+		return p.Array(func() bool { return p.skip(depth + 1) })
+	})
 }

@@ -38,6 +38,14 @@ func CheckJSON(b []byte) error {
 	if err := checkSurrogates(b); err != nil {
 		return err
 	}
+	if plainJSON(b) {
+		return nil
+	}
+	return checkTokens(b)
+}
+
+// checkTokens is CheckJSON's check of structure, token by token.
+func checkTokens(b []byte) error {
 	// Each open object keeps the keys seen so far; arrays push nil.
 	type frame struct {
 		keys      map[string]struct{}

@@ -10,8 +10,8 @@ import "github.com/agentik/agentik/internal/jsonscan"
 // MaxJSONDepth and MaxJSONArray. A request body nearly always is; for
 // anything else it reports false and the token walk decides (it then
 // names the problem, or leaves a syntax error to the decoder). The token
-// walk cost a message's body 65 allocations (FuzzPlainJSON holds the two to
-// the same verdict).
+// walk cost a message's body 65 allocations (FuzzPlainJSON checks that
+// whatever this pass takes, the walk accepts).
 func plainJSON(b []byte) bool {
 	p := plainScan{jsonscan.Scanner{B: b}}
 	p.Space()

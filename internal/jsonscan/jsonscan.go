@@ -1,7 +1,7 @@
 // Package jsonscan walks JSON text without decoding it: what the
 // allocation-free checks of request bodies and model stream chunks share.
-// Each method passes over one piece at the scanner's position and reports
-// whether it was valid, leaving the position just past it.
+// The methods pass over one piece at the scanner's position, leaving the
+// position just past it, and most report whether it was valid JSON.
 package jsonscan
 
 import "unicode/utf8"

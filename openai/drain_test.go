@@ -49,3 +49,39 @@ func TestEarlyAnswerBeforeTheStreamEnds(t *testing.T) {
 		t.Fatal("the stream was not read to its end within 10 s")
 	}
 }
+
+// TestEarlyDrainCutOff: a server that keeps the stream open after [DONE]
+// gets the answer's call cut off by the watchdog, on the drain's
+// goroutine: the answer came back at once, and the connection is closed
+// rather than left waiting.
+func TestEarlyDrainCutOff(t *testing.T) {
+	s := llmtest.NewServer()
+	t.Cleanup(s.Close)
+	l, err := New(Options{BaseURL: s.URL(), Model: "m", Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan error, 1)
+	l.drained = func(err error) { drained <- err }
+	gate := llmtest.NewGate()
+	t.Cleanup(gate.Release)
+	s.Enqueue(llmtest.Stream().Role().Content("kept").Finish("stop").Done().Pause(gate))
+	req := agentik.ModelRequest{Messages: []agentik.ModelMessage{{Role: agentik.RoleUser, Content: []agentik.Content{agentik.Text("hi")}}}}
+	resp, err := l.StartEarly(context.Background(), req).Generate(t.Context(), req, nil)
+	if err != nil || resp.Text != "kept" {
+		t.Fatalf("answer %+v, %v", resp, err)
+	}
+	select {
+	case err := <-drained:
+		if err == nil {
+			t.Fatal("the drain of a stream kept open ended as if read to its end")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drain was not cut off within 10 s")
+	}
+	select {
+	case <-gate.Abandoned():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server still holds the stream: the call was not ended")
+	}
+}

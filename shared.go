@@ -61,7 +61,7 @@ func (s *Shared[T]) Value() (T, error) {
 func (s *Shared[T]) JSON() ([]byte, error) {
 	s.jOnce.Do(func() {
 		if ev, ok := any(&s.v).(*Event); ok {
-			if b, ok := ev.appendSimpleJSON(make([]byte, 0, 192+len(ev.Text))); ok {
+			if b, ok := ev.appendJSON(make([]byte, 0, ev.sizeHint())); ok {
 				s.j = b
 				return
 			}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -168,7 +167,7 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 		if replyTo := storeutil.Closes(&ev); replyTo != "" {
 			batch.Queue(qCloseTurn, replyTo, w.ConversationID)
 		}
-		p, err := json.Marshal(ev)
+		p, err := agentik.MarshalEvent(&ev)
 		if err != nil {
 			return agentik.WrapError(agentik.EInternal, "encode event", err)
 		}
@@ -184,7 +183,7 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 		var r string
 		e.Message.Content, r = c.images.Memory(i, &e)
 		refs := column(r)
-		p, err := json.Marshal(e)
+		p, err := agentik.MarshalMemoryEntry(&e)
 		if err != nil {
 			return agentik.WrapError(agentik.EInternal, "encode memory entry", err)
 		}

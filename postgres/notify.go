@@ -99,7 +99,7 @@ func encodeEntry(n notification) (string, error) {
 	case kindAgent:
 		b.WriteString(strconv.FormatInt(n.cursor, 10))
 	case kindOnline:
-		j, err := json.Marshal(n.event)
+		j, err := agentik.MarshalEvent(&n.event)
 		if err != nil {
 			return "", err
 		}

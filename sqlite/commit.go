@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 
 	"github.com/agentik/agentik"
@@ -71,7 +70,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			if err := closeTurn(ctx, tx, w.ConversationID, &ev); err != nil {
 				return err
 			}
-			payload, err := json.Marshal(ev)
+			payload, err := agentik.MarshalEvent(&ev)
 			if err != nil {
 				return agentik.WrapError(agentik.EInternal, "encode event", err)
 			}
@@ -95,7 +94,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			nextOrd++
 			var refs string
 			e.Message.Content, refs = images.Memory(i, &e)
-			payload, err := json.Marshal(e)
+			payload, err := agentik.MarshalMemoryEntry(&e)
 			if err != nil {
 				return agentik.WrapError(agentik.EInternal, "encode memory entry", err)
 			}

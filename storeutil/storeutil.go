@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/jsonw"
 )
 
 // ErrSchemaTooNew is returned when opening a database written by a newer
@@ -175,6 +176,19 @@ type storedMessage struct {
 
 // EncodeMessage renders a journal message as stored.
 func EncodeMessage(m *agentik.Message) ([]byte, error) {
+	if len(m.ClientTools) == 0 {
+		// The wire form, with the trace parent (the last field) added.
+		b, err := agentik.MarshalMessage(m)
+		if err != nil {
+			return nil, agentik.WrapError(agentik.EInternal, "encode message", err)
+		}
+		if m.TraceParent != "" {
+			b = append(b[:len(b)-1], `,"traceparent":`...)
+			b = jsonw.AppendString(b, m.TraceParent, true)
+			b = append(b, '}')
+		}
+		return b, nil
+	}
 	b, err := json.Marshal(storedMessage{Message: m, ClientTools: m.ClientTools, TraceParent: m.TraceParent})
 	if err != nil {
 		return nil, agentik.WrapError(agentik.EInternal, "encode message", err)

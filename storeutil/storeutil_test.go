@@ -119,3 +119,29 @@ func TestWireEvent(t *testing.T) {
 		t.Fatalf("WireEvent with cursor 0 = %s", got)
 	}
 }
+
+// TestEncodeMessage: a stored message is json.Marshal of its stored form,
+// whichever of what the wire does not carry it has, and decodes back.
+func TestEncodeMessage(t *testing.T) {
+	base := agentik.Message{ID: "m", ConversationID: "c", Seq: 3, Date: agentik.Now(), Type: agentik.MsgUser,
+		Content: []agentik.Content{agentik.Text("<b> \u2028 ñ \"q\"")}}
+	tools := []agentik.ToolSpec{{Name: "lookup", Parameters: agentik.RawJSON(`{"type":"object"}`)}}
+	for _, c := range []struct{ traceParent, name string }{{"", "plain"}, {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "traced"}, {"<&>", "escaped"}} {
+		for _, ct := range [][]agentik.ToolSpec{nil, tools} {
+			m := base
+			m.TraceParent, m.ClientTools = c.traceParent, ct
+			got, err := EncodeMessage(&m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := json.Marshal(storedMessage{Message: &m, ClientTools: m.ClientTools, TraceParent: m.TraceParent})
+			if string(got) != string(want) {
+				t.Fatalf("%s, %d client tools:\n got  %s\n want %s", c.name, len(ct), got, want)
+			}
+			back, err := DecodeMessage(got)
+			if err != nil || back.TraceParent != m.TraceParent || len(back.ClientTools) != len(ct) || back.ID != m.ID {
+				t.Fatalf("%s: decoded %+v, %v", c.name, back, err)
+			}
+		}
+	}
+}

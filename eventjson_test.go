@@ -185,7 +185,7 @@ func BenchmarkWireJSON(b *testing.B) {
 	at := Now()
 	m := &Message{ID: NewID(), ConversationID: NewID(), Seq: 12, Date: at, Type: MsgAssistant,
 		Content: []Content{Text("The quick brown fox jumps over the lazy dog, and then it answers in twenty words or so.")},
-		Tokens: &TurnTokens{Input: 120, Output: 21}, ReplyTo: NewID()}
+		Tokens:  &TurnTokens{Input: 120, Output: 21}, ReplyTo: NewID()}
 	for _, c := range []struct {
 		name string
 		e    *Event

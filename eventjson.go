@@ -8,7 +8,7 @@ import (
 	"github.com/agentik/agentik/internal/jsonw"
 )
 
-// The events, journal messages and memory entries a turn writes are encoded
+// The events, journal messages, memory entries and agent events a turn writes are encoded
 // several times each (stored, then shared with the subscribers), and
 // json.Marshal's reflection was a measurable part of a turn. The functions
 // below write the same bytes by hand for the shapes a turn produces, and
@@ -36,6 +36,14 @@ func MarshalMessage(m *Message) ([]byte, error) {
 // MarshalMemoryEntry returns json.Marshal(e)'s bytes.
 func MarshalMemoryEntry(e *MemoryEntry) ([]byte, error) {
 	if b, ok := e.appendJSON(make([]byte, 0, 128+contentSize(e.Message.Content)+len(e.Message.Reasoning))); ok {
+		return b, nil
+	}
+	return json.Marshal(e)
+}
+
+// MarshalAgentEvent returns json.Marshal(e)'s bytes.
+func MarshalAgentEvent(e *AgentEvent) ([]byte, error) {
+	if b, ok := e.appendJSON(make([]byte, 0, 160+len(e.Title))); ok {
 		return b, nil
 	}
 	return json.Marshal(e)
@@ -161,6 +169,28 @@ func (e *MemoryEntry) appendJSON(b []byte) ([]byte, bool) {
 		b = append(b, `,"is_error":true`...)
 	}
 	return append(b, "}}"...), true
+}
+
+// appendJSON writes e as json.Marshal does and reports true, or reports
+// false, having written nothing, for an event that carries a conversation.
+func (e *AgentEvent) appendJSON(b []byte) ([]byte, bool) {
+	if e.Conversation != nil {
+		return b, false
+	}
+	b = append(b, '{')
+	if e.Cursor != 0 {
+		b = append(b, `"cursor":`...)
+		b = strconv.AppendInt(b, e.Cursor, 10)
+		b = append(b, ',')
+	}
+	b = appendTime(b, `"date":`, e.Date)
+	b = appendKey(b, `,"type":`, e.Type)
+	b = appendOmit(b, `,"conversation_id":`, e.ConversationID)
+	b = appendOmit(b, `,"title":`, e.Title)
+	if !e.UpdatedAt.IsZero() {
+		b = appendTime(b, `,"updated_at":`, e.UpdatedAt)
+	}
+	return append(b, '}'), true
 }
 
 // appendContent writes a non-empty content list as an omitempty field.

@@ -159,7 +159,7 @@ func Closes(ev *agentik.Event) string {
 func AgentPayload(ev *agentik.AgentEvent) (string, error) {
 	e := *ev
 	e.Cursor = 0
-	payload, err := json.Marshal(e)
+	payload, err := agentik.MarshalAgentEvent(&e)
 	if err != nil {
 		return "", agentik.WrapError(agentik.EInternal, "encode agent event", err)
 	}

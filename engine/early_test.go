@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,6 +114,55 @@ func TestModelCalledWhileTheMessageCommits(t *testing.T) {
 	}
 	if n := len(h.llm.Requests()); n != 2 {
 		t.Fatalf("%d model requests, want one per turn", n)
+	}
+}
+
+// memoryReading is a holdingStore that counts its working-memory reads.
+type memoryReading struct {
+	holdingStore
+	reads sync.Map // conversation id -> *atomic.Int64
+}
+
+func (s *memoryReading) Memory(ctx context.Context, id string) ([]agentik.MemoryEntry, error) {
+	n, _ := s.reads.LoadOrStore(id, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+	return s.holdingStore.Memory(ctx, id)
+}
+
+// TestFirstTurnCalledEarly: a conversation made by this process has no
+// working memory to read, so its first message's model call goes out while
+// the message commits (the commit here waits for it), and its memory is
+// not read from the store; its second turn, too, works from what the first
+// left in the cache.
+func TestFirstTurnCalledEarly(t *testing.T) {
+	m := newModelAt("first")
+	var st *memoryReading
+	h := newHarness(t, func(o *engine.Options) {
+		st = &memoryReading{holdingStore: holdingStore{Store: o.Store.(*sqlite.Store), text: "first", until: m.reached}}
+		o.Store = st
+	})
+	h.llm.Handle(m.reply)
+	c, s := h.conversation()
+	first := h.send(c, "first")
+	m.gate.Release()
+	if got := compact(until(t, s, endOf(first.MessageID))); got != "user_message,working,start_response,append_text,assistant_message,end" {
+		t.Fatalf("events %s", got)
+	}
+	second := h.send(c, "second")
+	until(t, s, endOf(second.MessageID))
+	if n, ok := st.reads.Load(c.ID()); ok {
+		t.Fatalf("working memory read %d times", n.(*atomic.Int64).Load())
+	}
+	reqs := h.llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want one per turn", len(reqs))
+	}
+	var got []string
+	for _, msg := range reqs[1].Messages {
+		got = append(got, msg.Role+" "+string(msg.Content))
+	}
+	if want := []string{`system "You are a test agent."`, `user "first"`, `assistant "re: first"`, `user "second"`}; !slices.Equal(got, want) {
+		t.Fatalf("second request's messages %q, want %q", got, want)
 	}
 }
 

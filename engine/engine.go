@@ -333,6 +333,10 @@ func (e *Engine) CreateConversation(ctx context.Context, req agentik.CreateReque
 		UpdatedAt: now,
 	}
 	c := e.newConv(rec)
+	// A conversation made here has no working memory yet: its first turn
+	// need not read it (and can send its model call early). A process that
+	// shares the store forgets this when another one takes the lease.
+	c.memoryLoaded = true
 	aw := e.beginAgentWrite(rec.Temporal)
 	ev, err := e.storeFor(rec.Temporal).CreateConversation(ctx, rec)
 	if err == nil {

@@ -58,14 +58,15 @@ func TestCheckpointsKeepTheWALSmall(t *testing.T) {
 	}
 }
 
-// TestReadersMapTheFile: the read pool's connections have memory-mapped I/O on.
-func TestReadersMapTheFile(t *testing.T) {
+// TestReadersDoNotMapTheFile: the read pool's connections read pages with
+// pread (why: sqlite.go, BenchmarkReadAfterWrite).
+func TestReadersDoNotMapTheFile(t *testing.T) {
 	s := openPath(t, filepath.Join(t.TempDir(), "agentik.db"))
 	var n int64
 	if err := s.r.QueryRowContext(t.Context(), `PRAGMA mmap_size`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != readerMmap {
-		t.Fatalf("mmap_size %d, want %d", n, readerMmap)
+	if n != 0 {
+		t.Fatalf("mmap_size %d, want 0", n)
 	}
 }

@@ -40,7 +40,6 @@ var _ agentik.Store = (*Store)(nil)
 // other on a small machine.
 const readers = 4
 
-
 // Store is an agentik.Store backed by one SQLite file. Safe for concurrent
 // use; Close is idempotent.
 //

@@ -8,14 +8,15 @@ import (
 	"github.com/agentik/agentik/internal/jsonw"
 )
 
-// The events, journal messages, memory entries and agent events a turn writes are encoded
-// several times each (stored, then shared with the subscribers), and
-// json.Marshal's reflection was a measurable part of a turn. The functions
-// below write the same bytes by hand for the shapes a turn produces, and
-// leave what they do not cover (tool arguments, compactions, a message's
-// context, approvals' answers) to json.Marshal. TestWireJSONCoversFields
-// fails when one of these types gains a field they do not know, and the
-// fuzz targets hold every byte to json.Marshal's.
+// The events, journal messages, memory entries and agent events a turn
+// writes are encoded several times each (stored, then shared with the
+// subscribers), and json.Marshal's reflection was a measurable part of a
+// turn. The functions below write the same bytes by hand for the shapes a
+// turn produces, and leave what they do not cover (tool arguments,
+// compactions, a message's context, approvals' expiry and answer, a new
+// conversation's agent event) to json.Marshal. TestWireJSONCoversFields
+// fails when one of these types gains a field they do not know, and
+// FuzzWireJSON holds their bytes to json.Marshal's.
 
 // MarshalEvent returns json.Marshal(e)'s bytes.
 func MarshalEvent(e *Event) ([]byte, error) {

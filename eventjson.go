@@ -77,12 +77,7 @@ func (e *Event) appendJSON(b []byte) ([]byte, bool) {
 		return b, false
 	}
 	start := len(b)
-	b = append(b, '{')
-	if e.Cursor != 0 {
-		b = append(b, `"cursor":`...)
-		b = strconv.AppendInt(b, e.Cursor, 10)
-		b = append(b, ',')
-	}
+	b = openWithCursor(b, e.Cursor)
 	b = appendKey(b, `"conversation_id":`, e.ConversationID)
 	b = appendTime(b, `,"date":`, e.Date)
 	b = appendKey(b, `,"type":`, e.Type)
@@ -178,12 +173,7 @@ func (e *AgentEvent) appendJSON(b []byte) ([]byte, bool) {
 	if e.Conversation != nil {
 		return b, false
 	}
-	b = append(b, '{')
-	if e.Cursor != 0 {
-		b = append(b, `"cursor":`...)
-		b = strconv.AppendInt(b, e.Cursor, 10)
-		b = append(b, ',')
-	}
+	b = openWithCursor(b, e.Cursor)
 	b = appendTime(b, `"date":`, e.Date)
 	b = appendKey(b, `,"type":`, e.Type)
 	b = appendOmit(b, `,"conversation_id":`, e.ConversationID)
@@ -192,6 +182,17 @@ func (e *AgentEvent) appendJSON(b []byte) ([]byte, bool) {
 		b = appendTime(b, `,"updated_at":`, e.UpdatedAt)
 	}
 	return append(b, '}'), true
+}
+
+// openWithCursor opens an object whose first field is an omitempty cursor.
+func openWithCursor(b []byte, cursor int64) []byte {
+	b = append(b, '{')
+	if cursor == 0 {
+		return b
+	}
+	b = append(b, `"cursor":`...)
+	b = strconv.AppendInt(b, cursor, 10)
+	return append(b, ',')
 }
 
 // appendContent writes a non-empty content list as an omitempty field.

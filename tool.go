@@ -38,6 +38,15 @@ type ToolSource interface {
 	Tools(ctx context.Context) []Tool
 }
 
+// StartingToolSource is a ToolSource whose Tools waits, for a while after
+// start-up, for tools still coming (MCP servers making their first
+// connection). Starting reports whether that wait is still on: a model
+// call made now without waiting could offer fewer tools than the turn's.
+type StartingToolSource interface {
+	ToolSource
+	Starting() bool
+}
+
 // TimeoutTool is a Tool with its own call timeout (an MCP server's
 // configured timeout, say). The engine uses it instead of its default
 // when it is positive.

@@ -119,18 +119,20 @@ func (c *conv) dropEarlyLocked(id string) agentik.EarlyCall {
 // the turn takes the call over if its request is the same (the LLM
 // compares them). Only for an idle conversation whose working memory is
 // loaded, not while tracing (the call's span and trace context belong to
-// the turn), and not when the turn would compact first. Caller holds mu.
+// the turn), not while a tool source is still starting (the turn waits for
+// its tools, and an early request without them would be a model call paid
+// for nothing), and not when the turn would compact first. Caller holds mu.
 func (c *conv) startEarly(entry agentik.MemoryEntry, client []agentik.ToolSpec) agentik.EarlyCall {
 	es, ok := c.e.opts.LLM.(agentik.EarlyStarter)
-	if !ok || !c.memoryLoaded || c.e.opts.Tracer != nil {
+	if !ok || !c.memoryLoaded || c.e.opts.Tracer != nil || c.e.opts.Tools.Starting() {
 		return nil
 	}
 	r := &turnRun{c: c, ctx: c.e.baseCtx, client: client}
 	n := len(c.memory)
 	c.memory = append(c.memory, entry)
-	// The tools known now: a source still waiting for its servers (at
-	// start-up) does not hold the Send up; the turn waits, and its request
-	// then differs if they came.
+	// The tools known now (no source is starting): a source whose list
+	// changes meanwhile makes the turn's request differ, and the turn
+	// sends its own.
 	// StartEarly keeps nothing of req: its messages are written into a
 	// slice of a pool (a turn's second copy of its context).
 	scratch := earlyMessages.Get().(*[]agentik.ModelMessage)

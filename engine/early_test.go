@@ -14,6 +14,7 @@ import (
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/sqlite"
+	"github.com/agentik/agentik/tools"
 )
 
 // holdingStore holds the commit of the user message `text` until `until`
@@ -163,6 +164,52 @@ func TestFirstTurnCalledEarly(t *testing.T) {
 	}
 	if want := []string{`system "You are a test agent."`, `user "first"`, `assistant "re: first"`, `user "second"`}; !slices.Equal(got, want) {
 		t.Fatalf("second request's messages %q, want %q", got, want)
+	}
+}
+
+// startingSource is a tool source still starting until ready is closed:
+// its Tools waits for that, as an MCP source does at start-up.
+type startingSource struct{ ready chan struct{} }
+
+func (s startingSource) Tools(ctx context.Context) []agentik.Tool {
+	select {
+	case <-s.ready:
+		return []agentik.Tool{tools.CurrentTime{}}
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+func (s startingSource) Starting() bool {
+	select {
+	case <-s.ready:
+		return false
+	default:
+		return true
+	}
+}
+
+// TestNoEarlyCallWhileToolsStart: while a tool source is starting, a
+// message's model call is not sent early (it would lack the source's tools,
+// and the turn, which waits for them, would pay for a second call): the
+// model gets one request, offering those tools.
+func TestNoEarlyCallWhileToolsStart(t *testing.T) {
+	src := startingSource{ready: make(chan struct{})}
+	h := newHarness(t, func(o *engine.Options) {
+		o.Tools = tools.NewRegistry()
+		o.Tools.AddSource("slow", src)
+	})
+	h.llm.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("hi") })
+	c, s := h.conversation()
+	sent := h.send(c, "first")
+	close(src.ready)
+	until(t, s, endOf(sent.MessageID))
+	reqs := h.llm.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests, want the turn's alone", len(reqs))
+	}
+	if len(reqs[0].Tools) != 1 || reqs[0].Tools[0].Function.Name != "current_time" {
+		t.Fatalf("tools offered %+v, want the source's", reqs[0].Tools)
 	}
 }
 

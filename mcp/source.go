@@ -160,6 +160,23 @@ func (s *Source) waitFirst(ctx context.Context) {
 	}
 }
 
+// Starting reports whether Tools still waits at start-up: the start-up
+// window is open and a server has not finished its first connection
+// attempt (agentik.StartingToolSource).
+func (s *Source) Starting() bool {
+	if time.Since(s.start) >= s.opts.StartupWait {
+		return false
+	}
+	for _, srv := range s.servers {
+		select {
+		case <-srv.firstDone:
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // WaitReady waits until every enabled server has finished its first
 // connection attempt (successful or not) or ctx ends.
 func (s *Source) WaitReady(ctx context.Context) error {

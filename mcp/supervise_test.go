@@ -429,3 +429,26 @@ func TestLegacySSEAndAutoFallback(t *testing.T) {
 		}
 	}
 }
+
+// Starting holds while the start-up window is open and a server has not
+// made its first connection attempt; never once the window is closed.
+func TestStarting(t *testing.T) {
+	t.Parallel()
+	silent := ServerConfig{Name: "silent", Transport: TransportStdio, Command: "sleep", Args: []string{"300"}}
+	src := New(&Config{Servers: []ServerConfig{silent}}, testOptions(t))
+	t.Cleanup(func() { src.Close() })
+	if !src.Starting() {
+		t.Fatal("a source whose server has not answered yet is not starting")
+	}
+	opts := testOptions(t)
+	opts.StartupWait = -1
+	closed := New(&Config{Servers: []ServerConfig{silent}}, opts)
+	t.Cleanup(func() { closed.Close() })
+	if closed.Starting() {
+		t.Fatal("starting without a start-up window")
+	}
+	good := startSource(t, &Config{Servers: []ServerConfig{selfServer("good", nil)}}, testOptions(t))
+	if good.Starting() {
+		t.Fatalf("starting once every server made its first attempt: %+v", good.Health())
+	}
+}

@@ -79,6 +79,20 @@ func (r *Registry) Snapshot(ctx context.Context) *Set {
 	return s
 }
 
+// Starting reports whether a source is still waiting for its first tools
+// (agentik.StartingToolSource): a Snapshot that does not wait may miss some.
+func (r *Registry) Starting() bool {
+	r.mu.RLock()
+	sources := r.sources
+	r.mu.RUnlock()
+	for _, ns := range sources {
+		if s, ok := ns.src.(agentik.StartingToolSource); ok && s.Starting() {
+			return true
+		}
+	}
+	return false
+}
+
 // filter drops the tools keep refuses.
 func (s *Set) filter(keep func(name string) bool) {
 	specs := s.specs[:0]

@@ -172,6 +172,9 @@ func TestFirstTurnCalledEarly(t *testing.T) {
 type startingSource struct{ ready chan struct{} }
 
 func (s startingSource) Tools(ctx context.Context) []agentik.Tool {
+	if !s.Starting() {
+		return []agentik.Tool{tools.CurrentTime{}}
+	}
 	select {
 	case <-s.ready:
 		return []agentik.Tool{tools.CurrentTime{}}
@@ -189,24 +192,47 @@ func (s startingSource) Starting() bool {
 	}
 }
 
+// earlyCounting counts the calls an EarlyStarter LLM is asked to send early.
+type earlyCounting struct {
+	agentik.LLM
+	n atomic.Int64
+}
+
+func (l *earlyCounting) StartEarly(ctx context.Context, req agentik.ModelRequest) agentik.EarlyCall {
+	l.n.Add(1)
+	return l.LLM.(agentik.EarlyStarter).StartEarly(ctx, req)
+}
+
 // TestNoEarlyCallWhileToolsStart: while a tool source is starting, a
 // message's model call is not sent early (it would lack the source's tools,
-// and the turn, which waits for them, would pay for a second call): the
-// model gets one request, offering those tools.
+// and the turn, which waits for them, would pay for a second call); once it
+// has started, the next message's is. The model gets one request per turn,
+// offering the source's tools.
 func TestNoEarlyCallWhileToolsStart(t *testing.T) {
 	src := startingSource{ready: make(chan struct{})}
+	var llm *earlyCounting
 	h := newHarness(t, func(o *engine.Options) {
 		o.Tools = tools.NewRegistry()
 		o.Tools.AddSource("slow", src)
+		llm = &earlyCounting{LLM: o.LLM}
+		o.LLM = llm
 	})
 	h.llm.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("hi") })
 	c, s := h.conversation()
 	sent := h.send(c, "first")
+	if n := llm.n.Load(); n != 0 {
+		t.Fatalf("%d calls sent early while the tools were starting", n)
+	}
 	close(src.ready)
 	until(t, s, endOf(sent.MessageID))
+	sent = h.send(c, "second")
+	until(t, s, endOf(sent.MessageID))
+	if n := llm.n.Load(); n != 1 {
+		t.Fatalf("%d calls sent early once the tools had started, want 1", n)
+	}
 	reqs := h.llm.Requests()
-	if len(reqs) != 1 {
-		t.Fatalf("%d model requests, want the turn's alone", len(reqs))
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want one per turn", len(reqs))
 	}
 	if len(reqs[0].Tools) != 1 || reqs[0].Tools[0].Function.Name != "current_time" {
 		t.Fatalf("tools offered %+v, want the source's", reqs[0].Tools)

@@ -185,7 +185,10 @@ func TestMetricsQueueSubscribersCommitsMCP(t *testing.T) {
 	}()
 	<-gateAGUI.Reached()
 
-	mid := scrape(t, url, "")
+	// A model call reached while its message committed is sent early,
+	// before its turn counts itself running (microseconds later): wait
+	// for both turns to count.
+	mid := waitMetric(t, url, "agentik_turns_running", agent, value(before, "agentik_turns_running", agent)+2)
 	for _, c := range []struct {
 		name   string
 		labels map[string]string

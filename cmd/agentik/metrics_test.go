@@ -179,8 +179,10 @@ func TestMetricsThroughBinary(t *testing.T) {
 	}
 	gate.Release()
 
-	after := scrape(t, metricsURL, "")
+	// A turn counts itself ended just after its end event is out: wait
+	// for the last of those counts (the duration's) to take in all four.
 	agent := map[string]string{"agent": "agentik"}
+	after := waitMetric(t, metricsURL, "agentik_turn_duration_seconds", agent, value(before, "agentik_turn_duration_seconds", agent)+4)
 	with := func(kv ...string) map[string]string {
 		l := map[string]string{"agent": "agentik"}
 		for i := 0; i < len(kv); i += 2 {

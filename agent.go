@@ -167,7 +167,8 @@ type Conversation interface {
 	// Send stores the user message (durably, unless temporal) and returns once
 	// it is committed; the answer arrives as events.
 	Send(ctx context.Context, req SendRequest) (SendResult, error)
-	// Interrupt cancels the running turn; false when idle.
+	// Interrupt cancels the running turn, or withdraws the turn of a message
+	// just sent that has not started yet; false when idle.
 	Interrupt(ctx context.Context) (bool, error)
 	Messages(ctx context.Context, req MessagesRequest) (MessagePage, error)
 	// Events streams durable events with a cursor greater than after (LiveOnly

@@ -29,7 +29,7 @@ type conv struct {
 	parked     *parkedTurn            // the turn waiting for approvals, as far as known here
 	timers     map[string]*time.Timer // approval expiry by call id
 	running    *turn                  // nil when idle
-	handling   bool                   // the loop has taken a turn it has not started (or dropped) yet
+	handling   string                 // the user message of the turn the loop has taken and not started (or dropped) yet
 	looping    bool                   // a turn loop goroutine owns the queue
 	phase      string                 // agentik.DeltaReasoning or DeltaText of the running turn
 	partial    strings.Builder        // text of the current phase so far
@@ -309,7 +309,7 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	busy := c.running != nil || c.handling || c.parked != nil || len(c.queue) > 0
+	busy := c.running != nil || c.handling != "" || c.parked != nil || len(c.queue) > 0
 	if busy && req.IfBusy == agentik.BusyReject {
 		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
 	}
@@ -486,6 +486,26 @@ func (c *conv) interruptBy(reason, by string) bool {
 		c.running.by = by
 	}
 	return c.interruptLocked(reason)
+}
+
+// starting returns the user message whose turn this process starts next
+// and has not started yet — taken by its loop, or first in its queue — or
+// "" when a turn runs, waits (for approvals or client tool results), or is
+// not this process's to start.
+func (c *conv) starting() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.running != nil || c.parked != nil:
+		return ""
+	case c.handling != "": // taken from the store's queue: it starts next
+		return c.handling
+	case c.pending != nil || c.stranded || (c.shared && !c.leased):
+		return "" // the store's first open turn is not the queue's
+	case len(c.queue) > 0:
+		return c.queue[0].user.ID
+	}
+	return ""
 }
 
 func (c *conv) interruptLocked(reason string) bool {
@@ -719,6 +739,11 @@ func (h *handle) Interrupt(ctx context.Context) (bool, error) {
 	}
 	if ok, err := h.c.interruptParked(ctx, agentik.ReasonUser, agentik.PrincipalFrom(ctx)); ok || err != nil {
 		return ok, err
+	}
+	if id := h.c.starting(); id != "" {
+		// Sent and about to start here (its model call may already be on
+		// its way): the current turn, withdrawn before it starts.
+		return h.c.interruptTurn(ctx, id)
 	}
 	ok, err := h.c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: h.c.id, Reason: agentik.ReasonUser})
 	if err != nil {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -315,6 +316,68 @@ func TestInterruptWhileCalledEarly(t *testing.T) {
 	evs := until(t, s, endOf(second.MessageID))
 	if end := evs[len(evs)-1]; end.Reason != agentik.EndInterrupted {
 		t.Fatalf("ended %q (%s)", end.Reason, compact(evs))
+	}
+}
+
+// TestInterruptBeforeTheTurnStarts: an interrupt after the 202 and before
+// the turn loop starts the turn, whose model call went out early, ends
+// that turn without starting it and cancels the call, whether the loop
+// has yet to take the turn from the queue or has taken it. The
+// conversation answers its next message as usual.
+func TestInterruptBeforeTheTurnStarts(t *testing.T) {
+	for _, point := range []string{"next", "taken"} {
+		t.Run(point, func(t *testing.T) {
+			var armed atomic.Bool
+			at, release := make(chan string, 1), make(chan struct{})
+			h := &harness{t: t, llm: llmtest.NewServer(), path: filepath.Join(t.TempDir(), "agentik.db"), ctx: context.Background(),
+				llmTimeout: 30 * time.Second, hook: func(p, replyTo string) {
+					if p == point && armed.CompareAndSwap(true, false) {
+						at <- replyTo
+						<-release
+					}
+				}}
+			t.Cleanup(h.llm.Close)
+			h.start()
+			free := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(free) // before the engine stops, on failure too
+			m := newModelAt("hi")
+			h.llm.Handle(m.reply)
+			c, s := h.conversation()
+
+			armed.Store(true)
+			res := h.send(c, "hi")
+			within(t, m.reached, "the early model request")
+			select {
+			case id := <-at:
+				if id != res.MessageID {
+					t.Fatalf("the loop holds %s, want %s", id, res.MessageID)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("the loop did not reach %q", point)
+			}
+			ok, err := c.Interrupt(h.ctx)
+			if err != nil || !ok {
+				t.Fatalf("interrupt: %v, %v", ok, err)
+			}
+			within(t, m.gate.Abandoned(), "the cancellation of the early call")
+			free()
+			evs := until(t, s, endOf(res.MessageID))
+			if got := compact(evs); got != "user_message,interrupted,end" {
+				t.Fatalf("events %s", got)
+			}
+			if evs[1].Reason != agentik.ReasonUser || evs[2].Reason != agentik.EndInterrupted {
+				t.Fatalf("interrupted %q, ended %q", evs[1].Reason, evs[2].Reason)
+			}
+
+			next := h.send(c, "again")
+			evs = until(t, s, endOf(next.MessageID))
+			if got := textOf(evs[len(evs)-2].Message.Content); got != "re: other" {
+				t.Fatalf("next answer %q (%s)", got, compact(evs))
+			}
+			if n := len(h.llm.Requests()); n != 2 {
+				t.Fatalf("%d model requests, want the cancelled one and the next", n)
+			}
+		})
 	}
 }
 

@@ -203,9 +203,20 @@ type Engine struct {
 	agentLow      uint64           // the lowest ticket not back
 	agentBack     []bool           // per ticket from agentLow: the write is back
 	agentHeld     []heldAgentEvent // committed, waiting for earlier tickets; by cursor
+
+	// hook, set by tests only (export_test.go) before Start: called by a
+	// turn loop at the named point with the user message of the turn.
+	hook func(point, replyTo string)
 }
 
 var _ agentik.Agent = (*Engine)(nil)
+
+// testHook calls the test's hook, if any.
+func (e *Engine) testHook(point, replyTo string) {
+	if e.hook != nil {
+		e.hook(point, replyTo)
+	}
+}
 
 // New validates opts and returns an Engine. It does no I/O.
 func New(opts Options) (*Engine, error) {

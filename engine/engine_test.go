@@ -32,6 +32,7 @@ type harness struct {
 	ctx   context.Context
 
 	llmTimeout time.Duration
+	hook       func(point, replyTo string) // engine.SetHook, before Start
 }
 
 type option func(*engine.Options)
@@ -68,6 +69,9 @@ func (h *harness) start(opts ...option) {
 	eng, err := engine.New(o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if h.hook != nil {
+		engine.SetHook(eng, h.hook)
 	}
 	if err := eng.Start(h.ctx); err != nil {
 		t.Fatal(err)

@@ -205,7 +205,9 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 			continue // closed here since the queue was read
 		}
 		last = user.ID
+		c.e.testHook("next", user.ID)
 		item, local := c.take(user.ID) // sets handling
+		c.e.testHook("taken", user.ID)
 		if !local {
 			item = queued{user: user}
 		}
@@ -233,7 +235,7 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		tctx, cancel := context.WithCancel(fctx)
 		t := &turn{user: user, cancel: cancel}
 		c.mu.Lock()
-		c.handling = false
+		c.handling = ""
 		if c.isWithdrawnLocked(user.ID) {
 			c.mu.Unlock()
 			cancel()
@@ -277,7 +279,7 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 func (c *conv) take(id string) (queued, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.handling = true
+	c.handling = id
 	for i, q := range c.queue {
 		if q.user.ID == id {
 			c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
@@ -289,7 +291,7 @@ func (c *conv) take(id string) (queued, bool) {
 
 func (c *conv) handled() {
 	c.mu.Lock()
-	c.handling = false
+	c.handling = ""
 	c.mu.Unlock()
 }
 

@@ -146,6 +146,9 @@ func (c *conv) withdrawLocked(ctx context.Context, id string) error {
 	if c.pending != nil && c.pending.user.ID == id {
 		c.pending = nil
 	}
+	if c.early.id == id {
+		c.dropEarlyLocked("") // its model call, sent early, is not paid for to the end
+	}
 	c.publishLocked(agentik.Event{Type: agentik.EvEnd, ReplyTo: id, Reason: agentik.EndInterrupted})
 	return nil
 }

@@ -749,7 +749,34 @@ func (h *handle) Interrupt(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, h.c.readErr(err)
 	}
-	return ok, nil
+	if ok || !h.c.shared {
+		return ok, nil
+	}
+	// Sharing the store, no process runs a turn of it: its first open turn
+	// may be one stored and not started yet, by whichever process takes
+	// the lease next.
+	return h.c.interruptUnstarted(ctx)
+}
+
+// interruptUnstarted withdraws the conversation's first open turn unless it
+// waits (for client tool results or approvals): a turn no process has
+// started yet. It reports false when there is none.
+func (c *conv) interruptUnstarted(ctx context.Context) (bool, error) {
+	q, err := c.coord.Pending(ctx, c.id)
+	if err != nil {
+		return false, c.readErr(err)
+	}
+	if len(q.Open) == 0 {
+		return false, nil
+	}
+	round, err := c.openRound(ctx, q.Open[0], q.Turn)
+	if err != nil {
+		return false, err
+	}
+	if round != nil && (len(round.waiting) > 0 || len(round.asking) > 0) {
+		return false, nil
+	}
+	return c.interruptTurn(ctx, q.Open[0].ID)
 }
 
 var _ agentik.TurnInterrupter = (*handle)(nil)

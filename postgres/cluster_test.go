@@ -35,6 +35,8 @@ type nodeOptions struct {
 	onRestart string
 	tools     *tools.Registry
 	approval  agentik.ApprovalPolicy
+	// wrap, when set, stands between the engine and its Coordinator.
+	wrap func(agentik.Coordinator) agentik.Coordinator
 }
 
 // newNode starts an engine on the database at dsn, answering through llm.
@@ -57,7 +59,11 @@ func newNode(t testing.TB, dsn string, llm *llmtest.Server, o nodeOptions) *node
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(engine.Options{Store: st, Bus: b, LLM: model, Cluster: co, OnRestart: o.onRestart, Tools: o.tools, Approval: o.approval})
+	var cluster agentik.Coordinator = co
+	if o.wrap != nil {
+		cluster = o.wrap(co)
+	}
+	eng, err := engine.New(engine.Options{Store: st, Bus: b, LLM: model, Cluster: cluster, OnRestart: o.onRestart, Tools: o.tools, Approval: o.approval})
 	if err != nil {
 		t.Fatal(err)
 	}

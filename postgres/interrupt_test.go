@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,5 +211,73 @@ func TestInterruptTurnNobodyHolds(t *testing.T) {
 		if agentik.ErrorCode(err) != agentik.EInvalid {
 			t.Fatalf("results for a withdrawn round: %v", err)
 		}
+	}
+}
+
+// holdingAcquire holds the first lease request made once armed until
+// release is closed, telling at when it arrives.
+type holdingAcquire struct {
+	agentik.Coordinator
+	armed   atomic.Bool
+	at      chan struct{}
+	release chan struct{}
+}
+
+func (h *holdingAcquire) Acquire(ctx context.Context, id string) (agentik.Lease, error) {
+	if h.armed.CompareAndSwap(true, false) {
+		close(h.at)
+		<-h.release
+	}
+	return h.Coordinator.Acquire(ctx, id)
+}
+
+// TestInterruptBeforeAnyProcessStarts: a plain Interrupt of a conversation
+// whose message is stored and whose turn no process has started yet (the
+// loop waits for the lease) withdraws that turn: closed with
+// interrupted{user}, the model never asked. The next message is answered;
+// a conversation with nothing open has nothing to interrupt.
+func TestInterruptBeforeAnyProcessStarts(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	llm.Handle(echo)
+	hold := &holdingAcquire{at: make(chan struct{}), release: make(chan struct{})}
+	free := sync.OnceFunc(func() { close(hold.release) })
+	n := newNode(t, freshSchema(t), llm, nodeOptions{scan: time.Hour, wrap: func(c agentik.Coordinator) agentik.Coordinator {
+		hold.Coordinator = c
+		return hold
+	}})
+	t.Cleanup(free) // before the node stops, on failure too
+	ctx := context.Background()
+	_, convs := sharedConversation(t, ctx, n)
+	s := liveEvents(t, ctx, convs[0])
+
+	hold.armed.Store(true)
+	hi := sendText(t, convs[0], "hi")
+	select {
+	case <-hold.at:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no lease request within 10 s")
+	}
+	ok, err := convs[0].Interrupt(ctx)
+	if err != nil || !ok {
+		t.Fatalf("interrupt: %v, %v", ok, err)
+	}
+	free()
+	evs := waitFor(t, s, "the end of the withdrawn turn", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == hi.MessageID })
+	if end := evs[len(evs)-1]; end.Reason != agentik.EndInterrupted {
+		t.Fatalf("ended %q", end.Reason)
+	}
+	if ev := closing(t, n.store, convs[0].ID(), hi.MessageID); ev.Type != agentik.EvInterrupted || ev.Reason != agentik.ReasonUser {
+		t.Fatalf("closed with %+v", ev)
+	}
+	again := sendText(t, convs[0], "again")
+	waitFor(t, s, "the answer to the next message", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == again.MessageID })
+	if asked(llm, "hi") || !asked(llm, "again") {
+		t.Fatalf("the model was asked %d times, for the withdrawn turn: %v", len(llm.Requests()), asked(llm, "hi"))
+	}
+	// Nothing open, nothing running: nothing to interrupt.
+	_, idle := sharedConversation(t, ctx, n)
+	if ok, err := idle[0].Interrupt(ctx); err != nil || ok {
+		t.Fatalf("interrupt when idle: %v, %v", ok, err)
 	}
 }

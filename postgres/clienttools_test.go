@@ -56,7 +56,7 @@ func TestNewMessageAbandonsClientRoundOfAnotherProcess(t *testing.T) {
 	a := newNode(t, dsn, llm, nodeOptions{})
 	b := newNode(t, dsn, llm, nodeOptions{})
 	ctx := context.Background()
-	_, cs := sharedConversation(t, ctx, a, b)
+	id, cs := sharedConversation(t, ctx, a, b)
 	convA, convB := cs[0], cs[1]
 	s := liveEvents(t, ctx, convB)
 	pick := agentik.ToolSpec{Name: "pick_color", Description: "Ask the user", Parameters: agentik.RawJSON(`{"type":"object"}`)}
@@ -67,6 +67,24 @@ func TestNewMessageAbandonsClientRoundOfAnotherProcess(t *testing.T) {
 	waitFor(t, s, "the first turn waiting for the client", func(ev agentik.Event) bool {
 		return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID && ev.Reason == agentik.EndClientTools
 	})
+	// Once A has let the lease go, nothing runs: a plain interrupt through
+	// B leaves the waiting turn alone (only a new message abandons it).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, held, err := a.coord.Holder(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("A still holds the lease after 10 s")
+		}
+		time.Sleep(5 * time.Millisecond) // polling the lease table, not synchronising
+	}
+	if ok, err := convB.Interrupt(ctx); err != nil || ok {
+		t.Fatalf("interrupt while the client's round waits: %v, %v", ok, err)
+	}
 	next := sendText(t, convB, "next")
 	seen := waitFor(t, s, "the answer to the next message", func(ev agentik.Event) bool {
 		return ev.Type == agentik.EvAssistantMessage && ev.Message.ReplyTo == next.MessageID

@@ -53,8 +53,10 @@ func TestNewMessageAbandonsClientRoundOfAnotherProcess(t *testing.T) {
 	defer llm.Close()
 	llm.Enqueue(llmtest.ToolCalls(llmtest.Call("pick_color", `{}`).WithID("call_pick")), llmtest.Text("moved on"))
 	dsn := freshSchema(t)
-	a := newNode(t, dsn, llm, nodeOptions{})
-	b := newNode(t, dsn, llm, nodeOptions{})
+	// No scans: a scan takes the lease of the waiting turn for a moment,
+	// and an interrupt then finds it held.
+	a := newNode(t, dsn, llm, nodeOptions{scan: time.Hour})
+	b := newNode(t, dsn, llm, nodeOptions{scan: time.Hour})
 	ctx := context.Background()
 	id, cs := sharedConversation(t, ctx, a, b)
 	convA, convB := cs[0], cs[1]

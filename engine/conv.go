@@ -776,7 +776,7 @@ func (c *conv) interruptUnstarted(ctx context.Context) (bool, error) {
 	if round != nil && (len(round.waiting) > 0 || len(round.asking) > 0) {
 		return false, nil
 	}
-	return c.interruptTurn(ctx, q.Open[0].ID)
+	return c.interruptOpen(ctx, q, q.Open[0].ID)
 }
 
 var _ agentik.TurnInterrupter = (*handle)(nil)

@@ -47,6 +47,11 @@ func (c *conv) interruptTurn(ctx context.Context, replyTo string) (bool, error) 
 	if err != nil {
 		return false, c.readErr(err)
 	}
+	return c.interruptOpen(ctx, q, replyTo)
+}
+
+// interruptOpen is interruptTurn once the store's open turns q are read.
+func (c *conv) interruptOpen(ctx context.Context, q agentik.TurnQueue, replyTo string) (bool, error) {
 	if !slices.ContainsFunc(q.Open, func(m agentik.Message) bool { return m.ID == replyTo }) {
 		return false, nil
 	}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -215,12 +216,24 @@ func TestInterruptTurnNobodyHolds(t *testing.T) {
 }
 
 // holdingAcquire holds the first lease request made once armed until
-// release is closed, telling at when it arrives.
+// release is closed, telling at when it arrives. With failPending at n > 0,
+// its n-th read of a conversation's open turns from then fails with
+// errPendingRead.
 type holdingAcquire struct {
 	agentik.Coordinator
-	armed   atomic.Bool
-	at      chan struct{}
-	release chan struct{}
+	armed       atomic.Bool
+	at          chan struct{}
+	release     chan struct{}
+	failPending atomic.Int32
+}
+
+var errPendingRead = errors.New("open turns unreadable")
+
+func (h *holdingAcquire) Pending(ctx context.Context, id string) (agentik.TurnQueue, error) {
+	if h.failPending.Load() > 0 && h.failPending.Add(-1) == 0 {
+		return agentik.TurnQueue{}, errPendingRead
+	}
+	return h.Coordinator.Pending(ctx, id)
 }
 
 func (h *holdingAcquire) Acquire(ctx context.Context, id string) (agentik.Lease, error) {
@@ -279,5 +292,58 @@ func TestInterruptBeforeAnyProcessStarts(t *testing.T) {
 	_, idle := sharedConversation(t, ctx, n)
 	if ok, err := idle[0].Interrupt(ctx); err != nil || ok {
 		t.Fatalf("interrupt when idle: %v, %v", ok, err)
+	}
+}
+
+// TestInterruptUnstartedReadFails: when the store's open turns cannot be
+// read, a plain Interrupt of a turn no process has started yet reports the
+// error and changes nothing: the turn is answered once a process takes it.
+// Interrupt reads them twice on a shared store: for a turn that waits for
+// approvals (first), then for a turn not started (second); each read fails
+// in its own subtest.
+func TestInterruptUnstartedReadFails(t *testing.T) {
+	for _, read := range []struct {
+		name string
+		n    int32
+	}{{"approvals", 1}, {"unstarted", 2}} {
+		t.Run(read.name, func(t *testing.T) {
+			llm := llmtest.NewServer()
+			defer llm.Close()
+			llm.Handle(echo)
+			hold := &holdingAcquire{at: make(chan struct{}), release: make(chan struct{})}
+			free := sync.OnceFunc(func() { close(hold.release) })
+			n := newNode(t, freshSchema(t), llm, nodeOptions{scan: time.Hour, wrap: func(c agentik.Coordinator) agentik.Coordinator {
+				hold.Coordinator = c
+				return hold
+			}})
+			t.Cleanup(free) // before the node stops, on failure too
+			ctx := context.Background()
+			_, convs := sharedConversation(t, ctx, n)
+			s := liveEvents(t, ctx, convs[0])
+
+			hold.armed.Store(true)
+			hi := sendText(t, convs[0], "hi")
+			select {
+			case <-hold.at:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no lease request within 10 s")
+			}
+			hold.failPending.Store(read.n)
+			ok, err := convs[0].Interrupt(ctx)
+			if ok || !errors.Is(err, errPendingRead) {
+				t.Fatalf("interrupt: %v, %v; want the read's error", ok, err)
+			}
+			if left := hold.failPending.Load(); left != 0 {
+				t.Fatalf("the interrupt read the open turns %d times, want %d", read.n-left, read.n)
+			}
+			free()
+			evs := waitFor(t, s, "the end of the turn", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == hi.MessageID })
+			if end := evs[len(evs)-1]; end.Reason != agentik.EndCompleted {
+				t.Fatalf("ended %q", end.Reason)
+			}
+			if !asked(llm, "hi") {
+				t.Fatal("the model was not asked for the turn")
+			}
+		})
 	}
 }

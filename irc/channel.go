@@ -784,14 +784,23 @@ func (c *conn) echoCommand(r *reply, j *joined, target, text string) {
 
 // agentNotice sends a NOTICE from j's agent to the client, in j.
 func (c *conn) agentNotice(j *joined, text string) {
+	for _, m := range c.noticeLines(j, text) {
+		c.send(m)
+	}
+}
+
+// noticeLines is text as the NOTICE lines from j's agent to the client.
+func (c *conn) noticeLines(j *joined, text string) []ircmsg.Message {
 	v := j.view()
 	src, target := v.agentSource(), v.agentTarget()
+	var out []ircmsg.Message
 	for _, p := range splitText(text, budget(src, "NOTICE", target, 0)) {
 		m := ircmsg.MakeMessage(nil, src, "NOTICE", target, p)
 		m.SetTag("time", tagTime(agentik.Now().Time))
 		m.SetTag("bot", "")
-		c.send(m)
+		out = append(out, m)
 	}
+	return out
 }
 
 // parseCTCP splits "\x01CMD arg\x01".

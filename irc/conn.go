@@ -411,8 +411,9 @@ func (c *conn) encode(m ircmsg.Message) []byte {
 	return nil
 }
 
-// send queues m without waiting: lines of turns use it. A client whose
-// queue is full is disconnected.
+// send queues m without waiting: lines that other clients' actions cause,
+// and the server's own (PING, errors), use it. A client whose queue is full
+// is disconnected.
 func (c *conn) send(m ircmsg.Message) {
 	b := c.encode(m)
 	if b == nil {
@@ -430,11 +431,40 @@ func (c *conn) sendWait(m ircmsg.Message) bool {
 	if b == nil {
 		return true
 	}
-	if !c.out.pushWait(c.ctx, b, c.srv.opts.WriteTimeout) {
+	if !c.out.pushWait(c.ctx, b, c.out.max, c.srv.opts.WriteTimeout) {
 		c.quit("SendQ exceeded", true)
 		return false
 	}
 	return true
+}
+
+// followLine queues m, a line of one of the client's conversations (from
+// its follower, whose context is ctx), so that the queue is at most half
+// full with it: the other half stays for the lines that cannot wait
+// (send). When there is no room now, without wait it reports false; with
+// wait it waits up to SendQWait for room, and a client that makes none is
+// disconnected. waited tells whether it had to wait. Only the follower
+// waits, never the turn: the bus holds the conversation's events for it
+// (see follower for what it may drop meanwhile).
+func (c *conn) followLine(ctx context.Context, m ircmsg.Message, wait bool) (queued, waited bool) {
+	b := c.encode(m)
+	if b == nil {
+		return true, false
+	}
+	mark := c.out.max / 2
+	if c.out.tryPush(b, mark) {
+		return true, false
+	}
+	if !wait {
+		return false, false
+	}
+	if c.out.pushWait(ctx, b, mark, c.srv.opts.SendQWait) {
+		return true, true
+	}
+	if ctx.Err() == nil {
+		c.quit("SendQ exceeded", true)
+	}
+	return false, true
 }
 
 // quit ends the connection with "ERROR :Closing link (reason)" after what

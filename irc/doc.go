@@ -21,10 +21,12 @@
 // Guarantees: a client sees only its own principal's conversations, never
 // another principal's channel of the same name; with authentication on, a
 // client that has not logged in (SASL PLAIN or PASS) can register but not
-// join, talk or read history. A client never stalls a turn: lines of turns
-// are queued without waiting, and a client whose queue passes its limit
-// is disconnected ("SendQ exceeded"). What clients send is flood-limited
-// (a burst, then a rate: lines wait, none are dropped). Lines longer than
+// join, talk or read history. A client never stalls a turn: lines of its
+// conversations wait for room in its send queue on that client's own
+// follower (an answer it cannot take as it streams comes whole once
+// stored), and a client that makes no room in time, or whose queue passes
+// its limit, is disconnected ("SendQ exceeded"). What clients send is
+// flood-limited (a burst, then a rate: lines wait, none are dropped). Lines longer than
 // the limits get ERR_INPUTTOOLONG and change nothing; invalid UTF-8 gets
 // FAIL INVALID_UTF8. On shutdown every client gets "ERROR :Closing link".
 package irc

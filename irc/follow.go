@@ -18,18 +18,32 @@ const typingEvery = 3 * time.Second
 // follower turns one conversation's events into one client's lines. The
 // answer streams line by line: each complete line is sent as soon as it is
 // complete; the last one (whose msgid is the stored message's id) when the
-// assistant_message event arrives. It never waits for the client: lines
-// are queued without waiting (a client that falls behind is cut off).
+// assistant_message event arrives.
+//
+// The lines of stored events (messages, tool lines, notices) wait for room
+// in the client's send queue (conn.followLine): a client that reads gets a
+// message of any size. While the follower waits, the bus holds the
+// conversation's events for it, and may drop deltas it has no room for: a
+// response's text would then have a gap. So live lines never wait, and a
+// response whose lines cannot all be sent live, or that may have lost
+// deltas because the follower waited since the previous one began (or
+// during it), is "lagging": its deltas are ignored from then on, and its
+// lines are sent, waiting, from its stored message. A follower cut off by
+// the bus resumes from its last durable event.
 type follower struct {
 	c        *conn
 	j        *joined
 	v        view
 	phase    string
 	split    streamSplitter
-	sawDelta bool            // the current response came as deltas
-	text     strings.Builder // text of the current response so far
-	emitted  int             // lines of it sent
-	resumed  string          // text sent before a resubscription
+	sawDelta bool             // the current response came as deltas
+	text     strings.Builder  // text of the current response so far
+	emitted  int              // lines of it sent
+	resumed  string           // text sent before a resubscription
+	lagging  bool             // the current response is sent from its message
+	backlog  []ircmsg.Message // its complete lines not sent yet
+	waited   bool             // a line waited for room since the response began
+	final    bool             // sending from the message: live lines wait
 	replyTo  string
 	cursor   int64
 	typing   *time.Ticker
@@ -107,9 +121,16 @@ func (f *follower) handle(ev agentik.Event) {
 		}
 		f.phase = ev.Type
 		f.newResponse()
+		// Deltas of this response may have been dropped while a line
+		// waited: it is sent from its message.
+		f.lagging, f.waited = f.waited, false
 	case agentik.EvAppendText:
 		if f.phase != agentik.EvStartResponse {
 			return // reasoning is not shown
+		}
+		if f.lagging {
+			f.sawDelta = true
+			return
 		}
 		t := ev.Text
 		if f.resumed != "" {
@@ -128,11 +149,25 @@ func (f *follower) handle(ev agentik.Event) {
 			return
 		}
 		if f.sawDelta {
+			// What the deltas did not bring (a lagging response, or one
+			// resumed after it was stored) is in the message: its lines
+			// follow those already sent.
+			f.final = true
+			for _, m := range f.backlog {
+				f.put(m)
+			}
+			f.backlog = nil
+			if full, so := agentik.JoinText(ev.Message.Content), f.text.String(); len(full) > len(so) && strings.HasPrefix(full, so) {
+				f.text.WriteString(full[len(so):])
+				f.split.write(full[len(so):], f.live)
+			}
 			f.finishResponse(ev.Message)
+			f.final = false
 		} else {
 			f.sendAll(v.message(ev.Message, false))
 		}
 		f.phase = ""
+		f.resumed = ""
 		f.newResponse()
 	case agentik.EvUserMessage:
 		if ev.Message != nil {
@@ -143,18 +178,18 @@ func (f *follower) handle(ev agentik.Event) {
 			f.sendAll(v.message(ev.Message, false))
 		}
 	case agentik.EvInterrupted:
-		c.send(v.ctcp("", "INTERRUPTED", ev.Reason, "", time.Now(), map[string]string{
+		f.put(v.ctcp("", "INTERRUPTED", ev.Reason, "", time.Now(), map[string]string{
 			"event": agentik.EvInterrupted, "reason": ev.Reason, "reply-to": ev.ReplyTo}))
 	case agentik.EvCompactionTriggered:
-		c.send(v.ctcp("", "COMPACTION", "dropped="+strconv.Itoa(ev.Dropped)+" summary_tokens="+strconv.Itoa(ev.SummaryTokens), "", time.Now(),
+		f.put(v.ctcp("", "COMPACTION", "dropped="+strconv.Itoa(ev.Dropped)+" summary_tokens="+strconv.Itoa(ev.SummaryTokens), "", time.Now(),
 			map[string]string{"event": agentik.EvCompactionTriggered, "dropped": strconv.Itoa(ev.Dropped), "summary-tokens": strconv.Itoa(ev.SummaryTokens)}))
 	case agentik.EvApprovalRequested:
 		// SPEC §10: a NOTICE stating the call and how to answer (handled
 		// in conn.approval). A subscriber that (re)connects is told again.
 		src, target := v.agentSource(), v.agentTarget()
-		c.agentNotice(f.j, approvalNotice(ev.Name, string(ev.Arguments), ev.CallID, budget(src, "NOTICE", target, 0)))
+		f.sendAll(c.noticeLines(f.j, approvalNotice(ev.Name, string(ev.Arguments), ev.CallID, budget(src, "NOTICE", target, 0))))
 	case agentik.EvApprovalResolved:
-		c.agentNotice(f.j, resolvedNotice(ev))
+		f.sendAll(c.noticeLines(f.j, resolvedNotice(ev)))
 	case agentik.EvEnd:
 		f.stopTyping(true)
 		f.phase = ""
@@ -191,6 +226,7 @@ func resolvedNotice(ev agentik.Event) string {
 }
 
 func (f *follower) newResponse() {
+	f.lagging, f.backlog = false, nil
 	f.split.reset()
 	f.split.max = budget(f.v.agentSource(), "PRIVMSG", f.v.agentTarget(), 0)
 	f.text.Reset()
@@ -208,7 +244,18 @@ func (f *follower) live(piece string) {
 		id = f.replyTo + "~" + id[len(id)-12:]
 	}
 	f.emitted++
-	f.c.send(privmsg(f.v.agentSource(), f.v.agentTarget(), piece, id, time.Now(), true))
+	m := privmsg(f.v.agentSource(), f.v.agentTarget(), piece, id, time.Now(), true)
+	switch {
+	case f.final:
+		f.put(m)
+	case f.lagging:
+		f.backlog = append(f.backlog, m)
+	default:
+		if ok, _ := f.c.followLine(f.j.ctx, m, false); !ok {
+			f.lagging = true
+			f.backlog = append(f.backlog, m)
+		}
+	}
 }
 
 // finishResponse sends the rest of a streamed answer and its images; the
@@ -227,7 +274,7 @@ func (f *follower) finishResponse(m *agentik.Message) {
 	src, target := f.v.agentSource(), f.v.agentTarget()
 	total := f.emitted + len(rest)
 	for i, p := range rest {
-		f.c.send(privmsg(src, target, p, lineID(m.ID, f.emitted+i, total), m.Date.Time, true))
+		f.put(privmsg(src, target, p, lineID(m.ID, f.emitted+i, total), m.Date.Time, true))
 	}
 }
 
@@ -263,7 +310,19 @@ func (f *follower) userMessage(m *agentik.Message) {
 
 func (f *follower) sendAll(msgs []ircmsg.Message) {
 	for _, m := range msgs {
-		f.c.send(m)
+		f.put(m)
+	}
+}
+
+// put queues one line of a stored event for the client, waiting for room
+// (conn.followLine). A response under way when it had to wait may have
+// lost deltas meanwhile: it lags from then on, and so does the next one.
+func (f *follower) put(m ircmsg.Message) {
+	if _, waited := f.c.followLine(f.j.ctx, m, true); waited {
+		f.waited = true
+		if f.phase == agentik.EvStartResponse && !f.final {
+			f.lagging = true
+		}
 	}
 }
 
@@ -294,7 +353,7 @@ func (f *follower) sendTyping(state string) {
 	m.SetTag("+typing", state)
 	m.SetTag("time", tagTime(time.Now()))
 	m.SetTag("bot", "")
-	f.c.send(m)
+	f.c.followLine(f.j.ctx, m, false) // a notification is dropped rather than waited for
 }
 
 // labeled returns msgs as the one labeled response to a command:

@@ -3,8 +3,10 @@ package irc
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,10 +83,33 @@ func rawRegister(t *testing.T, nc net.Conn, nick, channel string) *ircreader.Rea
 	}
 }
 
-// A client that stops reading is disconnected once its send queue is full;
-// the turn goes on, and another client of the channel gets all of it.
+// cutOff is a log handler that closes cut when a client is disconnected
+// for its send queue.
+type cutOff struct {
+	once sync.Once
+	cut  chan struct{}
+}
+
+func (h *cutOff) Enabled(context.Context, slog.Level) bool { return true }
+func (h *cutOff) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *cutOff) WithGroup(string) slog.Handler            { return h }
+func (h *cutOff) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if r.Message == "irc: closing link" && a.Key == "reason" && a.Value.String() == "SendQ exceeded" {
+			h.once.Do(func() { close(h.cut) })
+		}
+		return true
+	})
+	return nil
+}
+
+// A client that stops reading is disconnected once its send queue stays
+// full for the wait; the turn goes on, and another client of the channel
+// gets all of it.
 func TestSlowReaderIsCutOffAndTheTurnGoesOn(t *testing.T) {
-	s := newStackOn(t, Options{SendQBytes: 64 << 10}, nil, func(l net.Listener) net.Listener { return &smallBuffer{Listener: l} })
+	log := &cutOff{cut: make(chan struct{})}
+	s := newStackOn(t, Options{SendQBytes: 64 << 10, SendQWait: 2 * time.Second, Logger: slog.New(log)}, nil,
+		func(l net.Listener) net.Listener { return &smallBuffer{Listener: l} })
 	var pieces []string
 	for i := range 400 {
 		pieces = append(pieces, fmt.Sprintf("line %03d %s\n", i, strings.Repeat("x", 400)))
@@ -117,7 +142,13 @@ func TestSlowReaderIsCutOffAndTheTurnGoesOn(t *testing.T) {
 	if j[len(j)-1].Type != agentik.MsgAssistant || !strings.HasSuffix(agentik.JoinText(j[len(j)-1].Content), "the end") {
 		t.Fatalf("turn did not complete: %+v", j[len(j)-1])
 	}
-	// The slow client: what the kernel held, then the reason, then EOF.
+	// The slow client, once cut off: what the kernel held, then the
+	// reason, then EOF. (Read before, it would have made room.)
+	select {
+	case <-log.cut:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the slow client was not cut off within 30 s")
+	}
 	var last string
 	slow.SetReadDeadline(time.Now().Add(30 * time.Second))
 	for {
@@ -130,6 +161,323 @@ func TestSlowReaderIsCutOffAndTheTurnGoesOn(t *testing.T) {
 	if last != "ERROR :Closing link (SendQ exceeded)" {
 		t.Fatalf("slow client's last line %q", last)
 	}
+}
+
+// A client that reads gets bursts far larger than its send queue whole,
+// and stays connected: a long message from another facade and a long
+// answer streamed at once. Their lines wait for room instead of cutting it
+// off.
+func TestBurstsLargerThanTheSendQueueArriveWhole(t *testing.T) {
+	s := newStack(t, Options{SendQBytes: 4 << 10}, nil)
+	const n = 300
+	var pieces []string
+	for i := range n {
+		pieces = append(pieces, fmt.Sprintf("line %03d %s\n", i, strings.Repeat("y", 300)))
+	}
+	pieces = append(pieces, "the end")
+	s.llm.Enqueue(llmtest.Stream().Role().Content(pieces...).Finish("stop").Done())
+	c := s.dial()
+	c.register("alice", "")
+	c.join("#burst")
+	id := s.conversations("")[0].ID
+	conv, err := s.eng.Conversation(testCtx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg strings.Builder
+	for i := range n {
+		fmt.Fprintf(&msg, "para %03d %s\n", i, strings.Repeat("z", 300))
+	}
+	msg.WriteString("the question")
+	if _, err := conv.Send(testCtx(t), agentik.SendRequest{Content: []agentik.Content{agentik.Text(msg.String())},
+		Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "web", DisplayName: "Web User"}}}); err != nil {
+		t.Fatal(err)
+	}
+	texts, others := c.answer("#burst", "the end")
+	var asked []string
+	for _, m := range others {
+		if m.Command == "ERROR" {
+			t.Fatalf("disconnected: %v", m)
+		}
+		if m.Command == "PRIVMSG" && m.Nick() == "Web-User" {
+			asked = append(asked, m.Params[1])
+		}
+	}
+	if len(asked) != n+1 || asked[n] != "the question" || len(texts) != n+1 {
+		t.Fatalf("the client got %d lines of the message (last %q) and %d of the answer, want %d of each",
+			len(asked), asked[len(asked)-1], len(texts), n+1)
+	}
+	for i := range n {
+		if want := fmt.Sprintf("para %03d %s", i, strings.Repeat("z", 300)); asked[i] != want {
+			t.Fatalf("message line %d: %q", i, asked[i])
+		}
+		if want := fmt.Sprintf("line %03d %s", i, strings.Repeat("y", 300)); texts[i] != want {
+			t.Fatalf("answer line %d: %q", i, texts[i])
+		}
+	}
+	c.send("PING :still here")
+	if m := c.next(); m.Command != "PONG" {
+		t.Fatalf("%v", m)
+	}
+}
+
+// A client that stops reading during a long answer holds up only its own
+// follower, and once it reads again it gets everything, every line once
+// and in order: the turn completes meanwhile; the answer, whose lines stop
+// fitting the client's queue, is sent from its stored message ("answer");
+// after a message longer than the queue, the follower waits on it while
+// the answer streams, its stream is cut off by the bus (the answer's
+// deltas and its stored message do not fit), and it resumes from its last
+// event ("after a long message"); when the client reads again while the
+// answer still streams, the deltas the bus dropped meanwhile leave a gap
+// in those the follower gets: the answer is sent from its message too
+// ("reading again mid-answer").
+func TestLaggingFollowerSendsEverything(t *testing.T) {
+	t.Run("a message during the answer", testMessageDuringAnswer)
+	for _, tc := range []struct {
+		name  string
+		paras int  // lines of the user's message
+		pause bool // read again once half of the answer was published
+	}{{"answer", 0, false}, {"after a long message", 200, false}, {"reading again mid-answer", 200, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStackOn(t, Options{SendQBytes: 4 << 10, WriteTimeout: time.Minute, SendQWait: 30 * time.Second}, nil,
+				func(l net.Listener) net.Listener { return &smallBuffer{Listener: l} })
+			// 4,000 deltas (the bus holds 1,024 for a subscriber that does
+			// not take them), 400 lines, 80 KB: far more than the kernel's
+			// buffers and the send queue hold.
+			const lines, words = 400, 10
+			var pieces, answer []string
+			for i := range lines {
+				var line []string
+				for w := range words {
+					word := fmt.Sprintf("w%03d-%02d-xxxxxxxxxx", i, w)
+					line = append(line, word)
+					sep := " "
+					if w == words-1 {
+						sep = "\n"
+					}
+					pieces = append(pieces, word+sep)
+				}
+				answer = append(answer, strings.Join(line, " "))
+			}
+			pieces = append(pieces, "the end")
+			answer = append(answer, "the end")
+			half := len(pieces) / 2
+			gate := llmtest.NewGate()
+			if tc.pause {
+				// The second half comes a moment after the client reads
+				// again: its follower has caught up with the bus by then.
+				s.llm.Enqueue(llmtest.Stream().Role().Content(pieces[:half]...).Pause(gate).Sleep(300 * time.Millisecond).
+					Content(pieces[half:]...).Finish("stop").Done())
+			} else {
+				s.llm.Enqueue(llmtest.Stream().Role().Content(pieces...).Finish("stop").Done())
+			}
+			var asked []string
+			for i := range tc.paras {
+				asked = append(asked, fmt.Sprintf("para %03d %s", i, strings.Repeat("z", 300)))
+			}
+			asked = append(asked, "go")
+
+			nc, err := net.Dial("tcp", s.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			nc.(*net.TCPConn).SetReadBuffer(4096)
+			rd := rawRegister(t, nc, "alice", "#lag")
+			id := s.conversations("")[0].ID
+			conv, err := s.eng.Conversation(testCtx(t), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conv.Send(testCtx(t), agentik.SendRequest{Content: []agentik.Content{agentik.Text(strings.Join(asked, "\n"))},
+				Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "web", DisplayName: "Web User"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.pause {
+				select {
+				case <-gate.Reached():
+				case <-time.After(30 * time.Second):
+					t.Fatal("the model did not send the first half within 30 s")
+				}
+				// Once the engine has published the first half, a new
+				// subscriber joins with it as the text so far.
+				want := len(strings.Join(pieces[:half], ""))
+				for deadline := time.Now().Add(30 * time.Second); textSoFar(t, conv) < want; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the first half of the answer was not published within 30 s")
+					}
+				}
+				gate.Release()
+			} else {
+				s.waitIdle(id, "") // the turn does not wait for the client
+			}
+
+			var gotAsked, got []string
+			nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+			for len(got) == 0 || got[len(got)-1] != "the end" {
+				line, err := rd.ReadLine()
+				if err != nil {
+					t.Fatalf("after %d lines of the answer: %v", len(got), err)
+				}
+				m, err := ircmsg.ParseLine(string(line))
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case m.Command == "ERROR":
+					t.Fatalf("disconnected after %d lines: %v", len(got), m)
+				case m.Command == "PRIVMSG" && m.Nick() == "Web-User":
+					gotAsked = append(gotAsked, m.Params[1])
+				case m.Command == "PRIVMSG" && m.Nick() == "agentik":
+					got = append(got, m.Params[1])
+				}
+			}
+			if strings.Join(gotAsked, "\n") != strings.Join(asked, "\n") {
+				t.Fatalf("the message came as %d lines, want %d", len(gotAsked), len(asked))
+			}
+			if len(got) != len(answer) {
+				t.Fatalf("got %d lines of the answer, want %d", len(got), len(answer))
+			}
+			for i := range answer {
+				if got[i] != answer[i] {
+					t.Fatalf("line %d: %q, want %q", i, got[i], answer[i])
+				}
+			}
+		})
+	}
+}
+
+// testMessageDuringAnswer: the answer's first lines go out live; a long
+// message from another facade then arrives while the answer streams, the
+// follower waits on its lines (the client is not reading), and the deltas
+// published meanwhile are dropped by the bus. The client reads again
+// before the answer ends: the answer's lines still come whole, once and in
+// order, the live ones first and the rest from its message.
+func testMessageDuringAnswer(t *testing.T) {
+	s := newStackOn(t, Options{SendQBytes: 4 << 10, WriteTimeout: time.Minute, SendQWait: 30 * time.Second}, nil,
+		func(l net.Listener) net.Listener { return &smallBuffer{Listener: l} })
+	const lines, words = 400, 10
+	var pieces, answer []string
+	for i := range lines {
+		var line []string
+		for w := range words {
+			word := fmt.Sprintf("w%03d-%02d-xxxxxxxxxx", i, w)
+			line = append(line, word)
+			sep := " "
+			if w == words-1 {
+				sep = "\n"
+			}
+			pieces = append(pieces, word+sep)
+		}
+		answer = append(answer, strings.Join(line, " "))
+	}
+	pieces = append(pieces, "the end")
+	answer = append(answer, "the end")
+	// 40 lines (8 KB: the kernel's buffers and the queue hold them), then
+	// 2,000 deltas while the follower waits, then the rest once it caught up.
+	first, second := 400, 2400
+	g1, g2 := llmtest.NewGate(), llmtest.NewGate()
+	s.llm.Enqueue(llmtest.Stream().Role().Content(pieces[:first]...).Pause(g1).Content(pieces[first:second]...).Pause(g2).
+		Sleep(300 * time.Millisecond).Content(pieces[second:]...).Finish("stop").Done())
+	s.llm.Enqueue(llmtest.Text("ok"))
+	var asked []string
+	for i := range 200 {
+		asked = append(asked, fmt.Sprintf("para %03d %s", i, strings.Repeat("z", 300)))
+	}
+
+	nc, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.(*net.TCPConn).SetReadBuffer(4096)
+	rd := rawRegister(t, nc, "alice", "#lag")
+	id := s.conversations("")[0].ID
+	conv, err := s.eng.Conversation(testCtx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := &agentik.MessageContext{Origin: &agentik.Origin{Channel: "web", DisplayName: "Web User"}}
+	if _, err := conv.Send(testCtx(t), agentik.SendRequest{Content: []agentik.Content{agentik.Text("go")}, Context: web}); err != nil {
+		t.Fatal(err)
+	}
+	published := func(g *llmtest.Gate, n int) {
+		t.Helper()
+		select {
+		case <-g.Reached():
+		case <-time.After(30 * time.Second):
+			t.Fatal("the model did not reach its pause within 30 s")
+		}
+		want := len(strings.Join(pieces[:n], ""))
+		for deadline := time.Now().Add(30 * time.Second); textSoFar(t, conv) < want; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d deltas were not published within 30 s", n)
+			}
+		}
+	}
+	published(g1, first)
+	if _, err := conv.Send(testCtx(t), agentik.SendRequest{Content: []agentik.Content{agentik.Text(strings.Join(asked, "\n"))},
+		Context: web, IfBusy: agentik.BusyEnqueue}); err != nil {
+		t.Fatal(err)
+	}
+	g1.Release()
+	published(g2, second)
+	g2.Release()
+
+	var gotAsked, got []string
+	nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for len(got) == 0 || got[len(got)-1] != "the end" {
+		line, err := rd.ReadLine()
+		if err != nil {
+			t.Fatalf("after %d lines of the answer: %v", len(got), err)
+		}
+		m, err := ircmsg.ParseLine(string(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case m.Command == "ERROR":
+			t.Fatalf("disconnected after %d lines: %v", len(got), m)
+		case m.Command == "PRIVMSG" && m.Nick() == "Web-User" && m.Params[1] != "go":
+			gotAsked = append(gotAsked, m.Params[1])
+		case m.Command == "PRIVMSG" && m.Nick() == "agentik":
+			got = append(got, m.Params[1])
+		}
+	}
+	if strings.Join(gotAsked, "\n") != strings.Join(asked, "\n") {
+		t.Fatalf("the message came as %d lines, want %d", len(gotAsked), len(asked))
+	}
+	if len(got) != len(answer) {
+		t.Fatalf("got %d lines of the answer, want %d", len(got), len(answer))
+	}
+	for i := range answer {
+		if got[i] != answer[i] {
+			t.Fatalf("line %d: %q, want %q", i, got[i], answer[i])
+		}
+	}
+}
+
+// textSoFar is the length of the text of the response conv's turn is
+// writing, as a subscriber joining now gets it (0 when none is).
+func textSoFar(t *testing.T, conv agentik.Conversation) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(testCtx(t), 5*time.Second)
+	defer cancel()
+	st, err := conv.Events(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for ev := range st.C() {
+		switch ev.Type {
+		case agentik.EvAppendText:
+			return len(ev.Text)
+		case agentik.EvEnd:
+			return 0
+		}
+	}
+	return 0
 }
 
 func TestLineLimitsAndInvalidUTF8(t *testing.T) {

@@ -7,11 +7,12 @@ import (
 )
 
 // sendq is one client's bounded queue of serialized lines, drained by its
-// writer goroutine. Lines from turns (push) never wait: a client whose queue
-// would pass the limit is cut off, so a slow reader cannot stall a turn.
-// Replies to the client's own commands (pushWait) may wait for room, bounded
-// by a timeout: the client is then only slowing itself down. Safe for
-// concurrent use.
+// writer goroutine. Lines that other clients' actions cause (push) never
+// wait: a client whose queue would pass the limit is cut off. Lines of the
+// client's own conversations and replies to its own commands (pushWait)
+// may wait for room, bounded by a timeout: only that client's follower or
+// command waits, so a client that reads gets a burst of any size while one
+// that does not is cut off once the wait ends. Safe for concurrent use.
 type sendq struct {
 	mu     sync.Mutex
 	lines  [][]byte
@@ -47,21 +48,43 @@ func (q *sendq) push(b []byte) bool {
 	return true
 }
 
-// pushWait queues b, waiting up to timeout for room. A line longer than the
-// whole limit is queued once the queue is empty.
-func (q *sendq) pushWait(ctx context.Context, b []byte, timeout time.Duration) bool {
+// tryPush queues b if the queue then holds at most fill bytes (fill ≤ the
+// limit), or it is empty; false otherwise, or when it is closed.
+func (q *sendq) tryPush(b []byte, fill int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || (q.size+len(b) > min(fill, q.max) && q.size > 0) {
+		return false
+	}
+	q.lines = append(q.lines, b)
+	q.size += len(b)
+	signal(q.ready)
+	return true
+}
+
+// pushWait queues b once the queue holds at most fill bytes with it
+// (fill ≤ the limit: what a waiting line leaves free is for the lines that
+// cannot wait), waiting up to timeout for that. A line longer than fill is
+// queued once the queue is empty. False when the wait ends first, ctx ends
+// or the queue is closed.
+func (q *sendq) pushWait(ctx context.Context, b []byte, fill int, timeout time.Duration) bool {
 	var deadline <-chan time.Time
 	for {
 		q.mu.Lock()
 		if q.closed {
 			q.mu.Unlock()
+			signal(q.room) // another waiter ends too
 			return false
 		}
-		if q.size+len(b) <= q.max || q.size == 0 {
+		if q.size+len(b) <= min(fill, q.max) || q.size == 0 {
 			q.lines = append(q.lines, b)
 			q.size += len(b)
+			more := q.size < fill
 			signal(q.ready)
 			q.mu.Unlock()
+			if more {
+				signal(q.room) // another waiter's line may fit as well
+			}
 			return true
 		}
 		q.mu.Unlock()

@@ -32,6 +32,7 @@ const (
 	DefaultPingTimeout         = 60 * time.Second
 	DefaultRegistrationTimeout = 60 * time.Second
 	DefaultWriteTimeout        = 15 * time.Second
+	DefaultSendQWait           = 5 * time.Second
 	DefaultMaxClients          = 1000
 	DefaultMaxChannels         = 100
 )
@@ -70,8 +71,15 @@ type Options struct {
 	FloodBurst int
 	FloodRate  float64
 	// SendQBytes bounds what is queued for one client; a client whose queue
-	// would pass it is disconnected ("SendQ exceeded").
+	// would pass it is disconnected ("SendQ exceeded"). Lines of the
+	// client's conversations fill at most half of it and wait for room, up
+	// to SendQWait (then the client is disconnected likewise); replies to
+	// its commands wait up to WriteTimeout.
 	SendQBytes int
+	// SendQWait: how long a line of a conversation waits for room in a
+	// client's send queue (default DefaultSendQWait, at most half of
+	// WriteTimeout).
+	SendQWait time.Duration
 	// PingInterval: a client silent this long is sent PING; PingTimeout
 	// later without an answer it is disconnected.
 	PingInterval time.Duration
@@ -133,6 +141,12 @@ func (o *Options) setDefaults() {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
+	if o.SendQWait <= 0 {
+		o.SendQWait = DefaultSendQWait
+	}
+	// A client that stops reading is then cut off for its queue before the
+	// writer's blocked write to it times out: the reason can still reach it.
+	o.SendQWait = min(o.SendQWait, o.WriteTimeout/2)
 	if o.MaxClients <= 0 {
 		o.MaxClients = DefaultMaxClients
 	}

@@ -231,52 +231,56 @@ func TestBurstsLargerThanTheSendQueueArriveWhole(t *testing.T) {
 // event ("after a long message"); when the client reads again while the
 // answer still streams, the deltas the bus dropped meanwhile leave a gap
 // in those the follower gets: the answer is sent from its message too
-// ("reading again mid-answer").
+// ("reading again mid-answer"); likewise when a long message arrives
+// while the answer's first lines went out live ("a message during the
+// answer").
 func TestLaggingFollowerSendsEverything(t *testing.T) {
-	t.Run("a message during the answer", testMessageDuringAnswer)
 	for _, tc := range []struct {
-		name  string
-		paras int  // lines of the user's message
-		pause bool // read again once half of the answer was published
-	}{{"answer", 0, false}, {"after a long message", 200, false}, {"reading again mid-answer", 200, true}} {
+		name   string
+		paras  int  // lines of the user's message
+		pause  bool // read again once half of the answer was published
+		during bool // the long message comes after the answer's first lines
+	}{
+		{name: "answer"},
+		{name: "after a long message", paras: 200},
+		{name: "reading again mid-answer", paras: 200, pause: true},
+		{name: "a message during the answer", paras: 200, during: true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStackOn(t, Options{SendQBytes: 4 << 10, WriteTimeout: time.Minute, SendQWait: 30 * time.Second}, nil,
 				func(l net.Listener) net.Listener { return &smallBuffer{Listener: l} })
-			// 4,000 deltas (the bus holds 1,024 for a subscriber that does
-			// not take them), 400 lines, 80 KB: far more than the kernel's
-			// buffers and the send queue hold.
-			const lines, words = 400, 10
-			var pieces, answer []string
-			for i := range lines {
-				var line []string
-				for w := range words {
-					word := fmt.Sprintf("w%03d-%02d-xxxxxxxxxx", i, w)
-					line = append(line, word)
-					sep := " "
-					if w == words-1 {
-						sep = "\n"
-					}
-					pieces = append(pieces, word+sep)
-				}
-				answer = append(answer, strings.Join(line, " "))
-			}
-			pieces = append(pieces, "the end")
-			answer = append(answer, "the end")
-			half := len(pieces) / 2
-			gate := llmtest.NewGate()
-			if tc.pause {
-				// The second half comes a moment after the client reads
-				// again: its follower has caught up with the bus by then.
-				s.llm.Enqueue(llmtest.Stream().Role().Content(pieces[:half]...).Pause(gate).Sleep(300 * time.Millisecond).
-					Content(pieces[half:]...).Finish("stop").Done())
-			} else {
-				s.llm.Enqueue(llmtest.Stream().Role().Content(pieces...).Finish("stop").Done())
-			}
+			// Only a follower that waits may miss deltas without lagging for
+			// them; one that lags because its lines stop fitting takes its
+			// answer in whole lines, fewer than the bus holds for it.
+			pieces, answer := longAnswer(tc.paras > 0)
 			var asked []string
 			for i := range tc.paras {
 				asked = append(asked, fmt.Sprintf("para %03d %s", i, strings.Repeat("z", 300)))
 			}
-			asked = append(asked, "go")
+			// pause: the second half comes a moment after the client reads
+			// again (its follower has caught up with the bus by then).
+			// during: 40 lines (8 KB: the kernel's buffers and the queue
+			// hold them), then 2,000 deltas while the follower waits on the
+			// message, then the rest once it caught up.
+			g1, g2 := llmtest.NewGate(), llmtest.NewGate()
+			first, second := len(pieces)/2, len(pieces)/2
+			reply := llmtest.Stream().Role()
+			switch {
+			case tc.pause:
+				reply = reply.Content(pieces[:first]...).Pause(g1)
+			case tc.during:
+				first, second = 400, 2400
+				reply = reply.Content(pieces[:first]...).Pause(g1).Content(pieces[first:second]...).Pause(g2)
+			default:
+				first, second = 0, 0
+			}
+			if tc.pause || tc.during {
+				reply = reply.Sleep(300 * time.Millisecond)
+			}
+			s.llm.Enqueue(reply.Content(pieces[second:]...).Finish("stop").Done())
+			if tc.during {
+				s.llm.Enqueue(llmtest.Text("ok")) // the long message's own turn
+			}
 
 			nc, err := net.Dial("tcp", s.addr)
 			if err != nil {
@@ -290,48 +294,62 @@ func TestLaggingFollowerSendsEverything(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := conv.Send(testCtx(t), agentik.SendRequest{Content: []agentik.Content{agentik.Text(strings.Join(asked, "\n"))},
-				Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "web", DisplayName: "Web User"}}}); err != nil {
-				t.Fatal(err)
-			}
-			if tc.pause {
-				select {
-				case <-gate.Reached():
-				case <-time.After(30 * time.Second):
-					t.Fatal("the model did not send the first half within 30 s")
+			send := func(text string) {
+				t.Helper()
+				if _, err := conv.Send(testCtx(t), agentik.SendRequest{Content: []agentik.Content{agentik.Text(text)},
+					Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "web", DisplayName: "Web User"}},
+					IfBusy:  agentik.BusyEnqueue}); err != nil {
+					t.Fatal(err)
 				}
-				// Once the engine has published the first half, a new
-				// subscriber joins with it as the text so far.
-				want := len(strings.Join(pieces[:half], ""))
+			}
+			published := func(g *llmtest.Gate, n int) {
+				t.Helper()
+				select {
+				case <-g.Reached():
+				case <-time.After(30 * time.Second):
+					t.Fatal("the model did not reach its pause within 30 s")
+				}
+				// Once the engine has published them, a new subscriber
+				// joins with them as the text so far.
+				want := len(strings.Join(pieces[:n], ""))
 				for deadline := time.Now().Add(30 * time.Second); textSoFar(t, conv) < want; time.Sleep(10 * time.Millisecond) {
 					if time.Now().After(deadline) {
-						t.Fatal("the first half of the answer was not published within 30 s")
+						t.Fatalf("%d deltas were not published within 30 s", n)
 					}
 				}
-				gate.Release()
-			} else {
+			}
+			// The rest of the answer is released once the client has read
+			// the message's last line: its follower is past the wait.
+			var release *llmtest.Gate
+			last := "go"
+			switch {
+			case tc.during:
+				send("go")
+				published(g1, first)
+				send(strings.Join(asked, "\n"))
+				g1.Release()
+				published(g2, second)
+				release, last = g2, asked[len(asked)-1]
+			case tc.pause:
+				send(strings.Join(append(asked, "go"), "\n"))
+				published(g1, first)
+				release = g1
+			default:
+				send(strings.Join(append(asked, "go"), "\n"))
 				s.waitIdle(id, "") // the turn does not wait for the client
 			}
 
-			var gotAsked, got []string
-			nc.SetReadDeadline(time.Now().Add(30 * time.Second))
-			for len(got) == 0 || got[len(got)-1] != "the end" {
-				line, err := rd.ReadLine()
-				if err != nil {
-					t.Fatalf("after %d lines of the answer: %v", len(got), err)
+			// From now on the client reads as fast as it can.
+			nc.(*net.TCPConn).SetReadBuffer(1 << 20)
+			gotAsked, got := readAnswer(t, nc, rd, func(line string) {
+				if release != nil && line == last {
+					release.Release()
 				}
-				m, err := ircmsg.ParseLine(string(line))
-				if err != nil {
-					t.Fatal(err)
-				}
-				switch {
-				case m.Command == "ERROR":
-					t.Fatalf("disconnected after %d lines: %v", len(got), m)
-				case m.Command == "PRIVMSG" && m.Nick() == "Web-User":
-					gotAsked = append(gotAsked, m.Params[1])
-				case m.Command == "PRIVMSG" && m.Nick() == "agentik":
-					got = append(got, m.Params[1])
-				}
+			})
+			if tc.during {
+				asked = append([]string{"go"}, asked...)
+			} else {
+				asked = append(asked, "go")
 			}
 			if strings.Join(gotAsked, "\n") != strings.Join(asked, "\n") {
 				t.Fatalf("the message came as %d lines, want %d", len(gotAsked), len(asked))
@@ -348,89 +366,40 @@ func TestLaggingFollowerSendsEverything(t *testing.T) {
 	}
 }
 
-// testMessageDuringAnswer: the answer's first lines go out live; a long
-// message from another facade then arrives while the answer streams, the
-// follower waits on its lines (the client is not reading), and the deltas
-// published meanwhile are dropped by the bus. The client reads again
-// before the answer ends: the answer's lines still come whole, once and in
-// order, the live ones first and the rest from its message.
-func testMessageDuringAnswer(t *testing.T) {
-	s := newStackOn(t, Options{SendQBytes: 4 << 10, WriteTimeout: time.Minute, SendQWait: 30 * time.Second}, nil,
-		func(l net.Listener) net.Listener { return &smallBuffer{Listener: l} })
-	const lines, words = 400, 10
-	var pieces, answer []string
-	for i := range lines {
+// longAnswer is an answer of 400 lines, 80 KB (far more than the kernel's
+// buffers and a small send queue hold), and its lines. It streams as 401
+// deltas, one line each, or with words as 4,001 (more than the 1,024 the
+// bus holds for a subscriber that does not take them).
+func longAnswer(words bool) (pieces, lines []string) {
+	for i := range 400 {
 		var line []string
-		for w := range words {
+		for w := range 10 {
 			word := fmt.Sprintf("w%03d-%02d-xxxxxxxxxx", i, w)
 			line = append(line, word)
 			sep := " "
-			if w == words-1 {
+			if w == 9 {
 				sep = "\n"
 			}
 			pieces = append(pieces, word+sep)
 		}
-		answer = append(answer, strings.Join(line, " "))
-	}
-	pieces = append(pieces, "the end")
-	answer = append(answer, "the end")
-	// 40 lines (8 KB: the kernel's buffers and the queue hold them), then
-	// 2,000 deltas while the follower waits, then the rest once it caught up.
-	first, second := 400, 2400
-	g1, g2 := llmtest.NewGate(), llmtest.NewGate()
-	s.llm.Enqueue(llmtest.Stream().Role().Content(pieces[:first]...).Pause(g1).Content(pieces[first:second]...).Pause(g2).
-		Sleep(300 * time.Millisecond).Content(pieces[second:]...).Finish("stop").Done())
-	s.llm.Enqueue(llmtest.Text("ok"))
-	var asked []string
-	for i := range 200 {
-		asked = append(asked, fmt.Sprintf("para %03d %s", i, strings.Repeat("z", 300)))
-	}
-
-	nc, err := net.Dial("tcp", s.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.(*net.TCPConn).SetReadBuffer(4096)
-	rd := rawRegister(t, nc, "alice", "#lag")
-	id := s.conversations("")[0].ID
-	conv, err := s.eng.Conversation(testCtx(t), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	web := &agentik.MessageContext{Origin: &agentik.Origin{Channel: "web", DisplayName: "Web User"}}
-	if _, err := conv.Send(testCtx(t), agentik.SendRequest{Content: []agentik.Content{agentik.Text("go")}, Context: web}); err != nil {
-		t.Fatal(err)
-	}
-	published := func(g *llmtest.Gate, n int) {
-		t.Helper()
-		select {
-		case <-g.Reached():
-		case <-time.After(30 * time.Second):
-			t.Fatal("the model did not reach its pause within 30 s")
-		}
-		want := len(strings.Join(pieces[:n], ""))
-		for deadline := time.Now().Add(30 * time.Second); textSoFar(t, conv) < want; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d deltas were not published within 30 s", n)
-			}
+		lines = append(lines, strings.Join(line, " "))
+		if !words {
+			pieces = append(pieces[:len(pieces)-10], strings.Join(pieces[len(pieces)-10:], ""))
 		}
 	}
-	published(g1, first)
-	if _, err := conv.Send(testCtx(t), agentik.SendRequest{Content: []agentik.Content{agentik.Text(strings.Join(asked, "\n"))},
-		Context: web, IfBusy: agentik.BusyEnqueue}); err != nil {
-		t.Fatal(err)
-	}
-	g1.Release()
-	published(g2, second)
-	g2.Release()
+	return append(pieces, "the end"), append(lines, "the end")
+}
 
-	var gotAsked, got []string
+// readAnswer reads nc until the agent's line "the end", returning the
+// lines of Web-User's messages (each passed to asking as it comes) and of
+// the agent's.
+func readAnswer(t *testing.T, nc net.Conn, rd *ircreader.Reader, asking func(string)) (asked, answer []string) {
+	t.Helper()
 	nc.SetReadDeadline(time.Now().Add(30 * time.Second))
-	for len(got) == 0 || got[len(got)-1] != "the end" {
+	for len(answer) == 0 || answer[len(answer)-1] != "the end" {
 		line, err := rd.ReadLine()
 		if err != nil {
-			t.Fatalf("after %d lines of the answer: %v", len(got), err)
+			t.Fatalf("after %d lines of the answer: %v", len(answer), err)
 		}
 		m, err := ircmsg.ParseLine(string(line))
 		if err != nil {
@@ -438,24 +407,15 @@ func testMessageDuringAnswer(t *testing.T) {
 		}
 		switch {
 		case m.Command == "ERROR":
-			t.Fatalf("disconnected after %d lines: %v", len(got), m)
-		case m.Command == "PRIVMSG" && m.Nick() == "Web-User" && m.Params[1] != "go":
-			gotAsked = append(gotAsked, m.Params[1])
+			t.Fatalf("disconnected after %d lines: %v", len(answer), m)
+		case m.Command == "PRIVMSG" && m.Nick() == "Web-User":
+			asked = append(asked, m.Params[1])
+			asking(m.Params[1])
 		case m.Command == "PRIVMSG" && m.Nick() == "agentik":
-			got = append(got, m.Params[1])
+			answer = append(answer, m.Params[1])
 		}
 	}
-	if strings.Join(gotAsked, "\n") != strings.Join(asked, "\n") {
-		t.Fatalf("the message came as %d lines, want %d", len(gotAsked), len(asked))
-	}
-	if len(got) != len(answer) {
-		t.Fatalf("got %d lines of the answer, want %d", len(got), len(answer))
-	}
-	for i := range answer {
-		if got[i] != answer[i] {
-			t.Fatalf("line %d: %q, want %q", i, got[i], answer[i])
-		}
-	}
+	return asked, answer
 }
 
 // textSoFar is the length of the text of the response conv's turn is

@@ -244,14 +244,23 @@ func (h *holdingAcquire) Acquire(ctx context.Context, id string) (agentik.Lease,
 	return h.Coordinator.Acquire(ctx, id)
 }
 
-// TestInterruptBeforeAnyProcessStarts: a plain Interrupt of a conversation
-// whose message is stored and whose turn no process has started yet (the
-// loop waits for the lease) withdraws that turn: closed with
-// interrupted{user}, the model never asked. The next message is answered;
-// a conversation with nothing open has nothing to interrupt.
-func TestInterruptBeforeAnyProcessStarts(t *testing.T) {
+// unstarted is a shared conversation on one node whose message "hi" is
+// stored and whose turn no process has started: the loop's lease request
+// is held until free is called (at the test's end at the latest).
+type unstarted struct {
+	llm   *llmtest.Server
+	hold  *holdingAcquire
+	free  func()
+	n     *node
+	convs []agentik.Conversation
+	s     agentik.Stream[agentik.Event] // convs[0]'s events from before "hi"
+	hi    agentik.SendResult
+}
+
+func newUnstarted(t *testing.T) *unstarted {
+	t.Helper()
 	llm := llmtest.NewServer()
-	defer llm.Close()
+	t.Cleanup(llm.Close)
 	llm.Handle(echo)
 	hold := &holdingAcquire{at: make(chan struct{}), release: make(chan struct{})}
 	free := sync.OnceFunc(func() { close(hold.release) })
@@ -271,6 +280,18 @@ func TestInterruptBeforeAnyProcessStarts(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no lease request within 10 s")
 	}
+	return &unstarted{llm: llm, hold: hold, free: free, n: n, convs: convs, s: s, hi: hi}
+}
+
+// TestInterruptBeforeAnyProcessStarts: a plain Interrupt of a conversation
+// whose message is stored and whose turn no process has started yet (the
+// loop waits for the lease) withdraws that turn: closed with
+// interrupted{user}, the model never asked. The next message is answered;
+// a conversation with nothing open has nothing to interrupt.
+func TestInterruptBeforeAnyProcessStarts(t *testing.T) {
+	u := newUnstarted(t)
+	llm, free, n, convs, s, hi := u.llm, u.free, u.n, u.convs, u.s, u.hi
+	ctx := context.Background()
 	ok, err := convs[0].Interrupt(ctx)
 	if err != nil || !ok {
 		t.Fatalf("interrupt: %v, %v", ok, err)
@@ -307,27 +328,9 @@ func TestInterruptUnstartedReadFails(t *testing.T) {
 		n    int32
 	}{{"approvals", 1}, {"unstarted", 2}} {
 		t.Run(read.name, func(t *testing.T) {
-			llm := llmtest.NewServer()
-			defer llm.Close()
-			llm.Handle(echo)
-			hold := &holdingAcquire{at: make(chan struct{}), release: make(chan struct{})}
-			free := sync.OnceFunc(func() { close(hold.release) })
-			n := newNode(t, freshSchema(t), llm, nodeOptions{scan: time.Hour, wrap: func(c agentik.Coordinator) agentik.Coordinator {
-				hold.Coordinator = c
-				return hold
-			}})
-			t.Cleanup(free) // before the node stops, on failure too
+			u := newUnstarted(t)
+			llm, hold, free, convs, s, hi := u.llm, u.hold, u.free, u.convs, u.s, u.hi
 			ctx := context.Background()
-			_, convs := sharedConversation(t, ctx, n)
-			s := liveEvents(t, ctx, convs[0])
-
-			hold.armed.Store(true)
-			hi := sendText(t, convs[0], "hi")
-			select {
-			case <-hold.at:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no lease request within 10 s")
-			}
 			hold.failPending.Store(read.n)
 			ok, err := convs[0].Interrupt(ctx)
 			if ok || !errors.Is(err, errPendingRead) {

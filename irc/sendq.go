@@ -9,10 +9,12 @@ import (
 // sendq is one client's bounded queue of serialized lines, drained by its
 // writer goroutine. Lines that other clients' actions cause (push) never
 // wait: a client whose queue would pass the limit is cut off. Lines of the
-// client's own conversations and replies to its own commands (pushWait)
-// may wait for room, bounded by a timeout: only that client's follower or
-// command waits, so a client that reads gets a burst of any size while one
-// that does not is cut off once the wait ends. Safe for concurrent use.
+// client's own conversations are queued up to a mark below the limit: a
+// live line only if it fits now (tryPush), the others, like replies to the
+// client's own commands, waiting for room up to a timeout (pushWait). Only
+// that client's follower or command waits, so a client that reads gets a
+// burst of any size while one that does not is cut off once the wait ends.
+// Safe for concurrent use.
 type sendq struct {
 	mu     sync.Mutex
 	lines  [][]byte

@@ -24,6 +24,20 @@ type Tokens struct {
 	mu      sync.RWMutex
 	entries []entry
 	limits  map[string]map[string]bool // principal → the only agents it may use
+
+	// watches are the credentials held by open connections and streams
+	// (Watch); a replace that revokes one calls its revoked func.
+	wmu     sync.Mutex
+	watches map[*watch]struct{}
+}
+
+// watch is one Watch: a credential in use and what to do when it stops
+// being valid.
+type watch struct {
+	digest    [sha256.Size]byte
+	principal string
+	agent     string
+	revoked   func()
 }
 
 type entry struct {
@@ -131,6 +145,94 @@ func (t *Tokens) ReplaceLimited(pairs map[string]string, limits map[string][]str
 	t.entries = entries
 	t.limits = lim
 	t.mu.Unlock()
+	t.revoke()
+}
+
+// Watch registers a credential in use by a connection or stream that
+// outlives one request: token, which authenticated principal, used for agent
+// ("" for none in particular). When a replace leaves token unknown, gives it
+// to another principal, or no longer lets principal use agent, revoked is
+// called once, on the replacing goroutine after the new set is in force (it
+// must not block: cancel a context, close a connection). A credential that is
+// already invalid is revoked at once, before Watch returns. stop releases the
+// watch; it reports whether the watch was still held (false: revoked ran or
+// will run). Safe for concurrent use.
+func (t *Tokens) Watch(token, principal, agent string, revoked func()) (stop func() bool) {
+	w := &watch{digest: sha256.Sum256([]byte(token)), principal: principal, agent: agent, revoked: revoked}
+	t.wmu.Lock()
+	if t.watches == nil {
+		t.watches = map[*watch]struct{}{}
+	}
+	t.watches[w] = struct{}{}
+	t.wmu.Unlock()
+	// A replace between the caller's Lookup and the registration above has
+	// not seen this watch: check it against the set in force now.
+	if !t.valid(w) && t.release(w) {
+		revoked()
+	}
+	return func() bool { return t.release(w) }
+}
+
+// release removes w, reporting whether it was still registered.
+func (t *Tokens) release(w *watch) bool {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	_, held := t.watches[w]
+	delete(t.watches, w)
+	return held
+}
+
+// valid reports whether w's credential still authenticates its principal for
+// its agent.
+func (t *Tokens) valid(w *watch) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.validLocked(w)
+}
+
+func (t *Tokens) validLocked(w *watch) bool {
+	found := false
+	for i := range t.entries {
+		if t.entries[i].digest == w.digest && t.entries[i].principal == w.principal {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return false
+	}
+	if w.agent == "" {
+		return true
+	}
+	set, limited := t.limits[w.principal]
+	return !limited || set[w.agent]
+}
+
+// revoke calls revoked for every watch the set in force no longer allows.
+func (t *Tokens) revoke() {
+	t.wmu.Lock()
+	var gone []*watch
+	t.mu.RLock()
+	for w := range t.watches {
+		if !t.validLocked(w) {
+			gone = append(gone, w)
+		}
+	}
+	t.mu.RUnlock()
+	for _, w := range gone {
+		delete(t.watches, w)
+	}
+	t.wmu.Unlock()
+	for _, w := range gone {
+		w.revoked()
+	}
+}
+
+// Watching returns the number of credentials watched (tests, metrics).
+func (t *Tokens) Watching() int {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return len(t.watches)
 }
 
 // Allows reports whether principal may use agent.

@@ -69,3 +69,36 @@ func TestReloadFromFile(t *testing.T) {
 		t.Fatal("new token")
 	}
 }
+
+func TestWatchRevokes(t *testing.T) {
+	tok := NewTokens(map[string]string{"alice-token-1": "alice", "bob-token-22": "bob"})
+	tok.ReplaceLimited(map[string]string{"alice-token-1": "alice", "bob-token-22": "bob"}, map[string][]string{"bob": {"a", "b"}})
+	revoked := map[string]int{}
+	watch := func(name, token, principal, agent string) func() bool {
+		return tok.Watch(token, principal, agent, func() { revoked[name]++ })
+	}
+	watch("alice", "alice-token-1", "alice", "")
+	watch("bob-a", "bob-token-22", "bob", "a")
+	watch("bob-b", "bob-token-22", "bob", "b")
+	stopped := watch("stopped", "alice-token-1", "alice", "")
+	watch("stale", "gone-token-333", "carol", "") // already invalid: revoked at once
+	if revoked["stale"] != 1 || len(revoked) != 1 {
+		t.Fatalf("after Watch: %v", revoked)
+	}
+	if !stopped() || stopped() {
+		t.Fatal("stop: want true once, then false")
+	}
+	if n := tok.Watching(); n != 3 {
+		t.Fatalf("watching %d, want 3", n)
+	}
+	// bob loses agent b; alice's token is given to mallory.
+	tok.ReplaceLimited(map[string]string{"alice-token-1": "mallory", "bob-token-22": "bob"}, map[string][]string{"bob": {"a"}})
+	if revoked["alice"] != 1 || revoked["bob-b"] != 1 || revoked["bob-a"] != 0 || revoked["stopped"] != 0 {
+		t.Fatalf("after replace: %v", revoked)
+	}
+	// A second replace revokes nothing twice.
+	tok.Replace(map[string]string{"x-token-4444": "x"})
+	if revoked["alice"] != 1 || revoked["bob-b"] != 1 || revoked["bob-a"] != 1 || tok.Watching() != 0 {
+		t.Fatalf("after second replace: %v, watching %d", revoked, tok.Watching())
+	}
+}

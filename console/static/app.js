@@ -491,7 +491,10 @@
     return JSON.stringify(v, null, 2);
   }
 
-  // The live answer: rendered as Markdown at most once per frame.
+  // The live answer: rendered as Markdown at most once per frame, and only
+  // from its last finished block on (md.update). Renders are spaced by what
+  // the last one cost (four times its time), so an answer of one huge block
+  // takes at most a fifth of the page's time however fast it streams.
   function live() {
     if (state.live) return state.live;
     const { li, body } = bubble("assistant live", "Agent");
@@ -505,7 +508,7 @@
     const images = el("div", "images");
     body.append(reasoning, text, images);
     $("messages").appendChild(li);
-    state.live = { li, reasoningEl: reasoning, rtext, textEl: text, images, text: "", reasoning: "", mode: "text", frame: 0 };
+    state.live = { li, reasoningEl: reasoning, rtext, textEl: text, images, text: "", reasoning: "", mode: "text", frame: 0, after: 0 };
     scrollDown();
     return state.live;
   }
@@ -518,16 +521,26 @@
   function appendLive(t) {
     const l = live();
     if (l.mode === "reasoning") l.reasoning += t; else l.text += t;
-    if (!l.frame) l.frame = requestAnimationFrame(paintLive);
+    if (!l.frame) l.frame = requestAnimationFrame(nextPaint);
+  }
+  function nextPaint() {
+    const l = state.live;
+    if (!l) return;
+    if (performance.now() < l.after) l.frame = requestAnimationFrame(nextPaint);
+    else paintLive();
   }
   function paintLive() {
     const l = state.live;
     if (!l) return;
+    if (l.frame) cancelAnimationFrame(l.frame);
     l.frame = 0;
+    const start = performance.now();
     l.reasoningEl.hidden = !l.reasoning;
     l.rtext.textContent = l.reasoning;
-    l.textEl.replaceChildren(md.render(l.text));
+    md.update(l.textEl, l.text);
     scrollDown();
+    const end = performance.now();
+    l.after = end + 4 * (end - start);
   }
   function finishLive() {
     paintLive();

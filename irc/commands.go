@@ -211,7 +211,7 @@ func (c *conn) cmdAUTHENTICATE(r *reply, m ircmsg.Message) bool {
 	if err == nil && len(parts) == 3 {
 		authz, authc, token := string(parts[0]), string(parts[1]), string(parts[2])
 		if p, ok := c.srv.opts.Authenticate(authc, token); ok && p == authc && (authz == "" || authz == authc) {
-			c.loggedIn(r, p)
+			c.loggedIn(r, p, token)
 			r.add(c.numeric(rplSASLSuccess, "SASL authentication successful"))
 			return true
 		}
@@ -227,18 +227,45 @@ func (c *conn) cmdAUTHENTICATE(r *reply, m ircmsg.Message) bool {
 	return true
 }
 
-// loggedIn makes the client act for principal p (RPL_LOGGEDIN).
-func (c *conn) loggedIn(r *reply, p string) {
+// loggedIn makes the client act for principal p (RPL_LOGGEDIN), which
+// token authenticated.
+func (c *conn) loggedIn(r *reply, p, token string) {
 	c.mu.Lock()
 	c.principal, c.authed = p, true
 	registered := c.registered
 	src := c.sourceLocked()
 	c.mu.Unlock()
+	c.watchCredential(token, p)
 	r.add(c.numeric(rplLoggedIn, src, p, "You are now logged in as "+p))
 	if registered {
+		c.renameFromAgent(r)
+		c.srv.admitted(c)
 		c.attachDirect()
 		c.watchAgents()
 	}
+}
+
+// renameFromAgent gives a client that logged in after registering a new
+// nick when its nick is one of the agents it now sees (it could take it
+// while it saw none).
+func (c *conn) renameFromAgent(r *reply) {
+	c.mu.Lock()
+	old, src := c.nick, c.sourceLocked()
+	c.mu.Unlock()
+	if c.agentNamed(old) == nil {
+		return
+	}
+	nick := nickOf("Guest" + strconv.FormatUint(c.id, 10))
+	for c.agentNamed(nick) != nil || !c.srv.claimNick(c, old, nick) {
+		if len(nick) >= maxNickLen {
+			nick = nick[:maxNickLen/2]
+		}
+		nick += "_"
+	}
+	c.mu.Lock()
+	c.nick = nick
+	c.mu.Unlock()
+	r.add(ircmsg.MakeMessage(nil, src, "NICK", nick))
 }
 
 func (c *conn) cmdNICK(r *reply, m ircmsg.Message) bool {
@@ -257,7 +284,10 @@ func (c *conn) cmdNICK(r *reply, m ircmsg.Message) bool {
 	if old == nick {
 		return true
 	}
-	if !c.srv.claimNick(c, old, nick) {
+	// An agent the client sees holds its nick; one it does not see does
+	// not (a 433 would tell that it exists). Before a client logs in it
+	// sees none; registration checks the nick again then.
+	if c.agentNamed(nick) != nil || !c.srv.claimNick(c, old, nick) {
 		r.add(c.numeric(errNicknameInUse, nick, "Nickname is already in use"))
 		return true
 	}
@@ -312,7 +342,7 @@ func (c *conn) maybeRegister(r *reply) bool {
 		return true
 	}
 	if c.authOn() && !authed && c.pass != "" {
-		p, ok := c.checkPass(c.pass)
+		p, token, ok := c.checkPass(c.pass)
 		if !ok {
 			r.add(c.numeric(errPasswdMismatch, "Password incorrect"))
 			c.finish(r)
@@ -323,8 +353,22 @@ func (c *conn) maybeRegister(r *reply) bool {
 		c.mu.Lock()
 		c.principal, c.authed = p, true
 		c.mu.Unlock()
-	} else {
-		c.pass = ""
+		c.watchCredential(token, p)
+		c.passLogin = true
+	}
+	c.pass = ""
+	// The nick was claimed before the client's agents were known: one of
+	// them has it after all.
+	c.mu.Lock()
+	nick := c.nick
+	c.mu.Unlock()
+	if c.agentNamed(nick) != nil {
+		c.mu.Lock()
+		c.nick = ""
+		c.mu.Unlock()
+		c.srv.releaseNick(c, nick)
+		r.add(c.numeric(errNicknameInUse, nick, "Nickname is already in use"))
+		return true
 	}
 	c.mu.Lock()
 	c.registered = true
@@ -342,38 +386,38 @@ func (c *conn) maybeRegister(r *reply) bool {
 		r.add(c.numeric(rplISupport, append(tokens[:n:n], "are supported by this server")...))
 		tokens = tokens[n:]
 	}
-	if authed && c.pass != "" {
+	if authed && c.passLogin {
 		r.add(c.numeric(rplLoggedIn, src, principal, "You are now logged in as "+principal))
 	} else if !authed && c.authOn() {
 		r.add(c.notice("You are not logged in: authenticate with SASL PLAIN (user = your principal, password = your token) or PASS <token> to join channels and talk to agents."))
 	}
-	c.pass = ""
 	c.motd(r)
 	if _, ok := c.acting(); ok {
+		c.srv.admitted(c)
 		c.attachDirect()
 		c.watchAgents()
 	}
 	return true
 }
 
-// checkPass checks a PASS value: a bare token, or "principal:token".
-func (c *conn) checkPass(v string) (string, bool) {
+// checkPass checks a PASS value: a bare token, or "principal:token". It
+// returns the principal and the token.
+func (c *conn) checkPass(v string) (string, string, bool) {
 	if p, ok := c.srv.opts.Authenticate("", v); ok {
-		return p, true
+		return p, v, true
 	}
 	if user, token, found := strings.Cut(v, ":"); found {
 		if p, ok := c.srv.opts.Authenticate(user, token); ok && p == user {
-			return p, true
+			return p, token, true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 func (c *conn) motd(r *reply) {
 	srv := c.srv.opts.ServerName
-	principal, _ := c.acting()
 	r.add(c.numeric(rplMOTDStart, "- "+srv+" Message of the day - "))
-	for _, l := range c.srv.motd(principal) {
+	for _, l := range c.srv.motd(c.sees) {
 		r.add(c.numeric(rplMOTD, "- "+l))
 	}
 	r.add(c.numeric(rplEndOfMOTD, "End of /MOTD command."))
@@ -438,8 +482,7 @@ type userInfo struct {
 }
 
 func (c *conn) lookupUser(nick string) (userInfo, bool) {
-	principal, _ := c.acting()
-	if a := c.srv.agentByNick(principal, nick); a != nil {
+	if a := c.agentNamed(nick); a != nil {
 		info := a.agent.Info()
 		real := info.Name
 		if info.Description != "" {

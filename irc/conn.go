@@ -70,6 +70,8 @@ type conn struct {
 	batch  atomic.Uint64 // batch reference counter
 	wg     sync.WaitGroup
 	wdone  chan struct{} // the writer ended
+	addr   string        // remote address the server counts it under
+	unreg  bool          // counted as not acting yet (under srv.mu)
 
 	mu         sync.Mutex
 	nick       string
@@ -81,6 +83,8 @@ type conn struct {
 	away       string
 	ended      bool               // cleanup began: no new followers
 	watching   bool               // watchAgents started
+	stopWatch  func() bool        // ends the watch of its credential (Options.Watch)
+	cutoff     *time.Timer        // closes the connection if a revoked link is slow to close
 	topics     map[string]string  // conversation id → title this client set, until its renamed event
 	channels   map[string]*joined // folded channel name
 	direct     map[string]*joined // agent id
@@ -89,6 +93,7 @@ type conn struct {
 	started    time.Time
 	capHold    bool // CAP LS or REQ seen, CAP END not yet
 	pass       string
+	passLogin  bool // logged in with PASS (RPL_LOGGEDIN comes with the welcome)
 	saslMech   string
 	sasl       ircutils.SASLBuffer
 	saslFails  int
@@ -125,6 +130,30 @@ func (c *conn) acting() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.principal, c.registered && (c.authed || c.srv.opts.Authenticate == nil)
+}
+
+// viewer returns the principal whose agents the client sees, and false
+// when it sees none: on a server with auth, one that has not logged in
+// (a stranger learns no agent's name).
+func (c *conn) viewer() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.principal, c.authed || c.srv.opts.Authenticate == nil
+}
+
+// sees reports whether the client sees agent a.
+func (c *conn) sees(a *agentUser) bool {
+	p, ok := c.viewer()
+	return ok && c.srv.mayUse(p, a)
+}
+
+// agentNamed returns the agent with this nick that the client sees, or
+// nil: an agent it may not use is, for it, a nick nobody has.
+func (c *conn) agentNamed(nick string) *agentUser {
+	if p, ok := c.viewer(); ok {
+		return c.srv.agentByNick(p, nick)
+	}
+	return nil
 }
 
 func (c *conn) currentNick() string {
@@ -208,8 +237,9 @@ func (c *conn) deadline() time.Time {
 	c.mu.Lock()
 	registered := c.registered
 	c.mu.Unlock()
+	login := c.started.Add(o.RegistrationTimeout)
 	if !registered {
-		return c.started.Add(o.RegistrationTimeout)
+		return login
 	}
 	d := c.lastRead.Add(o.PingInterval)
 	if !c.pingSentAt.IsZero() {
@@ -219,6 +249,9 @@ func (c *conn) deadline() time.Time {
 		if idle := c.lastCmd.Add(o.IdleTimeout); idle.Before(d) {
 			d = idle
 		}
+	}
+	if _, ok := c.acting(); !ok && login.Before(d) {
+		d = login
 	}
 	return d
 }
@@ -230,9 +263,14 @@ func (c *conn) timedOut() bool {
 	c.mu.Lock()
 	registered := c.registered
 	c.mu.Unlock()
+	_, acting := c.acting()
 	switch {
 	case !registered:
 		c.quit("Registration timed out", false)
+		return true
+	case !acting && !now.Before(c.started.Add(o.RegistrationTimeout)):
+		// Registered without logging in: it could only hold a place.
+		c.quit("Login timed out", false)
 		return true
 	case o.IdleTimeout > 0 && !now.Before(c.lastCmd.Add(o.IdleTimeout)):
 		c.quit("Idle timeout", false)
@@ -505,6 +543,10 @@ func (c *conn) cleanup() {
 	c.quit("Connection closed", false)
 	c.mu.Lock()
 	c.ended = true
+	if c.stopWatch != nil {
+		c.stopWatch()
+		c.stopWatch = nil
+	}
 	nick := c.nick
 	src := c.sourceLocked()
 	registered := c.registered
@@ -539,5 +581,38 @@ func (c *conn) cleanup() {
 	c.nc.Close()
 	<-c.wdone
 	c.wg.Wait()
+	c.mu.Lock()
+	if c.cutoff != nil {
+		c.cutoff.Stop()
+	}
+	c.mu.Unlock()
 	c.srv.remove(c, nick)
+}
+
+// watchCredential watches the credential the client logged in with
+// (Options.Watch) until the connection ends.
+func (c *conn) watchCredential(token, principal string) {
+	w := c.srv.opts.Watch
+	if w == nil {
+		return
+	}
+	stop := w(token, principal, c.revoked) // may call revoked at once: c.mu is free
+	c.mu.Lock()
+	c.stopWatch = stop
+	c.mu.Unlock()
+}
+
+// revoked ends a connection whose credential was revoked: it acts no more
+// at once (a command being read now is refused), what is queued is
+// dropped, and it gets "ERROR :Closing link (Credentials revoked)"; a
+// writer stuck on a client that does not read is cut a second later.
+// Called once, from any goroutine; it does not block.
+func (c *conn) revoked() {
+	c.mu.Lock()
+	c.authed = false
+	if c.cutoff == nil && !c.ended {
+		c.cutoff = time.AfterFunc(time.Second, func() { c.nc.Close() })
+	}
+	c.mu.Unlock()
+	c.quit("Credentials revoked", true)
 }

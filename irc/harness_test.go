@@ -151,7 +151,19 @@ type client struct {
 
 func (s *stack) dial() *client {
 	s.t.Helper()
-	nc, err := net.Dial("tcp", s.addr)
+	return s.dialFrom("")
+}
+
+// dialFrom connects from the local address ip ("": any); on Linux every
+// 127.0.0.0/8 address is the loopback, so "127.0.0.2" is another client
+// address on the same host.
+func (s *stack) dialFrom(ip string) *client {
+	s.t.Helper()
+	var d net.Dialer
+	if ip != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip)}
+	}
+	nc, err := d.Dial("tcp", s.addr)
 	if err != nil {
 		s.t.Fatal(err)
 	}

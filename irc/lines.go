@@ -59,8 +59,8 @@ func (v view) userLine(m *agentik.Message) (src, target string) {
 	if fold(nick) == fold(v.c.currentNick()) {
 		return v.c.source(), v.target
 	}
-	if v.c.srv.byNick[fold(nick)] != nil {
-		nick += "_" // never looks like an agent
+	if v.c.agentNamed(nick) != nil {
+		nick += "_" // never looks like an agent (of those the client sees)
 	}
 	return nick + "!" + nick + "@" + v.c.srv.opts.ServerName, v.target
 }

@@ -34,6 +34,8 @@ const (
 	DefaultWriteTimeout        = 15 * time.Second
 	DefaultSendQWait           = 5 * time.Second
 	DefaultMaxClients          = 1000
+	DefaultMaxUnregistered     = 256
+	DefaultMaxUnregisteredAddr = 16
 	DefaultMaxChannels         = 100
 )
 
@@ -54,6 +56,13 @@ type Options struct {
 	// "principal:token". False refuses them. Nil: an open server where every
 	// client acts as the anonymous principal and SASL is not offered.
 	Authenticate func(user, token string) (principal string, ok bool)
+	// Watch watches the credential a client logged in with (the token and
+	// the principal Authenticate gave) for as long as the connection lasts:
+	// it calls revoked once, without blocking, when the credential stops
+	// being valid (then the client is sent "ERROR :Closing link
+	// (Credentials revoked)" and disconnected at once); stop ends the
+	// watch. Nil: credentials are checked only when a client logs in.
+	Watch func(token, principal string, revoked func()) (stop func() bool)
 
 	ServerName string // the server's name in prefixes and numerics
 	Network    string // ISUPPORT NETWORK
@@ -84,7 +93,8 @@ type Options struct {
 	// later without an answer it is disconnected.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
-	// RegistrationTimeout: a connection not registered by then is closed.
+	// RegistrationTimeout: a connection not registered by then is closed —
+	// on a server with Authenticate, also one not logged in by then.
 	RegistrationTimeout time.Duration
 	// IdleTimeout: a registered client that sends no command other than
 	// PING and PONG for this long is disconnected. 0: never.
@@ -94,6 +104,13 @@ type Options struct {
 	WriteTimeout time.Duration
 	MaxClients   int // connections at once; more are refused
 	MaxChannels  int // channels one client may be in
+	// MaxUnregistered bounds the connections at once that may not act yet
+	// (not registered, or not logged in on a server with Authenticate);
+	// MaxUnregisteredPerAddr bounds them per remote address (an IPv4
+	// address, an IPv6 /64). A connection past either is refused at once;
+	// clients that may act are never counted nor refused for them.
+	MaxUnregistered        int
+	MaxUnregisteredPerAddr int
 	// IfBusy is the busy policy of messages sent while a turn runs
 	// (default enqueue).
 	IfBusy string
@@ -150,6 +167,12 @@ func (o *Options) setDefaults() {
 	if o.MaxClients <= 0 {
 		o.MaxClients = DefaultMaxClients
 	}
+	if o.MaxUnregistered <= 0 {
+		o.MaxUnregistered = DefaultMaxUnregistered
+	}
+	if o.MaxUnregisteredPerAddr <= 0 {
+		o.MaxUnregisteredPerAddr = DefaultMaxUnregisteredAddr
+	}
 	if o.MaxChannels <= 0 {
 		o.MaxChannels = DefaultMaxChannels
 	}
@@ -185,6 +208,8 @@ type Server struct {
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
 	nicks     map[string]*conn              // folded nick → client
+	unreg     map[string]int                // remote address → its connections that may not act yet
+	unregN    int                           // connections that may not act yet
 	members   map[string]map[*conn]struct{} // conversation id → clients in its channel
 	closing   bool
 	nextID    uint64
@@ -202,7 +227,7 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, byNick: map[string]*agentUser{}, byID: map[string]*agentUser{},
 		created: time.Now(), listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
-		nicks: map[string]*conn{}, members: map[string]map[*conn]struct{}{}}
+		nicks: map[string]*conn{}, unreg: map[string]int{}, members: map[string]map[*conn]struct{}{}}
 	for _, a := range opts.Agents {
 		if a.Agent == nil || a.ID == "" {
 			return nil, errors.New("irc: an agent without id")
@@ -258,14 +283,22 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 func (s *Server) accept(nc net.Conn) {
+	addr := addrKey(nc.RemoteAddr())
 	s.mu.Lock()
-	if s.closing || len(s.conns) >= s.opts.MaxClients {
-		full := !s.closing
+	var reason string
+	switch {
+	case s.closing:
+		reason = "Server shutting down"
+	case len(s.conns) >= s.opts.MaxClients:
+		reason = "Too many connections"
+	case s.unreg[addr] >= s.opts.MaxUnregisteredPerAddr:
+		reason = "Too many unregistered connections from your address"
+	case s.unregN >= s.opts.MaxUnregistered:
+		reason = "Too many unregistered connections"
+	}
+	if reason != "" {
 		s.mu.Unlock()
-		reason := "Server shutting down"
-		if full {
-			reason = "Too many connections"
-		}
+		// A fresh socket's send buffer is empty: the line does not wait.
 		nc.SetWriteDeadline(time.Now().Add(time.Second))
 		nc.Write([]byte("ERROR :Closing link (" + reason + ")\r\n"))
 		nc.Close()
@@ -273,6 +306,9 @@ func (s *Server) accept(nc net.Conn) {
 	}
 	s.nextID++
 	c := newConn(s, nc, s.nextID)
+	c.addr, c.unreg = addr, true
+	s.unreg[addr]++
+	s.unregN++
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -280,6 +316,48 @@ func (s *Server) accept(nc net.Conn) {
 		defer s.wg.Done()
 		c.run()
 	}()
+}
+
+// addrKey is the remote address connections are counted under: the IP
+// address, for IPv6 its /64 (what one host is commonly given).
+func addrKey(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		if h, _, err := net.SplitHostPort(a.String()); err == nil {
+			return h
+		}
+		return a.String()
+	}
+	if ip4 := ta.IP.To4(); ip4 != nil {
+		return ip4.String()
+	}
+	return ta.IP.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// admitted stops counting c among the connections that may not act yet.
+// Idempotent.
+func (s *Server) admitted(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uncountLocked(c)
+}
+
+func (s *Server) uncountLocked(c *conn) {
+	if !c.unreg {
+		return
+	}
+	c.unreg = false
+	s.unregN--
+	if s.unreg[c.addr]--; s.unreg[c.addr] <= 0 {
+		delete(s.unreg, c.addr)
+	}
+}
+
+// Unregistered returns the number of connections that may not act yet.
+func (s *Server) Unregistered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unregN
 }
 
 // BeginShutdown stops accepting connections and refuses new messages; the
@@ -354,10 +432,12 @@ func (s *Server) agentByNick(principal, nick string) *agentUser {
 }
 
 // claimNick reserves nick for c, releasing its old one; false when another
-// client or an agent has it.
+// client has it, or it is the server's name. Agents' nicks are the caller's
+// to check (conn.agentNamed): an agent a client cannot see does not hold
+// its nick for that client.
 func (s *Server) claimNick(c *conn, old, nick string) bool {
 	k := fold(nick)
-	if _, agent := s.byNick[k]; agent || k == fold(s.opts.ServerName) {
+	if k == fold(s.opts.ServerName) {
 		return false
 	}
 	s.mu.Lock()
@@ -370,6 +450,15 @@ func (s *Server) claimNick(c *conn, old, nick string) bool {
 	}
 	s.nicks[k] = c
 	return true
+}
+
+// releaseNick frees nick if c holds it.
+func (s *Server) releaseNick(c *conn, nick string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.nicks[fold(nick)] == c {
+		delete(s.nicks, fold(nick))
+	}
 }
 
 func (s *Server) nickOwner(nick string) *conn {
@@ -447,6 +536,7 @@ func (s *Server) remove(c *conn, nick string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.conns, c)
+	s.uncountLocked(c)
 	if nick != "" && s.nicks[fold(nick)] == c {
 		delete(s.nicks, fold(nick))
 	}
@@ -466,12 +556,15 @@ func (s *Server) isupport() []string {
 }
 
 // motd is the message of the day: the configured one, or how to use the
-// server.
-func (s *Server) motd(principal string) []string {
+// server, naming the agents sees lets the client see.
+func (s *Server) motd(sees func(*agentUser) bool) []string {
 	if len(s.opts.MOTD) > 0 {
 		return s.opts.MOTD
 	}
-	def := s.agents[0].nick
+	def := "the default agent"
+	if sees(s.agents[0]) {
+		def = s.agents[0].nick
+	}
 	lines := []string{
 		"Agentik: every channel is a conversation with an agent.",
 		"  /join #<name>          your conversation <name> with " + def + " (created on join)",
@@ -486,9 +579,12 @@ func (s *Server) motd(principal string) []string {
 	}
 	var nicks []string
 	for _, a := range s.agents {
-		if s.mayUse(principal, a) {
+		if sees(a) {
 			nicks = append(nicks, a.nick)
 		}
+	}
+	if len(nicks) == 0 {
+		nicks = []string{"none you can see (log in first?)"}
 	}
 	lines = append(lines, "Agents: "+strings.Join(nicks, ", "))
 	return lines

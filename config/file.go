@@ -202,6 +202,9 @@ func Load(path string, getenv func(string) string) (Config, error) {
 	l := &loader{file: path, dir: filepath.Dir(path), getenv: getenv}
 	l.apply(&c, b)
 	c.File = path
+	if l.more > 0 {
+		l.errs = append(l.errs, FileError{File: path, Problem: fmt.Sprintf("and %d more mistakes", l.more)})
+	}
 	return c, errors.Join(envErr, errors.Join(l.errs...))
 }
 
@@ -222,6 +225,7 @@ type loader struct {
 	file, dir string
 	getenv    func(string) string
 	errs      []error
+	more      int            // mistakes past maxMistakes, counted only
 	lines     map[string]int // field path → line of its key (or item)
 	valueAt   map[int]string // line → path of the value that starts there
 	warnings  []string
@@ -230,12 +234,20 @@ type loader struct {
 }
 
 func (l *loader) bad(field, problem string) {
-	l.errs = append(l.errs, FileError{File: l.file, Line: l.line(field), Field: field, Problem: problem})
+	l.badAt(l.line(field), field, problem)
 }
 
 func (l *loader) badAt(line int, field, problem string) {
+	if len(l.errs) >= maxMistakes {
+		l.more++
+		return
+	}
 	l.errs = append(l.errs, FileError{File: l.file, Line: line, Field: field, Problem: problem})
 }
+
+// maxMistakes bounds the mistakes reported: a file of 100,000 wrong items
+// is one mistake a person fixes once.
+const maxMistakes = 100
 
 // line returns the line of field, or of its nearest ancestor present in
 // the file.
@@ -256,6 +268,12 @@ func parent(p string) string {
 }
 
 func (l *loader) apply(c *Config, data []byte) {
+	// The shape first: the library builds the whole tree before anything
+	// can look at it (shape.go).
+	if e := shapeOf(data); e != nil {
+		l.badAt(e.line, "", e.problem)
+		return
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -264,6 +282,10 @@ func (l *loader) apply(c *Config, data []byte) {
 			return
 		}
 		l.syntax(err)
+		return
+	}
+	if e := checkTree(&doc); e != nil {
+		l.badAt(e.line, "", e.problem)
 		return
 	}
 	var extra yaml.Node

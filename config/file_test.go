@@ -219,6 +219,8 @@ func FuzzLoadFile(f *testing.F) {
 	f.Add(specExample)
 	f.Add("agents:\n  - id: a\n    model: {timeout: 3s}\n    tools: {a2a_agents: [\"http://x\"]}\n")
 	f.Add("agents: [{id: a, approval: {\"*\": ask}}]\n")
+	f.Add("agents: [[[[[[[[[[[[]]]]]]]]]]]]\n")
+	f.Add(aliasBomb(3))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, s string) {
 		path := filepath.Join(dir, "f.yaml")

@@ -37,6 +37,13 @@ type IRCConfig struct {
 	IdleTimeout  time.Duration // AGENTIK_IRC_IDLE_TIMEOUT
 	WriteTimeout time.Duration // AGENTIK_IRC_WRITE_TIMEOUT
 	MaxClients   int           // AGENTIK_IRC_MAX_CLIENTS
+	// MaxUnregistered and MaxUnregisteredPerAddr bound the connections
+	// that have not registered and logged in yet, in all and per remote
+	// address (IPv4 address, IPv6 /64); one past either is refused.
+	// RegistrationTimeout closes such a connection.
+	MaxUnregistered        int           // AGENTIK_IRC_MAX_UNREGISTERED
+	MaxUnregisteredPerAddr int           // AGENTIK_IRC_MAX_UNREGISTERED_PER_ADDR
+	RegistrationTimeout    time.Duration // AGENTIK_IRC_REGISTRATION_TIMEOUT
 	// IfBusy is the busy policy of messages sent while a turn runs.
 	IfBusy string // AGENTIK_IRC_IF_BUSY
 	// HTTPURL is the base URL IRC users reach this server's HTTP side at,
@@ -57,6 +64,10 @@ const (
 	DefaultIRCPingTimeout    = 60 * time.Second
 	DefaultIRCWriteTimeout   = 15 * time.Second
 	DefaultIRCMaxClients     = 1000
+
+	DefaultIRCMaxUnregistered        = 256
+	DefaultIRCMaxUnregisteredPerAddr = 16
+	DefaultIRCRegistrationTimeout    = 60 * time.Second
 )
 
 func (c *IRCConfig) read(r *reader) {
@@ -72,6 +83,10 @@ func (c *IRCConfig) read(r *reader) {
 		WriteTimeout:   DefaultIRCWriteTimeout,
 		MaxClients:     DefaultIRCMaxClients,
 		IfBusy:         "enqueue",
+
+		MaxUnregistered:        DefaultIRCMaxUnregistered,
+		MaxUnregisteredPerAddr: DefaultIRCMaxUnregisteredPerAddr,
+		RegistrationTimeout:    DefaultIRCRegistrationTimeout,
 	}
 	r.str("AGENTIK_IRC_ADDR", &c.Addr)
 	if c.Addr != "" {
@@ -101,6 +116,9 @@ func (c *IRCConfig) read(r *reader) {
 		r.duration("AGENTIK_IRC_IDLE_TIMEOUT", &c.IdleTimeout)
 	}
 	r.integer("AGENTIK_IRC_MAX_CLIENTS", &c.MaxClients, 1, 1_000_000)
+	r.integer("AGENTIK_IRC_MAX_UNREGISTERED", &c.MaxUnregistered, 1, 1_000_000)
+	r.integer("AGENTIK_IRC_MAX_UNREGISTERED_PER_ADDR", &c.MaxUnregisteredPerAddr, 1, 1_000_000)
+	r.duration("AGENTIK_IRC_REGISTRATION_TIMEOUT", &c.RegistrationTimeout)
 	r.oneOf("AGENTIK_IRC_IF_BUSY", &c.IfBusy, "enqueue", "interrupt", "reject")
 	r.str("AGENTIK_IRC_HTTP_URL", &c.HTTPURL)
 	if c.HTTPURL != "" && !httpURL(c.HTTPURL) {

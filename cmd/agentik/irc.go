@@ -58,9 +58,16 @@ func (a *app) mountIRC(ctx context.Context) error {
 	if cfg.FloodRate == 0 {
 		opts.FloodRate = -1
 	}
+	opts.MaxUnregistered, opts.MaxUnregisteredPerAddr = cfg.MaxUnregistered, cfg.MaxUnregisteredPerAddr
+	opts.RegistrationTimeout = cfg.RegistrationTimeout
 	if a.tokens != nil {
 		tokens := a.tokens
 		opts.Authenticate = func(user, token string) (string, bool) { return tokens.Lookup(token) }
+		// A reload that takes the token away closes the connections
+		// logged in with it.
+		opts.Watch = func(token, principal string, revoked func()) func() bool {
+			return tokens.Watch(token, principal, "", revoked)
+		}
 	}
 	srv, err := irc.NewServer(opts)
 	if err != nil {

@@ -2,6 +2,14 @@ package irc
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -346,4 +354,46 @@ func TestRevokedCredentialClosesTheLink(t *testing.T) {
 	if fw.held() != 0 || once.held() != 0 {
 		t.Fatalf("watches left: %d, %d", fw.held(), once.held())
 	}
+}
+
+// Over TLS, telling a refused connection why waits for its handshake: a
+// connection that never makes one must not hold up the next Accept (before,
+// the accept loop waited for its handshake without a deadline).
+func TestRefusalOverTLSDoesNotStallAccept(t *testing.T) {
+	cert := selfSigned(t)
+	s := newStackOn(t, Options{MaxUnregisteredPerAddr: 1}, nil, func(ln net.Listener) net.Listener {
+		return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+	})
+	dialTLS := func(ip string) *client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 15 * time.Second}
+		nc, err := tls.DialWithDialer(d, "tcp", s.addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.clientOn(nc)
+	}
+	held := dialTLS("127.0.0.1")
+	held.alive("held")
+	silent := s.dialFrom("127.0.0.1") // refused; never says a word
+	ok := dialTLS("127.0.0.2")
+	ok.register("bob", "")
+	held.alive("still")
+	if rest := silent.waitClosed(); len(rest) != 0 {
+		t.Fatalf("%v", rest)
+	}
+}
+
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

@@ -167,6 +167,11 @@ func (s *stack) dialFrom(ip string) *client {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	return s.clientOn(nc)
+}
+
+// clientOn is a client on a connection made by the caller.
+func (s *stack) clientOn(nc net.Conn) *client {
 	c := &client{t: s.t, nc: nc, lines: make(chan string, 10000)}
 	s.t.Cleanup(func() { nc.Close() })
 	go func() {

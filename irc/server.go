@@ -184,6 +184,10 @@ func (o *Options) setDefaults() {
 	}
 }
 
+// maxRefusing bounds the connections being told at once why they are
+// refused (each for at most a second); more are closed without a word.
+const maxRefusing = 64
+
 // agentUser is an agent as the server shows it.
 type agentUser struct {
 	id    string
@@ -210,6 +214,7 @@ type Server struct {
 	nicks     map[string]*conn              // folded nick → client
 	unreg     map[string]int                // remote address → its connections that may not act yet
 	unregN    int                           // connections that may not act yet
+	refusing  chan struct{}                 // one per connection being refused (maxRefusing)
 	members   map[string]map[*conn]struct{} // conversation id → clients in its channel
 	closing   bool
 	nextID    uint64
@@ -227,7 +232,8 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, byNick: map[string]*agentUser{}, byID: map[string]*agentUser{},
 		created: time.Now(), listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
-		nicks: map[string]*conn{}, unreg: map[string]int{}, members: map[string]map[*conn]struct{}{}}
+		nicks: map[string]*conn{}, unreg: map[string]int{}, refusing: make(chan struct{}, maxRefusing),
+		members: map[string]map[*conn]struct{}{}}
 	for _, a := range opts.Agents {
 		if a.Agent == nil || a.ID == "" {
 			return nil, errors.New("irc: an agent without id")
@@ -297,11 +303,29 @@ func (s *Server) accept(nc net.Conn) {
 		reason = "Too many unregistered connections"
 	}
 	if reason != "" {
+		refuse := !s.closing
+		if refuse {
+			select {
+			case s.refusing <- struct{}{}:
+				s.wg.Add(1)
+			default: // refusing too many at once: no word
+				refuse = false
+			}
+		}
 		s.mu.Unlock()
-		// A fresh socket's send buffer is empty: the line does not wait.
-		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		nc.Write([]byte("ERROR :Closing link (" + reason + ")\r\n"))
-		nc.Close()
+		if !refuse {
+			nc.Close()
+			return
+		}
+		// On its own goroutine: over TLS the line waits for the
+		// handshake, which must not hold up the next Accept.
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-s.refusing }()
+			nc.SetDeadline(time.Now().Add(time.Second))
+			nc.Write([]byte("ERROR :Closing link (" + reason + ")\r\n"))
+			nc.Close()
+		}()
 		return
 	}
 	s.nextID++

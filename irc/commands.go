@@ -255,12 +255,10 @@ func (c *conn) renameFromAgent(r *reply) {
 	if c.agentNamed(old) == nil {
 		return
 	}
-	nick := nickOf("Guest" + strconv.FormatUint(c.id, 10))
-	for c.agentNamed(nick) != nil || !c.srv.claimNick(c, old, nick) {
-		if len(nick) >= maxNickLen {
-			nick = nick[:maxNickLen/2]
-		}
-		nick += "_"
+	// Clients are finite: one of these is free.
+	nick := "Guest" + strconv.FormatUint(c.id, 10)
+	for n := 1; c.agentNamed(nick) != nil || !c.srv.claimNick(c, old, nick); n++ {
+		nick = "Guest" + strconv.FormatUint(c.id, 10) + "-" + strconv.Itoa(n)
 	}
 	c.mu.Lock()
 	c.nick = nick

@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -44,12 +46,26 @@ type ServeOptions struct {
 	// MaxBodyBytes bounds a request body (413 beyond); 0 is
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxSessions bounds the sessions (previous protocol revisions) open
+	// at once on this endpoint, all principals together (503 beyond); 0 is
+	// DefaultMaxSessions.
+	MaxSessions int
+	// MaxSessionsPerPrincipal bounds one principal's open sessions (429
+	// beyond); 0 is DefaultMaxSessionsPerPrincipal.
+	MaxSessionsPerPrincipal int
+	// SessionsPerMinute and SessionBurst bound how fast one principal opens
+	// sessions: a token bucket of SessionBurst tokens that gains
+	// SessionsPerMinute a minute (429 beyond, with Retry-After); 0 is
+	// DefaultSessionsPerMinute, DefaultSessionBurst.
+	SessionsPerMinute, SessionBurst int
 	// LocalhostProtection refuses requests that reach a loopback address
 	// with a Host header that is not loopback (DNS rebinding). It matters on
 	// an open server; behind bearer tokens a rebound page has no token.
 	LocalhostProtection bool
 	// Logger receives what goes wrong; nil is slog.Default().
 	Logger *slog.Logger
+
+	now func() time.Time // the session rate's clock; nil is time.Now
 }
 
 // Handler serves one agent over MCP Streamable HTTP: the current protocol
@@ -58,7 +74,9 @@ type ServeOptions struct {
 // that the request's context carries (agentik.PrincipalFrom): whoever mounts
 // it authenticates first. Each principal has its own MCP server and session
 // table, so a session id presented by another principal is unknown (404)
-// and another principal's conversations are not found.
+// and another principal's conversations are not found. Each principal
+// holds a bounded number of sessions, opened at a bounded rate, within a
+// bound for all (ServeOptions).
 //
 // Safe for concurrent use. BeginShutdown and Close may each be called more
 // than once.
@@ -86,6 +104,10 @@ type front struct {
 
 	mu      sync.Mutex
 	current map[string]string // MCP session id → the conversation ask continues
+
+	// Guarded by h.mu (admit).
+	opening int    // requests under way that open a session
+	rate    bucket // of sessions opened
 }
 
 // NewHandler returns the MCP endpoint of agent.
@@ -101,6 +123,21 @@ func NewHandler(agent agentik.Agent, opts ServeOptions) *Handler {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxSessionsPerPrincipal <= 0 {
+		opts.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
+	}
+	if opts.SessionsPerMinute <= 0 {
+		opts.SessionsPerMinute = DefaultSessionsPerMinute
+	}
+	if opts.SessionBurst <= 0 {
+		opts.SessionBurst = DefaultSessionBurst
+	}
+	if opts.now == nil {
+		opts.now = time.Now
 	}
 	h := &Handler{agent: agent, opts: opts, log: opts.Logger, fronts: map[string]*front{}, schemas: sdk.NewSchemaCache()}
 	if h.log == nil {
@@ -134,17 +171,39 @@ func (h minLevel) WithGroup(name string) slog.Handler {
 	return minLevel{h.Handler.WithGroup(name), h.min}
 }
 
+// ServeHTTP checks a POST's body (readBody) and the room for the session it
+// may open (admit) before the SDK sees it, and answers a refusal with a
+// JSON-RPC error (refuse).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f := h.front(agentik.PrincipalFrom(r.Context()))
 	if f == nil {
-		w.Header().Set("Retry-After", "1")
-		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
+		h.refuse(w, r, nullID, &agentik.Error{Code: agentik.EUnavailable, Message: "the server is shutting down", RetryAfter: time.Second})
 		return
+	}
+	var body []byte
+	if r.Method == http.MethodPost {
+		var err error
+		if body, err = h.readBody(w, r); err != nil {
+			h.refuse(w, r, nullID, err)
+			return
+		}
+		if body != nil {
+			r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
 	}
 	// Dates compare as strings, as the SDK compares them.
 	if r.Header.Get(protocolHeader) >= ProtocolCurrent {
 		f.stateless.ServeHTTP(w, r)
 		return
+	}
+	if opensSession(r) {
+		release, err := h.admit(f)
+		if err != nil {
+			h.refuse(w, r, requestID(body), err)
+			return
+		}
+		defer release()
+		w = &opening{ResponseWriter: w, release: release}
 	}
 	f.sessions.ServeHTTP(w, r)
 }

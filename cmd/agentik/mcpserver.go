@@ -33,7 +33,13 @@ func (a *app) mountMCPServer(mux *http.ServeMux, prefix string, ag *agent) {
 			Version:        versionString(),
 			IfBusy:         ifBusy(ag, c.IfBusy),
 			SessionTimeout: c.SessionTimeout,
-			MaxBodyBytes:   a.cfg.MaxBodyBytes,
+			// An MCP request carries one message of text at most: its
+			// own limit, not the one of the endpoints that take images.
+			MaxBodyBytes:            min(c.MaxBodyBytes, a.cfg.MaxBodyBytes),
+			MaxSessions:             c.MaxSessions,
+			MaxSessionsPerPrincipal: c.MaxSessionsPerPrincipal,
+			SessionsPerMinute:       c.SessionsPerMinute,
+			SessionBurst:            c.SessionBurst,
 			// Behind tokens a DNS-rebound page has none to send; an open
 			// server on a loopback address must refuse foreign Host headers.
 			LocalhostProtection: a.edge.Open(),

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -426,5 +428,152 @@ func TestMCPEndpoint(t *testing.T) {
 		if got != tc.want || (err == nil) != (tc.want != "") {
 			t.Errorf("mcpEndpoint(%q, %q) = %q, %v; want %q", tc.url, tc.agent, got, err, tc.want)
 		}
+	}
+}
+
+// mcpPost posts body to an MCP endpoint as a client at protocol version v
+// would, with token; it returns the status and the body of the answer.
+func mcpPost(t *testing.T, endpoint, token, v, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(mcpCtx(t), http.MethodPost, endpoint, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", v)
+	if v >= "2026-07-28" { // the current revision names the call in headers too
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", "ask")
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+// peakRSS is VmHWM of process pid in bytes (0 where /proc is missing).
+func peakRSS(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// TestMCPServerRefusesJSONBombs sends the real binary's /mcp what every
+// other endpoint refuses: an array of 1.9 million elements (3.8 MB, under
+// the body limit), first alone, then four at once; duplicate keys (also
+// by case) and nesting past agentik.MaxJSONDepth. Each is refused with a
+// JSON-RPC error before the SDK decodes it, and the process's peak memory
+// stays where it was (the SDK decoding the array cost +747 MiB).
+func TestMCPServerRefusesJSONBombs(t *testing.T) {
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test",
+		"AGENTIK_AUTH_TOKENS=alice:"+aliceToken)
+	endpoint := p.url + "/mcp"
+	// A call of ask as revision v sends it: the current one has its
+	// version in _meta.
+	call := func(v, args string) string {
+		meta := ""
+		if v >= "2026-07-28" {
+			meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"` + v + `","io.modelcontextprotocol/clientCapabilities":{}},`
+		}
+		return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{` + meta + `"name":"ask","arguments":` + args + `}}`
+	}
+	bomb := call("2026-07-28", `{"message":[`+strings.TrimSuffix(strings.Repeat("0,", 1_900_000), ",")+`]}`)
+	refused := func(what string, status int, b []byte, want int, wantRPC int) {
+		t.Helper()
+		var rpc struct {
+			JSONRPC string
+			ID      any
+			Error   struct {
+				Code    int
+				Message string
+			}
+		}
+		if status != want || json.Unmarshal(b, &rpc) != nil || rpc.JSONRPC != "2.0" || rpc.Error.Code != wantRPC || rpc.Error.Message == "" {
+			t.Errorf("%s: %d %.200s, want %d and a JSON-RPC error %d", what, status, b, want, wantRPC)
+		}
+	}
+
+	before := peakRSS(p.cmd.Process.Pid)
+	status, _, b := mcpPost(t, endpoint, aliceToken, "2026-07-28", bomb)
+	refused("1.9M-element array", status, b, http.StatusRequestEntityTooLarge, -32600)
+	one := peakRSS(p.cmd.Process.Pid)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			status, _, b := mcpPost(t, endpoint, aliceToken, "2026-07-28", bomb)
+			refused("1.9M-element array, four at once", status, b, http.StatusRequestEntityTooLarge, -32600)
+		})
+	}
+	wg.Wait()
+	four := peakRSS(p.cmd.Process.Pid)
+	const mib = 1 << 20
+	t.Logf("peak RSS (VmHWM): %d MiB before, %d MiB after one %d-byte array request, %d MiB after four at once", before/mib, one/mib, len(bomb), four/mib)
+	if before > 0 && four > before+128*mib {
+		t.Errorf("peak RSS grew by %d MiB for refused requests", (four-before)/mib)
+	}
+
+	// MCP's own body limit (4 MiB), not the server's 16 MiB.
+	status, _, b = mcpPost(t, endpoint, aliceToken, "2026-07-28", call("2026-07-28", `{"message":"`+strings.Repeat("x", 5<<20)+`"}`))
+	refused("a 5 MiB body", status, b, http.StatusRequestEntityTooLarge, -32600)
+
+	for _, tc := range []struct {
+		name string
+		body func(v string) string
+	}{
+		{"duplicate key", func(v string) string { return call(v, `{"message":"a","message":"b"}`) }},
+		{"duplicate key by case", func(v string) string { return call(v, `{"message":"a","Message":"b"}`) }},
+		{"duplicate id by case", func(v string) string {
+			return strings.Replace(call(v, `{"message":"a"}`), `"id":7,`, `"id":7,"ID":8,`, 1)
+		}},
+		{"nested too deep", func(v string) string {
+			return call(v, `{"message":"a","x":`+strings.Repeat("[", agentik.MaxJSONDepth)+strings.Repeat("]", agentik.MaxJSONDepth)+`}`)
+		}},
+	} {
+		for _, v := range []string{"2026-07-28", "2025-11-25"} {
+			status, _, b := mcpPost(t, endpoint, aliceToken, v, tc.body(v))
+			refused(tc.name+" at "+v, status, b, http.StatusBadRequest, -32700)
+		}
+	}
+	if n := len(llm.Requests()); n != 0 {
+		t.Fatalf("%d model calls for refused requests", n)
+	}
+}
+
+// TestMCPServerSessionLimits: the AGENTIK_MCP_SERVER_* session limits reach
+// the endpoint. A principal past its cap, and anyone past the server's,
+// cannot initialize another session (previous revisions); the current
+// revision, which opens none, still works.
+func TestMCPServerSessionLimits(t *testing.T) {
+	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "AGENTIK_AUTH_TOKENS=alice:"+aliceToken+",bob:"+bobToken,
+		"AGENTIK_MCP_SERVER_MAX_SESSIONS_PER_PRINCIPAL=2", "AGENTIK_MCP_SERVER_MAX_SESSIONS=3", "AGENTIK_MCP_SERVER_SESSION_BURST=3")
+	endpoint := p.url + "/mcp"
+	for range 2 {
+		if _, err := mcpConnect(t, endpoint, aliceToken, "2025-11-25", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := mcpConnect(t, endpoint, aliceToken, "2025-11-25", nil); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
+		t.Fatalf("alice's third session: %v", err)
+	}
+	if _, err := mcpConnect(t, endpoint, aliceToken, "2026-07-28", nil); err != nil {
+		t.Fatalf("the current revision at the cap: %v", err)
+	}
+	if _, err := mcpConnect(t, endpoint, bobToken, "2025-11-25", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mcpConnect(t, endpoint, bobToken, "2025-11-25", nil); err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
+		t.Fatalf("a session past the server's cap: %v", err)
 	}
 }

@@ -213,3 +213,13 @@ func ApprovalExpiry(t Time, timeout time.Duration) Time {
 	}
 	return TimeOf(t.Add(timeout))
 }
+
+// Tool results the engine records for a turn interrupted in a tool round.
+const (
+	// ToolInterruptedText: the call was running when the turn was
+	// interrupted and stopped with an error (a tool that finished anyway
+	// has its own result recorded).
+	ToolInterruptedText = "interrupted while the tool ran; it may have done part of its work"
+	// ToolNotRunText: the call never ran (working memory only).
+	ToolNotRunText = "not run: the turn was interrupted first"
+)

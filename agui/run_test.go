@@ -355,8 +355,9 @@ func TestStaleToolResultsWithNewMessage(t *testing.T) {
 // its name.
 type anyToken struct{}
 
-func (anyToken) Lookup(token string) (string, bool) { return token, token != "" }
-func (anyToken) Allows(string, string) bool         { return true }
+func (anyToken) Lookup(token string) (string, bool)               { return token, token != "" }
+func (anyToken) Allows(string, string) bool                       { return true }
+func (anyToken) Watch(string, string, string, func()) func() bool { return func() bool { return true } }
 
 // tokenIsPrincipal is an edge.Tokens that takes every token, none
 // included, for the principal of its name.
@@ -364,3 +365,6 @@ type tokenIsPrincipal struct{}
 
 func (tokenIsPrincipal) Lookup(token string) (string, bool) { return token, true }
 func (tokenIsPrincipal) Allows(string, string) bool         { return true }
+func (tokenIsPrincipal) Watch(string, string, string, func()) func() bool {
+	return func() bool { return true }
+}

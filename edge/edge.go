@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -22,7 +24,18 @@ type Tokens interface {
 	Lookup(token string) (principal string, ok bool)
 	// Allows reports whether principal may use agent.
 	Allows(principal, agent string) bool
+	// Watch registers token, in use by principal for agent ("" for none in
+	// particular), for as long as a request or connection holds it:
+	// revoked is called once, without blocking, when the token stops
+	// authenticating principal for agent (a reload removed it), at once if
+	// it already does not. stop releases the watch and reports whether it
+	// was still held. *auth.Tokens implements it.
+	Watch(token, principal, agent string, revoked func()) (stop func() bool)
 }
+
+// ErrRevoked is the cause of a request's context canceled because the
+// token that authenticated it was revoked (context.Cause).
+var ErrRevoked = agentik.Errorf(agentik.EUnauthorized, "the credentials of this connection were revoked")
 
 // Options configure an Edge. The zero value is an open edge: no
 // authentication, no cross-origin access, the default body timeout.
@@ -128,7 +141,8 @@ func (e *Edge) Guard(h http.Handler, rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if rt.Access != Unauthenticated && e.tokens != nil {
-			p, ok := e.tokens.Lookup(e.token(r, rt.Access))
+			tok := e.token(r, rt.Access)
+			p, ok := e.tokens.Lookup(tok)
 			if !ok {
 				e.refuse(w, r, refuse, errUnauthorized)
 				return
@@ -141,6 +155,14 @@ func (e *Edge) Guard(h http.Handler, rt Route) http.Handler {
 			if n, ok := ctx.Value(noteKey{}).(*note); ok {
 				n.principal = p
 			}
+			// A request that outlives a reload (an event stream, a
+			// WebSocket) ends when its token is revoked.
+			cred := &credential{tokens: e.tokens, token: tok, principal: p, agent: rt.Agent}
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(context.WithValue(ctx, credentialKey{}, cred))
+			stop := e.tokens.Watch(tok, p, rt.Agent, func() { cancel(ErrRevoked) })
+			defer cancel(nil)
+			defer stop()
 		}
 		if r.ContentLength != 0 {
 			// The body must arrive within the body timeout, whoever reads
@@ -152,6 +174,28 @@ func (e *Edge) Guard(h http.Handler, rt Route) http.Handler {
 		}
 		h.ServeHTTP(w, r.WithContext(withBodyTimeout(ctx, e.bodyTimeout)))
 	})
+}
+
+// credentialKey carries the credential Guard authenticated a request with,
+// for WatchCredential.
+type credentialKey struct{}
+
+type credential struct {
+	tokens                  Tokens
+	token, principal, agent string
+}
+
+// WatchCredential calls revoked once when the credential that authenticated
+// ctx's request is revoked, for state that outlives the request (a protocol
+// session): it is Tokens.Watch on that credential. On an open edge, or for a
+// context no guarded request made, it watches nothing and stop reports
+// false.
+func WatchCredential(ctx context.Context, revoked func()) (stop func() bool) {
+	c, ok := ctx.Value(credentialKey{}).(*credential)
+	if !ok {
+		return func() bool { return false }
+	}
+	return c.tokens.Watch(c.token, c.principal, c.agent, revoked)
 }
 
 // Allows reports whether principal may use agent (always, on an open edge).
@@ -212,8 +256,28 @@ func (e *Edge) Handler(next http.Handler) http.Handler {
 		}
 		r = r.WithContext(base)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		if r.ContentLength != 0 {
+			// Every body, on every route, must arrive within the body
+			// timeout: net/http reads what a handler left unread before
+			// it answers or reuses the connection, and a client that sends
+			// a few bytes and falls silent would hold it for good.
+			rc := http.NewResponseController(w)
+			rc.SetReadDeadline(time.Now().Add(e.bodyTimeout))
+			rec.body = &trackedBody{ReadCloser: r.Body, want: r.ContentLength}
+			r.Body = rec.body
+			defer func() {
+				if !rec.body.complete() {
+					// The answer went out (with Connection: close) without
+					// the whole body: the rest is not waited for.
+					rc.SetReadDeadline(time.Now())
+				}
+			}()
+		}
 		if !e.cross(rec, r) {
 			next.ServeHTTP(rec, r)
+		}
+		if rec.body != nil && !rec.wroteHeader && !rec.body.complete() {
+			rec.Header().Set("Connection", "close")
 		}
 		d := time.Since(start)
 		// r.Pattern is the route the ServeMux matched (it sets it on the
@@ -248,13 +312,54 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status      int
 	wroteHeader bool
+	body        *trackedBody // the request's body, when it has one
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
 	if !s.wroteHeader {
 		s.status, s.wroteHeader = code, true
+		if s.body != nil && code >= 200 && !s.body.complete() {
+			// An answer before the whole body (a refusal, a route that
+			// reads none) closes the connection: net/http would otherwise
+			// wait for the rest of the body before sending it.
+			s.Header().Set("Connection", "close")
+		}
 	}
 	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if !s.wroteHeader {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// trackedBody is a request body that knows whether it was read whole.
+type trackedBody struct {
+	io.ReadCloser
+	want int64 // Content-Length; -1: unknown (chunked)
+	mu   sync.Mutex
+	n    int64
+	eof  bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.mu.Lock()
+	b.n += int64(n)
+	if err == io.EOF {
+		b.eof = true
+	}
+	b.mu.Unlock()
+	return n, err
+}
+
+// complete reports whether the whole body was read.
+func (b *trackedBody) complete() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eof || (b.want >= 0 && b.n >= b.want)
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

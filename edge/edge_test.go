@@ -36,6 +36,10 @@ func (fakeTokens) Allows(principal, agent string) bool {
 	return principal != "bob" || agent == "support"
 }
 
+func (fakeTokens) Watch(string, string, string, func()) func() bool {
+	return func() bool { return true }
+}
+
 // echoPrincipal answers the principal in the context and the body it read.
 func echoPrincipal(w http.ResponseWriter, r *http.Request) {
 	b, err := ReadJSON(w, r, 1<<10)
@@ -607,5 +611,68 @@ func TestRequestLog(t *testing.T) {
 	do(t, "GET", qs.URL+"/no/such", "")
 	if l := quiet.lines(t); len(l) != 0 {
 		t.Errorf("debug request lines logged at info: %v", l)
+	}
+}
+
+// TestSlowBodyOnEveryRoute: a client that announces a body, sends four bytes
+// and falls silent gets its answer at once on every route — refused,
+// unauthenticated, unknown — and its connection is closed at once, not
+// after the body timeout (a minute here) nor never (issue 44.3: /health,
+// agent cards and unknown paths never answered; a 401 kept the connection).
+// The read deadline is a bound, not a synchronisation.
+func TestSlowBodyOnEveryRoute(t *testing.T) {
+	e := New(Options{Tokens: fakeTokens{}, BodyTimeout: time.Minute})
+	mux := http.NewServeMux()
+	health := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	mux.Handle("GET /health", e.Guard(health, Route{Access: Unauthenticated}))
+	mux.Handle("POST /private", e.Guard(http.HandlerFunc(echoPrincipal), Route{}))
+	mux.Handle("GET /agents/coder", e.Guard(http.HandlerFunc(echoPrincipal), Route{Agent: "coder"}))
+	srv := httptest.NewServer(e.Handler(mux))
+	t.Cleanup(srv.Close) // after the clients' connections close (cleanups run last first)
+	for _, path := range []string{"POST /private", "GET /health", "POST /nowhere", "GET /agents/coder"} {
+		method, p, _ := strings.Cut(path, " ")
+		head := method + " " + p + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+		c, br := rawRequest(t, srv, head, `{"a"`)
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: no answer while the body is pending: %v", path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if !resp.Close {
+			t.Errorf("%s: %d without Connection: close", path, resp.StatusCode)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("%s: connection still open after the answer: %v", path, err)
+		}
+	}
+}
+
+// TestSlowBodyHandlerThatAnswersLate: a handler that answers without
+// reading the body, after the body timeout: the connection's reads were cut
+// at the timeout, the answer still goes out and the connection is closed.
+func TestSlowBodyHandlerThatAnswersLate(t *testing.T) {
+	e := New(Options{BodyTimeout: 200 * time.Millisecond})
+	release := make(chan struct{})
+	srv := httptest.NewServer(e.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		io.WriteString(w, "late")
+	})))
+	t.Cleanup(srv.Close)
+	c, br := rawRequest(t, srv, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", "abcd")
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	<-time.After(400 * time.Millisecond) // past the body timeout: a timer of the test, not a condition
+	close(release)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != "late" || !resp.Close {
+		t.Fatalf("%q close=%v", b, resp.Close)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("connection still open: %v", err)
 	}
 }

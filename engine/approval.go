@@ -423,6 +423,19 @@ func (r *turnRun) runApproved(set *tools.Set, p *pendingRound) error {
 	}
 	results, err := r.runCalls(set, calls, nil, nil)
 	if err != nil {
+		if r.ctx.Err() != nil {
+			// Interrupted while approved calls ran: the round, with what
+			// ran and the answers it had, goes to working memory with the
+			// close.
+			cut := &pendingRound{text: p.text, reasoning: p.reasoning, calls: make([]agentik.ToolCall, len(p.calls)), results: maps.Clone(p.results)}
+			for i, tc := range p.calls {
+				if args := p.approved[tc.ID]; len(args) > 0 {
+					tc.Arguments = args // the model sees what ran
+				}
+				cut.calls[i] = tc
+			}
+			r.cutShort(cut, calls, results)
+		}
 		return err
 	}
 	for i, tc := range calls {

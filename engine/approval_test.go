@@ -591,3 +591,79 @@ func TestApprovalInterruptWhileAllowedCallsRun(t *testing.T) {
 		t.Fatalf("open turns %v", open)
 	}
 }
+
+// gatedTool is a tool like send_mail: once started it finishes whatever
+// happens to its context (the mail goes out), when the test releases it.
+type gatedTool struct {
+	name             string
+	started, release chan struct{}
+}
+
+func (g gatedTool) Spec() agentik.ToolSpec {
+	return agentik.ToolSpec{Name: g.name, Parameters: agentik.RawJSON(`{"type":"object"}`)}
+}
+
+func (g gatedTool) Call(context.Context, agentik.RawJSON) (agentik.ToolResult, error) {
+	close(g.started)
+	<-g.release
+	return agentik.ToolResult{Content: []agentik.Content{agentik.Text("mail sent")}}, nil
+}
+
+// TestApprovedCallInterruptedWhileItRuns: a call approved and then
+// interrupted while it runs has its result in the journal, and the model of
+// the next turn sees it (issue 44.1: the mail went out and neither the
+// transcript nor the model knew). Deterministic: the tool is gated.
+func TestApprovedCallInterruptedWhileItRuns(t *testing.T) {
+	mail := gatedTool{name: "send_mail", started: make(chan struct{}), release: make(chan struct{})}
+	h := newHarness(t, func(o *engine.Options) {
+		o.Tools = tools.NewRegistry(mail)
+		o.Approval = agentik.ApprovalPolicy{{Pattern: "send_*", Action: agentik.ApprovalAsk}}
+		o.ToolTimeout = time.Hour
+	})
+	h.ctx = asUser(h.ctx)
+	h.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("send_mail", `{}`).WithID("c1")), llmtest.Text("noted"))
+	c, s := h.conversation()
+	res := h.send(c, "mail bob")
+	until(t, s, isType(agentik.EvAwaitingApproval))
+	if err := approver(t, c).Resolve(h.ctx, "c1", agentik.Resolution{Approved: true}); err != nil {
+		t.Fatal(err)
+	}
+	<-mail.started
+	if ok, err := c.Interrupt(h.ctx); err != nil || !ok {
+		t.Fatalf("interrupt: %v %v", ok, err)
+	}
+	close(mail.release) // the mail goes out after the interrupt
+	evs := until(t, s, endOf(res.MessageID))
+	if got := types(evs[len(evs)-3:]); got != "tool_result,interrupted,end" {
+		t.Fatalf("close %s (all %s)", got, types(evs))
+	}
+	msgs := journal(t, c)
+	if got := journalTypes(msgs); !strings.HasSuffix(got, "tool_call,tool_result") {
+		t.Fatalf("journal %s", got)
+	}
+	if r := msgs[len(msgs)-1]; r.CallID != "c1" || r.IsError || agentik.JoinText(r.Content) != "mail sent" {
+		t.Fatalf("result %+v", r)
+	}
+	if info, _ := c.Info(h.ctx); info.Working {
+		t.Fatal("still working")
+	}
+	if got := pendingIDs(t, c); got != "" {
+		t.Fatalf("pending %q", got)
+	}
+	if open, _ := h.store.OpenTurns(h.ctx); len(open) != 0 {
+		t.Fatalf("open turns %v", open)
+	}
+	res = h.send(c, "did it go?")
+	until(t, s, endOf(res.MessageID))
+	reqs := h.llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	var sawResult bool
+	for _, m := range reqs[1].Messages {
+		sawResult = sawResult || (m.Role == "tool" && m.ToolCallID == "c1" && m.Text() == "mail sent")
+	}
+	if !sawResult {
+		t.Fatalf("the model does not see what ran: %+v", reqs[1].Messages)
+	}
+}

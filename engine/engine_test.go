@@ -453,11 +453,31 @@ func TestInterruptMidTool(t *testing.T) {
 		t.Fatal("interrupt reported idle")
 	}
 	evs := until(t, s, endOf(res.MessageID))
-	if got := compact(evs); !strings.HasSuffix(got, "tool_call,interrupted,end") {
+	// The call that was running has its result — cut short — in the
+	// journal before the turn closes (issue 44.1).
+	if got := compact(evs); !strings.HasSuffix(got, "tool_call,tool_failed,interrupted,end") {
 		t.Fatalf("events %s", got)
 	}
 	if len(h.llm.Requests()) != 1 {
 		t.Fatal("the model was called again after the interrupt")
+	}
+	msgs := journal(t, c)
+	last := msgs[len(msgs)-1]
+	if last.Type != agentik.MsgToolResult || !last.IsError || agentik.JoinText(last.Content) != agentik.ToolInterruptedText {
+		t.Fatalf("journal %s: last %+v", journalTypes(msgs), last)
+	}
+	// The model of the next turn sees the call and how it ended.
+	h.llm.Enqueue(llmtest.Text("ok"))
+	res = h.send(c, "again")
+	until(t, s, endOf(res.MessageID))
+	req := h.llm.Requests()[1]
+	var sawCall, sawResult bool
+	for _, m := range req.Messages {
+		sawCall = sawCall || (m.Role == "assistant" && len(m.ToolCalls) == 1 && m.ToolCalls[0].Function.Name == "block")
+		sawResult = sawResult || (m.Role == "tool" && strings.Contains(m.Text(), agentik.ToolInterruptedText))
+	}
+	if !sawCall || !sawResult {
+		t.Fatalf("the next request does not show the cut round: %+v", req.Messages)
 	}
 }
 

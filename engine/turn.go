@@ -80,6 +80,10 @@ type turnRun struct {
 	// call order, while the round's other calls run; an interrupt then
 	// denies those still unanswered (closeInterrupted).
 	asking []agentik.Event
+	// cut: the tool round under way when the turn was interrupted, with
+	// the results of the calls that ran; closeInterrupted puts it in
+	// working memory, so that the model knows what ran.
+	cut *pendingRound
 
 	round     int       // the tool round under way, from 0
 	start     time.Time // for the observer
@@ -151,6 +155,17 @@ func (r *turnRun) run(resume *pendingRound) error {
 		}
 	}
 	return &turnError{code: agentik.CodeToolRoundsExceeded, details: fmt.Sprintf("the model asked for tools %d times without answering", c.e.opts.MaxToolRounds)}
+}
+
+// cutShort remembers the round p, interrupted while calls ran: results are
+// in calls' order, zero for a call that did not run.
+func (r *turnRun) cutShort(p *pendingRound, calls []agentik.ToolCall, results []agentik.ToolResult) {
+	for i, tc := range calls {
+		if i < len(results) && len(results[i].Content) > 0 {
+			p.results[tc.ID] = results[i]
+		}
+	}
+	r.cut = p
 }
 
 // turnError is a failure recorded as an error message with its own code.
@@ -395,6 +410,8 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	if round != nil && round.written != nil {
 		c.memory = append(c.memory, round.written...) // committed, even if the turn ends now
 		r.t.early = round.next                        // the next round's call; cancelled with the turn if not made
+	} else if err != nil && r.ctx.Err() != nil {
+		r.cutShort(&pendingRound{text: resp.Text, reasoning: resp.Reasoning, calls: calls, results: map[string]agentik.ToolResult{}}, calls, results)
 	}
 	if err != nil {
 		return err
@@ -473,8 +490,15 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 			if !last {
 				defer func() { others <- struct{}{} }()
 			}
+			cctx := r.ctx
 			if r.ctx.Err() != nil {
-				return
+				// Interrupted while the tool ran: what ran is journaled all
+				// the same (its result, or that it was cut short), on a
+				// fresh, bounded context that keeps the turn's fence, before
+				// the turn is closed.
+				var cancel context.CancelFunc
+				cctx, cancel = context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout)
+				defer cancel()
 			}
 			m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: agentik.Now(), Type: agentik.MsgToolResult,
 				CallID: tc.ID, Name: tc.Name, Content: res.Content, IsError: res.IsError, ReplyTo: r.t.user.ID}
@@ -495,7 +519,7 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 			if w.Memory != nil {
 				next = r.startNext(set, w.Memory)
 			}
-			if _, err := c.commit(r.ctx, w); err != nil {
+			if _, err := c.commit(cctx, w); err != nil {
 				if next != nil {
 					next.Cancel() // the round is not stored: no next round
 				}
@@ -509,7 +533,10 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 	}
 	wg.Wait()
 	if r.ctx.Err() != nil {
-		return nil, r.ctx.Err()
+		if commitErr != nil {
+			c.e.log.Error("record the result of an interrupted tool call", "conversation", c.id, "reply_to", r.t.user.ID, "err", commitErr)
+		}
+		return results, r.ctx.Err() // the results of the calls that ran
 	}
 	if commitErr != nil {
 		return nil, r.storeErr(commitErr)
@@ -642,6 +669,8 @@ func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.Too
 		return res
 	case ctx.Err() == context.DeadlineExceeded && r.ctx.Err() == nil:
 		return agentik.ErrorResult(fmt.Sprintf("the tool did not answer within %s", timeout))
+	case r.ctx.Err() != nil:
+		return agentik.ErrorResult(agentik.ToolInterruptedText)
 	default:
 		return agentik.ErrorResult("the tool failed: " + err.Error())
 	}
@@ -732,6 +761,9 @@ func (r *turnRun) interruptedWrite(ctx context.Context, reason string) (agentik.
 			if _, done := st.resolved[req.CallID]; done {
 				continue
 			}
+			if r.cut != nil {
+				r.cut.results[req.CallID] = agentik.ErrorResult(agentik.DeniedText(agentik.ApprovalInterrupted))
+			}
 			w.Events = append(w.Events, agentik.Event{ConversationID: c.id, Date: now, Type: agentik.EvApprovalResolved,
 				CallID: req.CallID, Name: req.Name, Approved: &no, Reason: agentik.ApprovalInterrupted, By: by, ReplyTo: r.t.user.ID})
 			m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgToolResult,
@@ -739,6 +771,19 @@ func (r *turnRun) interruptedWrite(ctx context.Context, reason string) (agentik.
 				IsError: true, ReplyTo: r.t.user.ID}
 			w.Events = append(w.Events, agentik.MessageEvent(&m))
 		}
+	}
+	if p := r.cut; p != nil {
+		// The model of a later turn sees the round: every call with what
+		// ran, or that it did not run.
+		results := make([]agentik.ToolResult, len(p.calls))
+		for i, tc := range p.calls {
+			res, ok := p.results[tc.ID]
+			if !ok {
+				res = agentik.ErrorResult(agentik.ToolNotRunText)
+			}
+			results[i] = res
+		}
+		w.Memory = append(w.Memory, roundMemory(r.t.user.ID, p.text, p.reasoning, p.calls, results)...)
 	}
 	if r.text.Len() > 0 {
 		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgAssistant,

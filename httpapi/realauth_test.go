@@ -14,6 +14,9 @@ type tokenNames []string
 
 func (n tokenNames) Lookup(token string) (string, bool) { return token, slices.Contains(n, token) }
 func (tokenNames) Allows(string, string) bool           { return true }
+func (tokenNames) Watch(string, string, string, func()) func() bool {
+	return func() bool { return true }
+}
 
 // TestRealAuthenticateSeam: the principal the edge puts in the context is
 // the one the core acts for, so conversations are private to it; a refusal

@@ -177,5 +177,6 @@ func (s *stack) waitIdle(id, principal string) {
 // tokenMap is an edge.Tokens of token → principal.
 type tokenMap map[string]string
 
-func (m tokenMap) Lookup(token string) (string, bool) { p, ok := m[token]; return p, ok }
-func (tokenMap) Allows(string, string) bool           { return true }
+func (m tokenMap) Lookup(token string) (string, bool)             { p, ok := m[token]; return p, ok }
+func (tokenMap) Allows(string, string) bool                       { return true }
+func (tokenMap) Watch(string, string, string, func()) func() bool { return func() bool { return true } }

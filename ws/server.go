@@ -150,7 +150,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // (otherwise a new one is created, with title and temporal=true if given);
 // events asks for extensions (tools, reasoning).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	// The request's context is canceled only when this returns or when the
+	// credential it came with is revoked (edge.ErrRevoked); the session
+	// runs on a context of its own so that the client is told why first.
+	ctx := context.WithoutCancel(r.Context())
 	s.mu.Lock()
 	closing := s.closing
 	if !closing {
@@ -174,6 +177,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.SetReadLimit(max(16*s.opts.MaxMessageBytes, 16<<20))
 
 	sess := &session{srv: s, c: c, log: s.log, activity: make(chan struct{}, 1)}
+	revoked := make(chan struct{})
+	stopRevoke := context.AfterFunc(r.Context(), func() {
+		defer close(revoked)
+		if errors.Is(context.Cause(r.Context()), edge.ErrRevoked) {
+			sess.reject(ctx, edge.ErrRevoked) // ERROR unauthorized, then close: run's reads end
+		}
+	})
+	defer func() {
+		if !stopRevoke() {
+			<-revoked
+		}
+	}()
 	principal := agentik.PrincipalFrom(ctx)
 	s.mu.Lock()
 	full := s.opts.MaxConnections > 0 && s.conns[principal] >= s.opts.MaxConnections

@@ -234,6 +234,48 @@ type MessageContext struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
+// Bounds of a message's context: what a facade or a client puts beside the
+// text is bounded like the text (SPEC §3), so that it cannot carry what
+// the text limit refuses.
+const (
+	// MaxContextBytes bounds the origin's fields and the metadata's keys
+	// and values of one message together.
+	MaxContextBytes = 64 << 10
+	// MaxMetadataEntries bounds the metadata keys of one message.
+	MaxMetadataEntries = 256
+)
+
+// Bytes returns the size of the context's strings: origin fields, metadata
+// keys and values.
+func (m *MessageContext) Bytes() int64 {
+	if m == nil {
+		return 0
+	}
+	var n int64
+	if o := m.Origin; o != nil {
+		n += int64(len(o.Channel) + len(o.User) + len(o.DisplayName))
+	}
+	for k, v := range m.Metadata {
+		n += int64(len(k) + len(v))
+	}
+	return n
+}
+
+// Validate refuses a context beyond MaxContextBytes or MaxMetadataEntries
+// (too_large).
+func (m *MessageContext) Validate() error {
+	if m == nil {
+		return nil
+	}
+	if len(m.Metadata) > MaxMetadataEntries {
+		return Errorf(ETooLarge, "the message's metadata has %d keys; at most %d are taken", len(m.Metadata), MaxMetadataEntries)
+	}
+	if m.Bytes() > MaxContextBytes {
+		return Errorf(ETooLarge, "the message's context (origin and metadata) is larger than %d bytes", MaxContextBytes)
+	}
+	return nil
+}
+
 // Origin identifies the sender of a message.
 type Origin struct {
 	Channel     string `json:"channel,omitempty"`

@@ -234,6 +234,11 @@ func (c *conv) resolve(ctx context.Context, callID string, res agentik.Resolutio
 	if err := res.Validate(); err != nil {
 		return err
 	}
+	if len(res.Arguments) > c.e.opts.MaxTextBytes {
+		// Edited arguments are bounded like a message's text: they are
+		// stored and sent to the model.
+		return agentik.Errorf(agentik.ETooLarge, "approval: the arguments are longer than %d bytes", c.e.opts.MaxTextBytes)
+	}
 	c.resolveMu.Lock()
 	defer c.resolveMu.Unlock()
 	q, err := c.coord.Pending(ctx, c.id)

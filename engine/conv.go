@@ -297,9 +297,12 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	if err := checkText(req.Content, c.e.opts.MaxTextBytes); err != nil {
 		return agentik.SendResult{}, err
 	}
+	if err := req.Context.Validate(); err != nil {
+		return agentik.SendResult{}, err
+	}
 	req.Content = agentik.CanonicalImages(req.Content) // equal images, equal text: stored once
 	if c.temporal {
-		if err := c.e.limits.AdmitTemporal(c.owner, messageBytes(&agentik.Message{Content: req.Content})); err != nil {
+		if err := c.e.limits.AdmitTemporal(c.owner, messageBytes(&agentik.Message{Content: req.Content, Context: req.Context})); err != nil {
 			return agentik.SendResult{}, err
 		}
 	}
@@ -387,6 +390,9 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 		if err := checkText(req.Content, c.e.opts.MaxTextBytes); err != nil {
 			return agentik.SendResult{}, err
 		}
+	}
+	if err := req.Context.Validate(); err != nil {
+		return agentik.SendResult{}, err
 	}
 	for _, r := range req.ToolResults {
 		for _, part := range r.Content {

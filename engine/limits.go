@@ -172,9 +172,9 @@ func (l limits) started(principal string) { l.TurnsStarted(principal) }
 func (l limits) stopped(principal string) { l.TurnsStopped(principal) }
 
 // messageBytes is what a journal message costs a memory store: its text,
-// images, reasoning, arguments and details.
+// images, reasoning, arguments, details and context.
 func messageBytes(m *agentik.Message) int64 {
-	n := int64(len(m.Reasoning) + len(m.Arguments) + len(m.Details))
+	n := int64(len(m.Reasoning)+len(m.Arguments)+len(m.Details)) + m.Context.Bytes()
 	for _, c := range m.Content {
 		n += int64(len(c.Text) + len(c.Data))
 	}

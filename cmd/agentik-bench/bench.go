@@ -51,6 +51,13 @@ type plan struct {
 	Subscribers      int
 	SubscriberDeltas int
 	SubscriberSettle time.Duration
+
+	// Hostile: SlowClients slow-body clients watched for SlowWindow, an
+	// MCP array of BombElements, IRCConnections unregistered connections.
+	SlowClients    int
+	SlowWindow     time.Duration
+	BombElements   int
+	IRCConnections int
 }
 
 func fullPlan() plan {
@@ -65,6 +72,7 @@ func fullPlan() plan {
 		// minutes) and returns it to the OS after: a shorter settle would
 		// measure the answer's garbage, not what the subscribers hold.
 		Subscribers: 1000, SubscriberDeltas: 1100, SubscriberSettle: 130 * time.Second,
+		SlowClients: 100, SlowWindow: 10 * time.Second, BombElements: 1_900_000, IRCConnections: 1005,
 	}
 }
 
@@ -79,11 +87,12 @@ func quickPlan() plan {
 		ReplayEvents: 10_000, ReplayRuns: 3,
 		IdleConvs: 500, StartupRuns: 3, Settle: 500 * time.Millisecond,
 		Subscribers: 1000, SubscriberDeltas: 1100, SubscriberSettle: 5 * time.Second, // an upper bound: garbage not yet collected
+		SlowClients: 100, SlowWindow: 5 * time.Second, BombElements: 1_900_000, IRCConnections: 1005,
 	}
 }
 
 // Phases, in the order they run.
-var allPhases = []string{"startup", "latency", "concurrency", "memory", "subscribers", "length", "replay"}
+var allPhases = []string{"startup", "latency", "concurrency", "memory", "subscribers", "length", "replay", "hostile"}
 
 // runner runs the phases against fresh servers and fills res.
 type runner struct {
@@ -188,6 +197,8 @@ func (r *runner) run(ctx context.Context, phases []string) error {
 			err = r.length(ctx)
 		case "replay":
 			err = r.replay(ctx)
+		case "hostile":
+			err = r.hostile(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +48,9 @@ func TestBenchEndToEnd(t *testing.T) {
 	res := &Results{Mode: "test", Server: "binary", Store: "sqlite", Machine: machine()}
 	r := &runner{plan: tinyPlan(), dir: dir, hc: newHTTPClient(), out: &progress, t0: time.Now(), res: res, model: m,
 		server: serverConfig{binary: bin, model: m.URL()}}
-	if err := r.run(t.Context(), allPhases); err != nil {
+	// hostile has its own test (TestBenchHostile).
+	phases := slices.DeleteFunc(slices.Clone(allPhases), func(p string) bool { return p == "hostile" })
+	if err := r.run(t.Context(), phases); err != nil {
 		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
 	}
 	res.Targets = evaluate(res)
@@ -156,6 +159,115 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 		if !bytes.HasPrefix(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("<polyline")) || !bytes.HasSuffix(svg, []byte("</svg>\n")) {
 			t.Errorf("%s is not a chart:\n%s", name, svg)
+		}
+	}
+}
+
+// TestBenchHostile runs the hostile phase, small, against the binary built
+// from this tree and checks what issue 44's fixes promise: every slow-body
+// client answered and its connection closed, the server's descriptors back
+// to idle; the MCP array refused before it is decoded; 2 MiB of metadata
+// and of approval arguments refused; the IRC flood capped per address
+// while another address still logs in.
+func TestBenchHostile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server binary")
+	}
+	bin := testBinary(t)
+	m := newModel(0, 0)
+	defer m.Close()
+	var progress bytes.Buffer
+	res := &Results{Mode: "test", Server: "binary", Store: "sqlite", Machine: machine()}
+	p := tinyPlan()
+	p.SlowClients, p.SlowWindow, p.BombElements, p.IRCConnections = 15, 5*time.Second, 70_000, 40
+	r := &runner{plan: p, dir: t.TempDir(), hc: newHTTPClient(), out: &progress, t0: time.Now(), res: res, model: m,
+		server: serverConfig{binary: bin, model: m.URL()}}
+	t0 := time.Now()
+	if err := r.run(t.Context(), []string{"hostile"}); err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	t.Logf("progress:\n%s", progress.String())
+	h := res.Hostile
+	if h == nil || h.SlowBodies == nil || h.MCPBomb == nil || h.Metadata == nil || h.Approval == nil || h.IRC == nil {
+		t.Fatalf("hostile results incomplete: %+v", h)
+	}
+
+	s := h.SlowBodies
+	if s.Clients != 15 || len(s.Routes) != len(slowRoutes) || s.Answered != 15 || s.Closed != 15 || s.Answer.N != 15 || s.Close.N != 15 {
+		t.Errorf("slow bodies: %d clients, %d routes, %d answered, %d closed: want every client answered and closed", s.Clients, len(s.Routes), s.Answered, s.Closed)
+	}
+	want := map[string]int{"POST /agentik/conversations": 401, "GET /health": 200, "GET /": 200, "GET /.well-known/agent-card.json": 200, "POST /no/such/path": 404}
+	for _, rt := range s.Routes {
+		if rt.Clients != 3 || rt.Statuses[want[rt.Route]] != 3 || rt.Closed != 3 {
+			t.Errorf("slow body on %s: %+v, want 3 answered %d and closed", rt.Route, rt, want[rt.Route])
+		}
+		// Closed at once, not at the 60 s body timeout (nor the window).
+		if rt.Close.MaxMs > 3000 {
+			t.Errorf("slow body on %s: closed after %.0f ms", rt.Route, rt.Close.MaxMs)
+		}
+	}
+	if s.FDsIdle <= 0 || s.FDsPeak < s.FDsIdle+s.Clients || s.FDsEnd > s.FDsIdle+3 || s.FDsAfter > s.FDsIdle+3 {
+		t.Errorf("slow bodies: descriptors idle %d, peak %d, end %d, after %d: want a peak of every client and back within 3 of idle", s.FDsIdle, s.FDsPeak, s.FDsEnd, s.FDsAfter)
+	}
+
+	b := h.MCPBomb
+	if b.Elements != 70_000 || b.BodyBytes < 140_000 || b.Path != "/mcp" {
+		t.Errorf("MCP array: %+v", b)
+	}
+	for _, rd := range []BombRound{b.One, b.Four} {
+		if len(rd.Statuses) != rd.Requests || len(rd.Codes) != rd.Requests || rd.HWMKB < b.HWMBeforeKB || b.HWMBeforeKB <= 0 {
+			t.Errorf("MCP array round %+v", rd)
+		}
+		for i, st := range rd.Statuses {
+			if st != 413 || rd.Codes[i] != "-32600" {
+				t.Errorf("MCP array, %d at once: %d %q, want 413 and JSON-RPC -32600 (%s)", rd.Requests, st, rd.Codes[i], rd.First)
+			}
+		}
+	}
+	if b.One.Requests != 1 || b.Four.Requests != 4 {
+		t.Errorf("MCP array rounds of %d and %d requests", b.One.Requests, b.Four.Requests)
+	}
+
+	for name, bp := range map[string]*BigPayload{"metadata": h.Metadata, "approval arguments": h.Approval} {
+		if bp.Bytes != 2<<20 || bp.Status != 413 || bp.Code != "too_large" || bp.RSSBeforeKB <= 0 || bp.HWMAfterKB < bp.HWMBeforeKB {
+			t.Errorf("2 MiB of %s: %+v, want 413 too_large", name, bp)
+		}
+	}
+
+	f := h.IRC
+	if f.Connections != 40 || f.Accepted+f.Refused+f.ClosedSilently != 40 || f.Accepted != 16 || f.Refused == 0 {
+		t.Errorf("IRC flood: %+v, want 16 of 40 kept (the per-address cap) and the rest refused", f)
+	}
+	if !f.OtherRegistered || !strings.Contains(f.OtherReply, " 001 bob ") {
+		t.Errorf("IRC: bob from %s: %q, want a welcome", f.Other, f.OtherReply)
+	}
+	if f.FDsPeak < f.FDsIdle+16 || f.FDsAfter > f.FDsIdle+3 {
+		t.Errorf("IRC descriptors idle %d, peak %d, after %d", f.FDsIdle, f.FDsPeak, f.FDsAfter)
+	}
+	if d := time.Since(t0); d > 60*time.Second {
+		t.Errorf("the phase took %s", d)
+	}
+
+	out := t.TempDir()
+	fl := flags{jsonOut: filepath.Join(out, "bench.json"), mdOut: filepath.Join(out, "bench.md")}
+	if err := writeOutputs(fl, res, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(fl.jsonOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Results
+	if err := json.Unmarshal(raw, &back); err != nil || back.Hostile == nil || back.Hostile.SlowBodies.Routes[0].Statuses[401] != 3 || back.Hostile.IRC.Accepted != 16 {
+		t.Fatalf("JSON round trip: %v %+v", err, back.Hostile)
+	}
+	md, err := os.ReadFile(fl.mdOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"### 8. Hostile callers", "**Slow bodies**", "| **all** | 15 | **15** |", "**MCP array**", "413 too_large", "**IRC flood**", "**registered**"} {
+		if !bytes.Contains(md, []byte(w)) {
+			t.Errorf("markdown lacks %q:\n%s", w, md)
 		}
 	}
 }
@@ -291,6 +403,7 @@ func TestParseFlags(t *testing.T) {
 		{nil, true},
 		{[]string{"--quick", "--json", "x.json", "--svg", "docs", "--phases", "latency,replay"}, true},
 		{[]string{"--phases", "latency,nope"}, false},
+		{[]string{"--phases", "hostile", "--binary", "/tmp/agentik-old"}, true},
 		{[]string{"--inprocess", "--binary", "/bin/true"}, false},
 		{[]string{"--inprocess", "--pg", "postgres://x"}, false},
 		{[]string{"--ttft", "-1s"}, false},

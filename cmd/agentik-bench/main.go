@@ -4,7 +4,8 @@
 // (SQLite in a temporary directory, or PostgreSQL with --pg), drives it over
 // HTTP+SSE like a client would, and reports added latency per turn,
 // throughput under concurrency, token relay, latency against conversation
-// length, replay time, memory, start-up time and binary size.
+// length, replay time, memory, start-up time and binary size, and what
+// hostile callers make it do (descriptors, memory, time).
 //
 // Its guarantee is that every figure comes from the real server over real
 // sockets; only the model is scripted, and the same model requests are also
@@ -13,6 +14,7 @@
 //	go run ./cmd/agentik-bench --json bench.json --md bench.md --svg docs/
 //	go run ./cmd/agentik-bench --quick
 //	go run ./cmd/agentik-bench --inprocess --phases concurrency --cpuprofile cpu.out
+//	go run ./cmd/agentik-bench --phases hostile --binary /tmp/agentik-old
 //
 // See docs/benchmarks.md.
 package main
@@ -73,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.svgDir, "svg", "", "write the plots (bench-concurrency.svg, bench-length.svg) into this directory")
 	fs.StringVar(&f.mdOut, "md", "", "write the results as Markdown tables to this file")
 	fs.StringVar(&f.from, "from", "", "measure nothing: read results from this JSON file and write --md/--svg from them")
-	fs.StringVar(&f.phases, "phases", strings.Join(allPhases, ","), "comma-separated phases to run")
+	fs.StringVar(&f.phases, "phases", strings.Join(allPhases, ","), "comma-separated phases to run (hostile: slow bodies, an MCP array bomb, large metadata and approval arguments, an IRC flood, against the binary with its default settings; ~15 s, 30 s against a build that never answers or closes)")
 	fs.StringVar(&f.serverProfile, "server-cpuprofile", "", "the server binary writes a CPU profile of itself to this file (AGENTIK_CPUPROFILE; run one phase)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (use with --inprocess to profile the server)")
 	levels := fs.String("levels", "", "comma-separated concurrency levels (default 1,10,20,100,1000; quick 1,10,20,100)")

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -88,6 +91,9 @@ func markdown(res *Results) string {
 		}
 		p("\n")
 	}
+	if h := res.Hostile; h != nil {
+		hostileMarkdown(p, h)
+	}
 	p("### Targets\n\n| issue | target | goal | this run | |\n|---|---|---|---|---|\n")
 	for _, t := range res.Targets {
 		state := "met"
@@ -103,4 +109,97 @@ func markdown(res *Results) string {
 		p("\nNote: %s\n", n)
 	}
 	return b.String()
+}
+
+func mib(kb int64) float64 { return float64(kb) / 1024 }
+
+// hostileMarkdown renders the hostile phase: one table per attempt, with
+// the figures docs/reliability.md's hostile-caller table quotes.
+func hostileMarkdown(p func(string, ...any), h *Hostile) {
+	p("### 8. Hostile callers (issue 44)\n\nEach attempt on a fresh server with its default settings and two principals' tokens. Descriptors: entries of `/proc/<pid>/fd`; peak memory: `VmHWM`.\n\n")
+	if s := h.SlowBodies; s != nil {
+		p("**Slow bodies**: %d clients send headers with `Content-Length: %d`, %d bytes of the body, then nothing; each watched for %g s. Times from the last byte sent.\n\n",
+			s.Clients, s.ContentLength, s.SentBytes, s.WindowSeconds)
+		p("| route | clients | answered | status | answer p50 / max | closed by the server | close p50 / max |\n|---|---|---|---|---|---|---|\n")
+		for _, r := range s.Routes {
+			p("| `%s` (%s) | %d | %d | %s | %s | %d | %s |\n", r.Route, r.What, r.Clients, r.Answered, statuses(r.Statuses), p50Max(r.Answer), r.Closed, p50Max(r.Close))
+		}
+		p("| **all** | %d | **%d** | | %s | **%d** | %s |\n\n", s.Clients, s.Answered, p50Max(s.Answer), s.Closed, p50Max(s.Close))
+		p("Server descriptors: idle **%d**, peak **%d** (every client connected before any sent), when the clients were done (or the window over, clients still connected) **%d**, after the clients hung up %d.\n\n",
+			s.FDsIdle, s.FDsPeak, s.FDsEnd, s.FDsAfter)
+	}
+	if b := h.MCPBomb; b != nil {
+		p("**MCP array**: `POST %s`, authenticated, a `tools/call` of `ask` whose arguments hold a %s-element array (%.1f MB body). RSS before: %.1f MiB (peak so far %.1f MiB).\n\n",
+			b.Path, thousands(b.Elements), float64(b.BodyBytes)/1e6, mib(b.RSSBeforeKB), mib(b.HWMBeforeKB))
+		p("| requests at once | statuses | JSON-RPC error | time | peak RSS after | above the peak before |\n|---|---|---|---|---|---|\n")
+		for _, r := range []BombRound{b.One, b.Four} {
+			st := map[int]int{}
+			for _, s := range r.Statuses {
+				st[s]++
+			}
+			codes := "none"
+			if c := slices.DeleteFunc(slices.Compact(slices.Sorted(slices.Values(r.Codes))), func(c string) bool { return c == "" }); len(c) > 0 {
+				codes = strings.Join(c, ", ")
+			}
+			p("| %d | %s | %s | %.0f ms | %.1f MiB | **+%.1f MiB** |\n", r.Requests, statuses(st), codes, r.Ms, mib(r.HWMKB), mib(r.HWMKB-b.HWMBeforeKB))
+		}
+		p("\nRSS after both: %.1f MiB. The first answer: `%s`\n\n", mib(b.RSSAfterKB), strings.ReplaceAll(b.One.First, "`", "'"))
+	}
+	if h.Metadata != nil || h.Approval != nil {
+		p("**Large context and arguments** (REST):\n\n| attempt | status | RSS before | peak RSS before → after | RSS after |\n|---|---|---|---|---|\n")
+		for _, r := range []struct {
+			what string
+			b    *BigPayload
+		}{{"a message whose `context.metadata` holds %.0f MiB", h.Metadata}, {"an approval whose edited arguments hold %.0f MiB", h.Approval}} {
+			if r.b == nil {
+				continue
+			}
+			st := strconv.Itoa(r.b.Status)
+			if r.b.Code != "" {
+				st += " " + r.b.Code
+			}
+			p("| "+r.what+" | **%s** | %.1f MiB | %.1f → %.1f MiB | %.1f MiB |\n", float64(r.b.Bytes)/(1<<20), st, mib(r.b.RSSBeforeKB), mib(r.b.HWMBeforeKB), mib(r.b.HWMAfterKB), mib(r.b.RSSAfterKB))
+		}
+		p("\n")
+	}
+	if f := h.IRC; f != nil {
+		p("**IRC flood**: %s connections from %s that never register (held open), then a login with a token from %s.\n\n", thousands(f.Connections), f.From, f.Other)
+		p("| kept open | refused with `ERROR` | closed without a word | descriptors idle / peak / after | login from %s |\n|---|---|---|---|---|\n", f.Other)
+		login := "**refused**"
+		if f.OtherRegistered {
+			login = "**registered**"
+		}
+		p("| **%d** | %d | %d | %d / **%d** / %d | %s: `%s` |\n", f.Accepted, f.Refused, f.ClosedSilently, f.FDsIdle, f.FDsPeak, f.FDsAfter, login, f.OtherReply)
+		for _, r := range slices.Sorted(maps.Keys(f.Reasons)) {
+			p("\n`%s`: %d", r, f.Reasons[r])
+		}
+		p("\n\n")
+	}
+}
+
+func statuses(m map[int]int) string {
+	if len(m) == 0 {
+		return "—"
+	}
+	var parts []string
+	for _, st := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d ×%d", st, m[st]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func p50Max(d Dist) string {
+	if d.N == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f / %.1f ms", d.P50Ms, d.MaxMs)
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

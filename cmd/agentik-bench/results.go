@@ -20,6 +20,7 @@ type Results struct {
 	Replay      *Replay            `json:"replay,omitempty"`
 	Memory      *Memory            `json:"memory,omitempty"`
 	Subscribers *Subscribers       `json:"subscribers,omitempty"`
+	Hostile     *Hostile           `json:"hostile,omitempty"`
 
 	Targets []Target `json:"targets"`
 	Notes   []string `json:"notes,omitempty"`
@@ -150,6 +151,99 @@ type Subscribers struct {
 	ConnectedRSSKB int64   `json:"connected_rss_kb"`
 	AfterRSSKB     int64   `json:"after_rss_kb"`
 	AboveIdleMiB   float64 `json:"above_idle_mib"`
+}
+
+// Hostile is what hostile callers made the real binary do (issue 44), each
+// part on a fresh server with its default settings and two principals'
+// tokens. Descriptor counts are the entries of /proc/<pid>/fd; peak memory
+// is VmHWM, the process's high-water mark since it started.
+type Hostile struct {
+	SlowBodies *SlowBodies `json:"slow_bodies,omitempty"`
+	MCPBomb    *MCPBomb    `json:"mcp_bomb,omitempty"`
+	Metadata   *BigPayload `json:"metadata,omitempty"`           // a REST message's context.metadata
+	Approval   *BigPayload `json:"approval_arguments,omitempty"` // an approval's edited arguments
+	IRC        *IRCFlood   `json:"irc_flood,omitempty"`
+}
+
+// SlowBodies: clients that send headers announcing ContentLength bytes,
+// SentBytes of them, then nothing, watched for WindowSeconds. Times are
+// from the last byte sent.
+type SlowBodies struct {
+	Clients       int         `json:"clients"`
+	ContentLength int         `json:"content_length"`
+	SentBytes     int         `json:"sent_bytes"`
+	WindowSeconds float64     `json:"window_seconds"`
+	Routes        []SlowRoute `json:"routes"`
+	Answered      int         `json:"answered"`
+	Answer        Dist        `json:"answer"`
+	Closed        int         `json:"closed"` // the client saw EOF (or a reset)
+	Close         Dist        `json:"close"`
+	FDsIdle       int         `json:"fds_idle"`
+	FDsPeak       int         `json:"fds_peak"`
+	FDsEnd        int         `json:"fds_end"`   // every client done or the window over, the clients still connected
+	FDsAfter      int         `json:"fds_after"` // after the clients hung up
+}
+
+type SlowRoute struct {
+	Route    string      `json:"route"` // "GET /health"
+	What     string      `json:"what"`
+	Clients  int         `json:"clients"`
+	Answered int         `json:"answered"`
+	Statuses map[int]int `json:"statuses"` // status → answers
+	Answer   Dist        `json:"answer"`
+	Closed   int         `json:"closed"`
+	Close    Dist        `json:"close"`
+}
+
+// MCPBomb: a tools/call whose arguments hold an array of Elements numbers.
+type MCPBomb struct {
+	Path        string    `json:"path"`
+	Elements    int       `json:"elements"`
+	BodyBytes   int       `json:"body_bytes"`
+	RSSBeforeKB int64     `json:"rss_before_kb"`
+	HWMBeforeKB int64     `json:"hwm_before_kb"`
+	One         BombRound `json:"one"`
+	Four        BombRound `json:"four"`
+	RSSAfterKB  int64     `json:"rss_after_kb"`
+}
+
+// BombRound is Requests sent at once.
+type BombRound struct {
+	Requests int      `json:"requests"`
+	Statuses []int    `json:"statuses"`
+	Codes    []string `json:"codes"` // the JSON-RPC error code of each answer, "" for none
+	Ms       float64  `json:"ms"`    // until the last answer
+	HWMKB    int64    `json:"hwm_kb"`
+	First    string   `json:"first"` // the start of the first answer
+}
+
+// BigPayload is one request carrying Bytes where a small value belongs.
+type BigPayload struct {
+	Bytes       int    `json:"bytes"`
+	Status      int    `json:"status"`
+	Code        string `json:"code,omitempty"` // the error code of the answer
+	RSSBeforeKB int64  `json:"rss_before_kb"`
+	HWMBeforeKB int64  `json:"hwm_before_kb"`
+	HWMAfterKB  int64  `json:"hwm_after_kb"`
+	RSSAfterKB  int64  `json:"rss_after_kb"`
+}
+
+// IRCFlood: Connections from From that never register, classified a second
+// after the last connected: kept open (Accepted), refused with an ERROR
+// line, or closed without a word; then a login from Other.
+type IRCFlood struct {
+	Connections     int            `json:"connections"`
+	From            string         `json:"from"`
+	Accepted        int            `json:"accepted"`
+	Refused         int            `json:"refused"`
+	Reasons         map[string]int `json:"reasons,omitempty"`
+	ClosedSilently  int            `json:"closed_silently"`
+	FDsIdle         int            `json:"fds_idle"`
+	FDsPeak         int            `json:"fds_peak"`
+	FDsAfter        int            `json:"fds_after"`
+	Other           string         `json:"other"`
+	OtherRegistered bool           `json:"other_registered"`
+	OtherReply      string         `json:"other_reply"`
 }
 
 // Target is one published goal and whether this run met it.

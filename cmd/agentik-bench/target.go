@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -49,6 +50,11 @@ type serverConfig struct {
 	// cpuProfile is the server binary's AGENTIK_CPUPROFILE (each server of
 	// the run writes it in turn: profile one phase at a time).
 	cpuProfile string
+	// defaultLimits keeps the per-principal limits at their defaults
+	// instead of lifting them (the hostile phase measures a server as it
+	// ships); env is added to the environment last.
+	defaultLimits bool
+	env           []string
 }
 
 // startTarget starts a server and returns once GET /health answers 200,
@@ -66,7 +72,31 @@ type proc struct {
 	base   string
 	exited chan struct{}
 	tail   *logTail
+
+	mu        sync.Mutex
+	listeners map[string]string // "irc listening" → its address, from the log
 }
+
+// listening returns the address the server logged for msg ("irc
+// listening"), waiting up to 5 s for the line.
+func (p *proc) listening(msg string) (string, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		a := p.listeners[msg]
+		p.mu.Unlock()
+		if a != "" {
+			return a, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("the server logged no %q\n%s", msg, p.tail)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// FDs is the number of file descriptors the server process has open.
+func (p *proc) FDs() (int, error) { return fdCount(p.cmd.Process.Pid) }
 
 func (p *proc) Base() string                     { return p.base }
 func (p *proc) RSSKB() (int64, error)            { return statusKB(p.cmd.Process.Pid, "VmRSS") }
@@ -111,11 +141,13 @@ func serverEnv(sc serverConfig) []string {
 		"OPENAI_MODEL=llmtest",
 		"AGENTIK_LLM_MAX_RETRIES=0",
 		"AGENTIK_DRAIN_TIMEOUT=5s",
+	)
+	if !sc.defaultLimits {
 		// The bench is one principal driving the server far past the
 		// per-principal defaults: it measures the server, not its limits.
-		"AGENTIK_MESSAGES_PER_MINUTE=0", "AGENTIK_CONVERSATIONS_PER_MINUTE=0", "AGENTIK_MAX_CONCURRENT_TURNS=0",
-		"AGENTIK_WS_MAX_CONNECTIONS=0", "AGENTIK_TEMPORAL_MAX_BYTES=0", "AGENTIK_TEMPORAL_MAX_BYTES_TOTAL=0",
-	)
+		env = append(env, "AGENTIK_MESSAGES_PER_MINUTE=0", "AGENTIK_CONVERSATIONS_PER_MINUTE=0", "AGENTIK_MAX_CONCURRENT_TURNS=0",
+			"AGENTIK_WS_MAX_CONNECTIONS=0", "AGENTIK_TEMPORAL_MAX_BYTES=0", "AGENTIK_TEMPORAL_MAX_BYTES_TOTAL=0")
+	}
 	if sc.cpuProfile != "" {
 		env = append(env, "AGENTIK_CPUPROFILE="+sc.cpuProfile)
 	}
@@ -124,7 +156,7 @@ func serverEnv(sc serverConfig) []string {
 	} else {
 		env = append(env, "AGENTIK_DB_PATH="+sc.dbPath)
 	}
-	return env
+	return append(env, sc.env...)
 }
 
 func startProcess(ctx context.Context, sc serverConfig) (target, time.Duration, error) {
@@ -134,7 +166,7 @@ func startProcess(ctx context.Context, sc serverConfig) (target, time.Duration, 
 	if err != nil {
 		return nil, 0, err
 	}
-	p := &proc{cmd: cmd, exited: make(chan struct{}), tail: &logTail{}}
+	p := &proc{cmd: cmd, exited: make(chan struct{}), tail: &logTail{}, listeners: map[string]string{}}
 	addr := make(chan string, 1)
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -152,13 +184,22 @@ func startProcess(ctx context.Context, sc serverConfig) (target, time.Duration, 
 				Msg  string `json:"msg"`
 				Addr string `json:"addr"`
 			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "agentik listening" && rec.Addr != "" {
+			if json.Unmarshal([]byte(line), &rec) != nil || rec.Addr == "" || !strings.HasSuffix(rec.Msg, " listening") {
+				continue
+			}
+			p.mu.Lock()
+			p.listeners[rec.Msg] = rec.Addr
+			p.mu.Unlock()
+			if rec.Msg == "agentik listening" {
 				select {
 				case addr <- rec.Addr:
 				default:
 				}
 			}
 		}
+		// A line past the scanner's buffer ends the scan: the rest is
+		// still drained.
+		_, _ = io.Copy(io.Discard, stderr)
 	}()
 	go func() {
 		_ = cmd.Wait()
@@ -218,6 +259,16 @@ func statusKB(pid int, field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc status", field)
+}
+
+// fdCount counts the entries of /proc/<pid>/fd: the process's open file
+// descriptors (sockets, the database, the log pipe).
+func fdCount(pid int) (int, error) {
+	es, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "fd"))
+	if err != nil {
+		return 0, err
+	}
+	return len(es), nil
 }
 
 // clockTick is USER_HZ, the unit of the times in /proc/<pid>/stat: 100 on

@@ -25,6 +25,9 @@ const DefaultPollInterval = time.Second
 type BusOptions struct {
 	PollInterval time.Duration
 	Logger       *slog.Logger
+
+	// sequence replaces the sequencer's statement (tests).
+	sequence func(context.Context, querier) (numbered int, last int64, busy bool, err error)
 }
 
 // Bus is the cross-process agentik.Bus. Events published in this process are
@@ -58,6 +61,7 @@ type Bus struct {
 	log     *slog.Logger
 	control atomic.Pointer[func(notification)] // set by a Coordinator
 	seq     atomic.Uint64
+	number  func(context.Context, querier) (int, int64, bool, error) // the sequencer's statement
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -164,6 +168,10 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 		turns:   make(map[string]*remoteTurn),
 		outWake: make(chan struct{}, 1),
 		seqWake: make(chan struct{}, 1),
+		number:  opts.sequence,
+	}
+	if b.number == nil {
+		b.number = sequenceUnlessBusy
 	}
 	if err := s.pool.QueryRow(ctx, qAgentCounter).Scan(&b.agentDelivered); err != nil {
 		return nil, fmt.Errorf("start bus: %w", classify(err))
@@ -268,8 +276,12 @@ func (b *Bus) notifyEvent(conv string, cursor int64) {
 }
 
 // notifyAgent queues an agent-event cursor notification, folding it into a
-// directly preceding one.
+// directly preceding one. A cursor below 1 says nothing: it is not sent
+// (it would encode as an empty entry, which receivers refuse).
 func (b *Bus) notifyAgent(cursor int64) {
+	if cursor <= 0 {
+		return
+	}
 	b.outMu.Lock()
 	if n := len(b.out); n > 0 && b.out[n-1].agent != 0 {
 		b.out[n-1].agent = max(b.out[n-1].agent, cursor)
@@ -736,6 +748,9 @@ func (b *Bus) sendBatch(es []outEntry) {
 		case e.agent != 0:
 			p, _ = encodeEntry(notification{kind: kindAgent, cursor: e.agent})
 		}
+		if p == "" {
+			continue // nothing to say; an empty entry is malformed
+		}
 		entries = append(entries, p)
 	}
 	var batch pgx.Batch
@@ -781,7 +796,7 @@ func (b *Bus) sequencer() {
 		}
 		last = time.Now()
 		ctx, cancel := context.WithTimeout(b.ctx, catchUpTimeout)
-		n, top, busy, err := sequenceUnlessBusy(ctx, b.s.pool)
+		n, top, busy, err := b.number(ctx, b.s.pool)
 		cancel()
 		if err != nil {
 			if b.ctx.Err() == nil {
@@ -793,7 +808,11 @@ func (b *Bus) sequencer() {
 			b.log.Debug(logSequencerBusy)
 			wake(b.seqWake)
 		}
-		if n > 0 {
+		// A run can pick events that another process's run numbered
+		// since this statement's snapshot (it then numbers none of them:
+		// n > 0, top 0). Only a cursor is news (see docs/postgres.md,
+		// "The lost end").
+		if n > 0 && top > 0 {
 			b.enqueue(item{kind: itemCatchUp, agents: top}, false)
 			b.notifyAgent(top)
 		}
@@ -933,10 +952,9 @@ func (b *Bus) handle(payload string) {
 	if len(payload) > len(b.s.node) && payload[len(b.s.node)] == ' ' && payload[:len(b.s.node)] == b.s.node {
 		return
 	}
-	ns, err := decodePayload(payload)
-	if err != nil {
-		b.log.Debug("bus: ignoring a malformed notification", "len", strconv.Itoa(len(payload)))
-		return
+	ns, bad, err := decodePayload(payload)
+	if err != nil || bad > 0 {
+		b.log.Debug("bus: ignoring a malformed notification or entries of one", "len", strconv.Itoa(len(payload)), "entries", bad)
 	}
 	for _, n := range ns {
 		b.handleOne(n)

@@ -37,6 +37,8 @@ type nodeOptions struct {
 	approval  agentik.ApprovalPolicy
 	// wrap, when set, stands between the engine and its Coordinator.
 	wrap func(agentik.Coordinator) agentik.Coordinator
+	// sequence, when set, replaces the Bus's sequencer statement.
+	sequence func(context.Context, querier) (int, int64, bool, error)
 }
 
 // newNode starts an engine on the database at dsn, answering through llm.
@@ -47,7 +49,7 @@ func newNode(t testing.TB, dsn string, llm *llmtest.Server, o nodeOptions) *node
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	b, err := NewBus(ctx, st, BusOptions{PollInterval: 100 * time.Millisecond})
+	b, err := NewBus(ctx, st, BusOptions{PollInterval: 100 * time.Millisecond, sequence: o.sequence})
 	if err != nil {
 		t.Fatalf("bus: %v", err)
 	}

@@ -148,36 +148,39 @@ func packPayloads(node string, seq func() uint64, entries []string) []string {
 }
 
 // decodePayload parses a payload into its entries, each with the header's
-// node and seq. A payload with any malformed entry is refused whole.
-func decodePayload(p string) ([]notification, error) {
+// node and seq, and counts the malformed entries it skipped. A payload
+// whose header is malformed is refused whole. A malformed entry costs only
+// itself: the entries around it (in a packed payload, events of other
+// conversations) are each checked on their own and delivered.
+func decodePayload(p string) (ns []notification, bad int, err error) {
 	node, rest, ok := strings.Cut(p, " ")
 	if !ok || node == "" {
-		return nil, errBadNotification
+		return nil, 0, errBadNotification
 	}
 	seqText, rest, ok := strings.Cut(rest, " ")
 	if !ok {
-		return nil, errBadNotification
+		return nil, 0, errBadNotification
 	}
 	seq, err := strconv.ParseUint(seqText, 10, 64)
 	if err != nil {
-		return nil, errBadNotification
+		return nil, 0, errBadNotification
 	}
-	var out []notification
 	for line := range strings.SplitSeq(rest, "\n") {
 		n, err := decodeEntry(line)
 		if err != nil {
-			return nil, err
+			bad++
+			continue
 		}
 		n.node, n.seq = node, seq
-		out = append(out, n)
+		ns = append(ns, n)
 	}
-	return out, nil
+	return ns, bad, nil
 }
 
 // decodeNotification parses a payload of one entry.
 func decodeNotification(p string) (notification, error) {
-	ns, err := decodePayload(p)
-	if err != nil || len(ns) != 1 {
+	ns, bad, err := decodePayload(p)
+	if err != nil || bad > 0 || len(ns) != 1 {
 		return notification{}, errBadNotification
 	}
 	return ns[0], nil

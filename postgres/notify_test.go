@@ -55,9 +55,9 @@ func TestOnlinePayloadsFit(t *testing.T) {
 		if len(p) > maxPayload {
 			t.Fatalf("payload of %d bytes", len(p))
 		}
-		ns, err := decodePayload(p)
-		if err != nil {
-			t.Fatal(err)
+		ns, bad, err := decodePayload(p)
+		if err != nil || bad > 0 {
+			t.Fatal(err, bad)
 		}
 		for _, n := range ns {
 			joined.WriteString(n.event.Text)
@@ -102,9 +102,9 @@ func TestPackPayloads(t *testing.T) {
 		if len(p) > maxPayload {
 			t.Fatalf("payload of %d bytes", len(p))
 		}
-		ns, err := decodePayload(p)
-		if err != nil {
-			t.Fatalf("%q: %v", p, err)
+		ns, bad, err := decodePayload(p)
+		if err != nil || bad > 0 {
+			t.Fatalf("%q: %v, %d malformed entries", p, err, bad)
 		}
 		for _, n := range ns {
 			if n.node != node {
@@ -121,8 +121,19 @@ func TestPackPayloads(t *testing.T) {
 	if len(ps) > 10 {
 		t.Fatalf("%d payloads for %d entries", len(ps), len(entries))
 	}
-	if _, err := decodePayload(node + " 1 a 3\nz 1"); err == nil {
-		t.Fatal("a payload with a malformed entry decoded")
+	// A malformed entry is skipped alone: its neighbours, which may be
+	// other conversations' events, still count (issue 53: an empty entry
+	// cost every other process the online events packed with it).
+	conv = agentik.NewID()
+	end := `o {"conversation_id":"` + conv + `","type":"end"}`
+	for _, bad := range []string{"z 1", "", "a 0", "o {}", "e x 1"} {
+		ns, n, err := decodePayload(node + " 1 a 3\n" + bad + "\n" + end)
+		if err != nil || n != 1 || len(ns) != 2 || ns[0].cursor != 3 || ns[1].event.Type != agentik.EvEnd || ns[1].event.ConversationID != conv {
+			t.Fatalf("with %q between: %+v, %d malformed, %v", bad, ns, n, err)
+		}
+	}
+	if _, _, err := decodePayload("x"); err == nil {
+		t.Fatal("a payload without a header decoded")
 	}
 }
 
@@ -140,8 +151,8 @@ func FuzzDecodeNotification(f *testing.F) {
 	}
 	f.Add(node + " 8 a 7\ne " + conv + " 3\ni " + conv + " user -")
 	f.Fuzz(func(t *testing.T, p string) {
-		ns, err := decodePayload(p)
-		if err != nil {
+		ns, _, err := decodePayload(p)
+		if err != nil || len(ns) == 0 {
 			return
 		}
 		var entries []string
@@ -153,8 +164,8 @@ func FuzzDecodeNotification(f *testing.F) {
 			entries = append(entries, e)
 		}
 		again := header(ns[0].node, ns[0].seq) + strings.Join(entries, "\n")
-		ms, err := decodePayload(again)
-		if err != nil || !reflect.DeepEqual(ms, ns) {
+		ms, bad, err := decodePayload(again)
+		if err != nil || bad > 0 || !reflect.DeepEqual(ms, ns) {
 			t.Fatalf("%q -> %+v -> %q -> %+v, %v", p, ns, again, ms, err)
 		}
 	})

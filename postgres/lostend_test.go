@@ -1,0 +1,256 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/tools"
+	"github.com/jackc/pgx/v5"
+)
+
+// outrun is the sequencer statement of a process whose every run loses the
+// race issue 53 found: it picks events that another process's run numbered
+// after its snapshot was taken, so it numbers none of them and reports how
+// many it picked and no cursor (n > 0, top 0). The events are numbered, by
+// the real statement, before it answers.
+func outrun(ran chan<- struct{}) func(context.Context, querier) (int, int64, bool, error) {
+	return func(ctx context.Context, q querier) (int, int64, bool, error) {
+		n, _, busy, err := sequenceUnlessBusy(ctx, q)
+		if ran != nil && n > 0 {
+			select {
+			case ran <- struct{}{}:
+			default:
+			}
+		}
+		return n, 0, busy, err
+	}
+}
+
+// split returns the types of evs, durable and online apart: each is
+// delivered in its own order (durable by cursor, online as published), and
+// the two are not ordered with each other across processes.
+func split(evs []agentik.Event) (durable, online string) {
+	var d, o []string
+	for _, ev := range evs {
+		if ev.Cursor != 0 {
+			d = append(d, ev.Type)
+		} else {
+			o = append(o, ev.Type)
+		}
+	}
+	return strings.Join(d, " "), strings.Join(o, " ")
+}
+
+// TestEveryEventReachesTheStreamingProcess is issue 53's lost end: many
+// conversations created and streamed on process A, their messages posted
+// to process B, at once, while B also creates conversations (agent events
+// its sequencer numbers) and its sequencer runs are outrun as they were
+// under load. Every stream must receive every event of its turn within 10
+// s: the online ones (working, start_response, append_text, end; and
+// awaiting_approval, with an approval policy) as well as the durable ones.
+func TestEveryEventReachesTheStreamingProcess(t *testing.T) {
+	five := func(llmtest.Request) llmtest.Reply {
+		return llmtest.Stream().Role().Content("one ").Content("two ").Content("three ").Content("four ").Content("five").Finish("stop").Done()
+	}
+	for _, tc := range []struct {
+		name     string
+		approval bool
+	}{{"plain", false}, {"approval", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const convs = 50
+			llm := llmtest.NewServer()
+			defer llm.Close()
+			o := nodeOptions{scan: time.Second, sequence: outrun(nil)}
+			llm.Handle(five)
+			if tc.approval {
+				var mu sync.Mutex
+				asked := map[string]bool{} // by the first user text
+				llm.Handle(func(r llmtest.Request) llmtest.Reply {
+					mu.Lock()
+					defer mu.Unlock()
+					if text := r.LastUserText(); !asked[text] {
+						asked[text] = true
+						return llmtest.ToolCalls(llmtest.Call("send_mail", `{}`).WithID("m1"))
+					}
+					return five(r)
+				})
+				o.tools = tools.NewRegistry(&countTool{})
+				o.approval, _ = agentik.ParseApprovalPolicy("send_*=ask")
+			}
+			dsn := freshSchema(t)
+			a := newNode(t, dsn, llm, o)
+			b := newNode(t, dsn, llm, o)
+			ctx := agentik.WithPrincipal(context.Background(), "alice")
+			var wg sync.WaitGroup
+			for i := range convs {
+				wg.Go(func() {
+					info, err := a.eng.CreateConversation(ctx, agentik.CreateRequest{})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					onA, _ := a.eng.Conversation(ctx, info.ID)
+					s, err := onA.Events(ctx, agentik.LiveOnly)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					defer s.Close()
+					// An agent event for B's sequencer, as the benchmark's
+					// clients created conversations on every process.
+					if _, err := b.eng.CreateConversation(ctx, agentik.CreateRequest{}); err != nil {
+						t.Error(err)
+						return
+					}
+					onB, _ := b.eng.Conversation(ctx, info.ID)
+					if _, err := onB.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text(fmt.Sprint("m", i))}}); err != nil {
+						t.Error(err)
+						return
+					}
+					var seen []agentik.Event
+					deadline := time.NewTimer(10 * time.Second)
+					defer deadline.Stop()
+					// until reads the stream until done says so.
+					until := func(what string, done func(durable, online string) bool) bool {
+						for {
+							d, o := split(seen)
+							if done(d, o) {
+								return true
+							}
+							select {
+							case ev, open := <-s.C():
+								if !open {
+									t.Errorf("%s: stream ended before %s: %v", info.ID, what, s.Err())
+									return false
+								}
+								seen = append(seen, ev)
+							case <-deadline.C:
+								t.Errorf("%s: no %s within 10s; durable [%s], online [%s]", info.ID, what, d, o)
+								return false
+							}
+						}
+					}
+					wantDurable := "user_message assistant_message"
+					wantOnline := "working start_response append_text append_text append_text append_text append_text end"
+					if tc.approval {
+						if !until("awaiting_approval", func(_, o string) bool { return strings.Contains(o, agentik.EvAwaitingApproval) }) {
+							return
+						}
+						if err := onB.(agentik.Approver).Resolve(ctx, "m1", agentik.Resolution{Approved: true}); err != nil {
+							t.Error(err)
+							return
+						}
+						wantDurable = "user_message tool_call approval_requested approval_resolved tool_result assistant_message"
+						wantOnline = "working awaiting_approval working start_response append_text append_text append_text append_text append_text end"
+					}
+					if !until("every event", func(d, o string) bool { return d == wantDurable && strings.HasSuffix(o, " end") }) {
+						return
+					}
+					if _, o := split(seen); o != wantOnline {
+						t.Errorf("%s: online events [%s], want [%s]", info.ID, o, wantOnline)
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// TestSequencerRunThatNumberedNothingSaysNothing: a sequencer run that
+// numbered none of the events it picked (another process's run numbered
+// them) sends no agent notification: issue 53's lost end was the empty
+// entry it sent, which made every other process refuse the whole payload
+// it was packed in — the online events of the turns that process ran.
+func TestSequencerRunThatNumberedNothingSaysNothing(t *testing.T) {
+	dsn := freshSchema(t)
+	ctx := context.Background()
+	listener, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(ctx)
+	st := openDSN(t, dsn)
+	if _, err := listener.Exec(ctx, "LISTEN "+pgx.Identifier{"agentik " + st.schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{}, 1)
+	b, err := NewBus(ctx, st, BusOptions{sequence: outrun(ran)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	conv := createConv(t, st) // an agent event, unnumbered
+	b.PublishAgent(agentik.AgentEvent{Type: agentik.AgentEvCreated, ConversationID: conv})
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sequencer did not run")
+	}
+	end := agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvEnd, Reason: agentik.EndCompleted}
+	b.Publish(end)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		n, err := listener.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("no end notification: %v", err)
+		}
+		ns, bad, err := decodePayload(n.Payload)
+		if err != nil || bad > 0 {
+			t.Fatalf("the Bus sent %q: %v, %d malformed entries", n.Payload, err, bad)
+		}
+		for _, n := range ns {
+			if n.kind == kindAgent {
+				t.Fatalf("a run that numbered nothing announced agent cursor %d", n.cursor)
+			}
+			if n.kind == kindOnline && n.event.Type == agentik.EvEnd {
+				return
+			}
+		}
+	}
+}
+
+// TestMalformedEntryCostsOnlyItself: a payload another sender packed with
+// a malformed entry among valid ones delivers the valid ones.
+func TestMalformedEntryCostsOnlyItself(t *testing.T) {
+	dsn := freshSchema(t)
+	ctx := context.Background()
+	st := openDSN(t, dsn)
+	b, err := NewBus(ctx, st, BusOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	conv := createConv(t, st)
+	sub := b.Subscribe(conv)
+	defer sub.Close()
+	var got atomic.Value
+	go func() {
+		for ev := range sub.C() {
+			if ev.Type == agentik.EvEnd {
+				got.Store(ev)
+				return
+			}
+		}
+	}()
+	end, err := encodeEntry(notification{kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvEnd, Reason: agentik.EndCompleted}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := header(agentik.NewID(), 1) + "\n" + end // an empty entry first, as issue 53's sender packed it
+	if _, err := st.pool.Exec(ctx, "SELECT pg_notify($1, $2)", b.channel, payload); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); got.Load() == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the end packed after a malformed entry was not delivered within 10s")
+		}
+	}
+}

@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -78,6 +80,12 @@ type ServeOptions struct {
 // holds a bounded number of sessions, opened at a bounded rate, within a
 // bound for all (ServeOptions).
 //
+// A session lasts no longer than the credential of the request that opened
+// it (edge.WatchCredential): when a reload revokes it, the session's id is
+// unknown (404) from then on, its running calls are cancelled (an ask's turn
+// is interrupted, as when its client cancels the call) and the session is
+// closed, which ends its stream.
+//
 // Safe for concurrent use. BeginShutdown and Close may each be called more
 // than once.
 type Handler struct {
@@ -103,7 +111,8 @@ type front struct {
 	stateless *sdk.StreamableHTTPHandler // current revision
 
 	mu      sync.Mutex
-	current map[string]string // MCP session id → the conversation ask continues
+	current map[string]string          // MCP session id → the conversation ask continues
+	watched map[string]context.Context // session id → done when its credential is revoked (watch)
 
 	// Guarded by h.mu (admit).
 	opening int    // requests under way that open a session
@@ -196,6 +205,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.stateless.ServeHTTP(w, r)
 		return
 	}
+	if id := r.Header.Get(sessionHeader); id != "" && f.revoked(id) {
+		// As the SDK answers an unknown session, which it may still
+		// know while it closes this one.
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
 	if opensSession(r) {
 		release, err := h.admit(f)
 		if err != nil {
@@ -203,7 +218,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer release()
-		w = &opening{ResponseWriter: w, release: release}
+		// The answer starts once the session is among the SDK's and
+		// before its client knows its id, so that no call of the session
+		// runs unwatched.
+		var once sync.Once
+		header := w.Header()
+		w = &opening{ResponseWriter: w, release: func() {
+			once.Do(func() {
+				release()
+				f.watch(r.Context(), header.Get(sessionHeader))
+			})
+		}}
 	}
 	f.sessions.ServeHTTP(w, r)
 }
@@ -219,7 +244,7 @@ func (h *Handler) front(principal string) *front {
 	if f := h.fronts[principal]; f != nil {
 		return f
 	}
-	f := &front{h: h, principal: principal, current: map[string]string{}}
+	f := &front{h: h, principal: principal, current: map[string]string{}, watched: map[string]context.Context{}}
 	info := h.agent.Info()
 	f.server = sdk.NewServer(&sdk.Implementation{Name: h.opts.Name, Title: info.Name, Version: h.opts.Version}, &sdk.ServerOptions{
 		Instructions: instructions(info),
@@ -227,6 +252,7 @@ func (h *Handler) front(principal string) *front {
 		SchemaCache:  h.schemas,
 		PageSize:     100,
 	})
+	f.server.AddReceivingMiddleware(f.revocable)
 	f.addTools()
 	get := func(*http.Request) *sdk.Server { return f.server }
 	f.sessions = sdk.NewStreamableHTTPHandler(get, &sdk.StreamableHTTPOptions{
@@ -314,6 +340,92 @@ func (h *Handler) closeSessions() {
 		for ss := range f.server.Sessions() {
 			ss.Close()
 		}
+	}
+}
+
+// sessionHeader carries a session's id; the SDK sets it on the answer to
+// the initialize that opened the session.
+const sessionHeader = "Mcp-Session-Id"
+
+// watch ties the session id, just opened by a request of ctx, to the
+// credential that authenticated that request: when it is revoked, the
+// session's calls are cancelled (revocable), its id is unknown from then on,
+// and the session is closed. The watch is released when the session closes
+// for any other reason: its goroutine lives as long as the session. An id
+// that is no session (initialize refused), or an open edge, watches nothing.
+func (f *front) watch(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
+	var ss *sdk.ServerSession
+	for s := range f.server.Sessions() {
+		if s.ID() == id {
+			ss = s
+			break
+		}
+	}
+	if ss == nil {
+		return
+	}
+	rctx, revoke := context.WithCancelCause(context.Background())
+	f.mu.Lock()
+	f.watched[id] = rctx
+	f.mu.Unlock()
+	// Close waits for the session's calls, which revocable has cancelled;
+	// it runs on AfterFunc's goroutine since revoked must not block.
+	closed := make(chan struct{})
+	stopClose := context.AfterFunc(rctx, func() {
+		defer close(closed)
+		ss.Close()
+	})
+	stop := edge.WatchCredential(ctx, func() { revoke(edge.ErrRevoked) })
+	go func() {
+		// Wait returns once the session is closed, by whoever: revocation,
+		// its client (DELETE), its idle timeout or Handler.Close.
+		ss.Wait()
+		stop()
+		if !stopClose() {
+			<-closed // the SDK forgets the id in Close
+		}
+		revoke(nil)
+		f.mu.Lock()
+		delete(f.watched, id)
+		f.mu.Unlock()
+	}()
+}
+
+// revoked reports whether id is a session whose credential was revoked.
+func (f *front) revoked(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rctx := f.watched[id]
+	return rctx != nil && errors.Is(context.Cause(rctx), edge.ErrRevoked)
+}
+
+// revocable runs each call of a watched session under a context that is
+// also cancelled, with cause edge.ErrRevoked, when the session's credential
+// is revoked: the SDK runs a session's calls on the session's context, not
+// on their request's, and closing a session waits for its running calls.
+func (f *front) revocable(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		ss, ok := req.GetSession().(*sdk.ServerSession)
+		if !ok || ss == nil {
+			return next(ctx, method, req)
+		}
+		f.mu.Lock()
+		rctx := f.watched[ss.ID()]
+		f.mu.Unlock()
+		if rctx == nil {
+			return next(ctx, method, req)
+		}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(rctx, func() {
+			if cause := context.Cause(rctx); errors.Is(cause, edge.ErrRevoked) {
+				cancel(cause)
+			}
+		})()
+		return next(ctx, method, req)
 	}
 }
 

@@ -191,7 +191,7 @@ func TestHiddenAgentIsANickNobodyHas(t *testing.T) {
 	// Not logged in: no agent exists, any nick is free; logging in as
 	// alice afterwards renames the client off the agent's nick.
 	anon := s.dial()
-	lines = anon.register("secret2", "", "sasl")
+	anon.register("secret2", "", "sasl")
 	anon.send("WHOIS agentik")
 	if w := anon.until(is(rplEndOfWhois)); w[0].Command != errNoSuchNick {
 		t.Fatalf("anonymous WHOIS agentik: %v", w)

@@ -24,6 +24,9 @@ type Tokens struct {
 	mu      sync.RWMutex
 	entries []entry
 	limits  map[string]map[string]bool // principal → the only agents it may use
+	// byDigest finds the principal of a watched credential (a token that
+	// Lookup already took) without a scan.
+	byDigest map[[sha256.Size]byte]string
 
 	// watches are the credentials held by open connections and streams
 	// (Watch); a replace that revokes one calls its revoked func.
@@ -130,8 +133,11 @@ func (t *Tokens) Replace(pairs map[string]string) { t.ReplaceLimited(pairs, nil)
 // any other principal every agent.
 func (t *Tokens) ReplaceLimited(pairs map[string]string, limits map[string][]string) {
 	entries := make([]entry, 0, len(pairs))
+	byDigest := make(map[[sha256.Size]byte]string, len(pairs))
 	for token, principal := range pairs {
-		entries = append(entries, entry{sha256.Sum256([]byte(token)), principal})
+		d := sha256.Sum256([]byte(token))
+		entries = append(entries, entry{d, principal})
+		byDigest[d] = principal
 	}
 	lim := make(map[string]map[string]bool, len(limits))
 	for p, agents := range limits {
@@ -143,6 +149,7 @@ func (t *Tokens) ReplaceLimited(pairs map[string]string, limits map[string][]str
 	}
 	t.mu.Lock()
 	t.entries = entries
+	t.byDigest = byDigest
 	t.limits = lim
 	t.mu.Unlock()
 	t.revoke()
@@ -190,15 +197,10 @@ func (t *Tokens) valid(w *watch) bool {
 	return t.validLocked(w)
 }
 
+// validLocked is valid with t.mu held. Its map lookup is not constant-time,
+// which reveals nothing: a watched token is one Lookup already took.
 func (t *Tokens) validLocked(w *watch) bool {
-	found := false
-	for i := range t.entries {
-		if t.entries[i].digest == w.digest && t.entries[i].principal == w.principal {
-			found = true
-			break
-		}
-	}
-	if !found {
+	if p, ok := t.byDigest[w.digest]; !ok || p != w.principal {
 		return false
 	}
 	if w.agent == "" {

@@ -163,6 +163,10 @@ func (e *Edge) Guard(h http.Handler, rt Route) http.Handler {
 			stop := e.tokens.Watch(tok, p, rt.Agent, func() { cancel(ErrRevoked) })
 			defer cancel(nil)
 			defer stop()
+			if ctx.Err() != nil { // revoked by a reload since Lookup
+				e.refuse(w, r, refuse, errUnauthorized)
+				return
+			}
 		}
 		if r.ContentLength != 0 {
 			// The body must arrive within the body timeout, whoever reads
@@ -266,10 +270,12 @@ func (e *Edge) Handler(next http.Handler) http.Handler {
 			rec.body = &trackedBody{ReadCloser: r.Body, want: r.ContentLength}
 			r.Body = rec.body
 			defer func() {
-				if !rec.body.complete() {
-					// The answer went out (with Connection: close) without
-					// the whole body: the rest is not waited for.
-					rc.SetReadDeadline(time.Now())
+				if rec.closing && !rec.hijacked {
+					// The answer went out with Connection: close before the
+					// whole body: net/http reads what is left before it
+					// closes (an honest client's bytes in flight, so that
+					// it sees the answer, not a reset), for a moment only.
+					rc.SetReadDeadline(time.Now().Add(drainGrace))
 				}
 			}()
 		}
@@ -278,6 +284,7 @@ func (e *Edge) Handler(next http.Handler) http.Handler {
 		}
 		if rec.body != nil && !rec.wroteHeader && !rec.body.complete() {
 			rec.Header().Set("Connection", "close")
+			rec.closing = true
 		}
 		d := time.Since(start)
 		// r.Pattern is the route the ServeMux matched (it sets it on the
@@ -313,16 +320,27 @@ type statusRecorder struct {
 	status      int
 	wroteHeader bool
 	body        *trackedBody // the request's body, when it has one
+	closing     bool         // the answer says Connection: close for an unread body
+	hijacked    bool
 }
 
+// drainGrace is how long net/http may read the rest of a body the handler
+// answered without reading, before the connection closes.
+const drainGrace = 500 * time.Millisecond
+
 func (s *statusRecorder) WriteHeader(code int) {
+	if code < 200 { // informational: the final answer is still to come
+		s.ResponseWriter.WriteHeader(code)
+		return
+	}
 	if !s.wroteHeader {
 		s.status, s.wroteHeader = code, true
-		if s.body != nil && code >= 200 && !s.body.complete() {
+		if s.body != nil && !s.body.complete() {
 			// An answer before the whole body (a refusal, a route that
 			// reads none) closes the connection: net/http would otherwise
 			// wait for the rest of the body before sending it.
 			s.Header().Set("Connection", "close")
+			s.closing = true
 		}
 	}
 	s.ResponseWriter.WriteHeader(code)
@@ -365,6 +383,9 @@ func (b *trackedBody) complete() bool {
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (s *statusRecorder) Flush() {
+	if !s.wroteHeader {
+		s.WriteHeader(http.StatusOK)
+	}
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -372,8 +393,12 @@ func (s *statusRecorder) Flush() {
 
 func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if h, ok := s.ResponseWriter.(http.Hijacker); ok {
-		s.status, s.wroteHeader = http.StatusSwitchingProtocols, true
-		return h.Hijack()
+		s.status, s.wroteHeader, s.hijacked = http.StatusSwitchingProtocols, true, true
+		c, rw, err := h.Hijack()
+		if err == nil {
+			c.SetReadDeadline(time.Time{}) // the protocol that takes over sets its own
+		}
+		return c, rw, err
 	}
 	return nil, nil, errors.New("hijacking not supported")
 }

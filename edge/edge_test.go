@@ -676,3 +676,32 @@ func TestSlowBodyHandlerThatAnswersLate(t *testing.T) {
 		t.Fatalf("connection still open: %v", err)
 	}
 }
+
+// TestRefusalOfAnHonestBodyIsNotAReset: a client that sends its whole
+// 100 KiB body at once to a route that refuses it unread reads the refusal
+// and then a clean end of the connection: what it sent is read for a moment
+// before the close, so the close is not a reset that could destroy the
+// answer in the client's buffer.
+func TestRefusalOfAnHonestBodyIsNotAReset(t *testing.T) {
+	srv, _ := newServer(t, Options{BodyTimeout: time.Minute})
+	body := `{"a":"` + strings.Repeat("x", 100<<10) + `"}`
+	head := fmt.Sprintf("POST /private HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	for i := range 20 {
+		c, br := rawRequest(t, srv, head, body)
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if _, err := io.ReadAll(resp.Body); err != nil {
+			t.Fatalf("round %d: the answer's body: %v", i, err)
+		}
+		if resp.StatusCode != 401 || !resp.Close {
+			t.Fatalf("round %d: %d close=%v", i, resp.StatusCode, resp.Close)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("round %d: after the answer: %v, want a clean end", i, err)
+		}
+		c.Close()
+	}
+}

@@ -231,13 +231,13 @@ func pendingOf(ev agentik.Event, set *tools.Set, owner string) agentik.PendingAp
 // serialised per conversation here and by the store across processes (one
 // approval_resolved per call id).
 func (c *conv) resolve(ctx context.Context, callID string, res agentik.Resolution, by string) error {
-	if err := res.Validate(); err != nil {
-		return err
-	}
 	if len(res.Arguments) > c.e.opts.MaxTextBytes {
 		// Edited arguments are bounded like a message's text: they are
 		// stored and sent to the model.
 		return agentik.Errorf(agentik.ETooLarge, "approval: the arguments are longer than %d bytes", c.e.opts.MaxTextBytes)
+	}
+	if err := res.Validate(); err != nil {
+		return err
 	}
 	c.resolveMu.Lock()
 	defer c.resolveMu.Unlock()

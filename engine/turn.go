@@ -490,16 +490,13 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 			if !last {
 				defer func() { others <- struct{}{} }()
 			}
-			cctx := r.ctx
-			if r.ctx.Err() != nil {
-				// Interrupted while the tool ran: what ran is journaled all
-				// the same (its result, or that it was cut short), on a
-				// fresh, bounded context that keeps the turn's fence, before
-				// the turn is closed.
-				var cancel context.CancelFunc
-				cctx, cancel = context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout)
-				defer cancel()
-			}
+			// What ran is journaled whatever happens to the turn (its
+			// result, or that an interrupt cut it short): the commit runs
+			// on a bounded context of its own that keeps the turn's fence,
+			// so that an interrupt can neither stop it halfway nor leave
+			// it unknown whether the round's memory went in with it.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), finalWriteTimeout)
+			defer cancel()
 			m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: agentik.Now(), Type: agentik.MsgToolResult,
 				CallID: tc.ID, Name: tc.Name, Content: res.Content, IsError: res.IsError, ReplyTo: r.t.user.ID}
 			w := agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&m)}}
@@ -533,7 +530,7 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 	}
 	wg.Wait()
 	if r.ctx.Err() != nil {
-		if commitErr != nil {
+		if commitErr != nil && !c.isFenced(commitErr) { // fenced: the new lease holder answers the turn
 			c.e.log.Error("record the result of an interrupted tool call", "conversation", c.id, "reply_to", r.t.user.ID, "err", commitErr)
 		}
 		return results, r.ctx.Err() // the results of the calls that ran

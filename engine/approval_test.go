@@ -590,6 +590,26 @@ func TestApprovalInterruptWhileAllowedCallsRun(t *testing.T) {
 	if open, _ := h.store.OpenTurns(h.ctx); len(open) != 0 {
 		t.Fatalf("open turns %v", open)
 	}
+	// The model of the next turn sees the round whole: the call cut short,
+	// the denial of the close, the approved call that never ran.
+	h.llm.Enqueue(llmtest.Text("ok"))
+	res = h.send(c, "what happened?")
+	until(t, s, endOf(res.MessageID))
+	got := map[string]string{}
+	for _, m := range h.llm.Requests()[1].Messages {
+		if m.Role == "tool" {
+			got[m.ToolCallID] = m.Text()
+		}
+	}
+	want := map[string]string{"blk": agentik.ToolInterruptedText, "c1": agentik.DeniedText(agentik.ApprovalInterrupted), "c2": agentik.ToolNotRunText}
+	if len(got) != len(want) {
+		t.Fatalf("tool results the model sees: %v", got)
+	}
+	for id, text := range want {
+		if !strings.HasSuffix(got[id], text) { // the adapter marks errors ("Error: …")
+			t.Errorf("%s: the model sees %q, want %q", id, got[id], text)
+		}
+	}
 }
 
 // gatedTool is a tool like send_mail: once started it finishes whatever

@@ -755,7 +755,17 @@ func (r *turnRun) interruptedWrite(ctx context.Context, reason string) (agentik.
 		c.mu.Unlock()
 		no := false
 		for _, req := range r.asking {
-			if _, done := st.resolved[req.CallID]; done {
+			if res, done := st.resolved[req.CallID]; done {
+				// Answered already (here or, read on a retry, by another
+				// process): the model sees that answer, not a denial of
+				// this close's.
+				if r.cut != nil {
+					if res.Approved != nil && *res.Approved {
+						delete(r.cut.results, req.CallID) // approved, not run
+					} else {
+						r.cut.results[req.CallID] = agentik.ErrorResult(agentik.DeniedText(res.Reason))
+					}
+				}
 				continue
 			}
 			if r.cut != nil {

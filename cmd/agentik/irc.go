@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentik/agentik/irc"
@@ -64,9 +65,25 @@ func (a *app) mountIRC(ctx context.Context) error {
 		tokens := a.tokens
 		opts.Authenticate = func(user, token string) (string, bool) { return tokens.Lookup(token) }
 		// A reload that takes the token away closes the connections
-		// logged in with it.
+		// logged in with it; so does one that takes away an agent the
+		// principal could use at login (its channels of that agent would
+		// go on following): the client comes back to what it may use now.
 		opts.Watch = func(token, principal string, revoked func()) func() bool {
-			return tokens.Watch(token, principal, "", revoked)
+			var once sync.Once
+			fire := func() { once.Do(revoked) }
+			stops := []func() bool{tokens.Watch(token, principal, "", fire)}
+			for _, ag := range a.agents {
+				if tokens.Allows(principal, ag.ID) {
+					stops = append(stops, tokens.Watch(token, principal, ag.ID, fire))
+				}
+			}
+			return func() bool {
+				held := true
+				for _, stop := range stops {
+					held = stop() && held
+				}
+				return held
+			}
 		}
 	}
 	srv, err := irc.NewServer(opts)

@@ -81,3 +81,49 @@ func TestIRCRevokedTokenClosesTheLink(t *testing.T) {
 		t.Fatalf("alice's direct conversation: %s", msgs)
 	}
 }
+
+// TestIRCAgentTakenAwayClosesTheLink: a reload that keeps a principal's
+// token but takes away an agent it could use at login closes its IRC link
+// (its channels of that agent would otherwise go on following); a
+// principal whose agents did not change keeps its link.
+func TestIRCAgentTakenAwayClosesTheLink(t *testing.T) {
+	p, _, _, file := twoAgents(t, "AGENTIK_IRC_ADDR=127.0.0.1:0")
+	addr := ircAddr(t, p)
+	login := func(token, nick string) *ircConn {
+		c := dialIRC(t, addr)
+		c.send("PASS "+token, "NICK "+nick, "USER "+nick+" 0 * :"+nick)
+		c.until(ircCmd("376"))
+		return c
+	}
+	dave, carol := login(daveToken, "dave"), login(carolToken, "carol")
+
+	cfg, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := strings.Replace(string(cfg), "{principal: dave, token_env: DAVE_TOKEN}", "{principal: dave, token_env: DAVE_TOKEN, agents: [alpha]}", 1)
+	if limited == string(cfg) {
+		t.Fatal("the configuration has no line for dave")
+	}
+	if err := os.WriteFile(file, []byte(limited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	var last ircmsg.Message
+	for {
+		m, ok := dave.next()
+		if !ok {
+			break
+		}
+		last = m
+	}
+	if last.Command != "ERROR" || last.Params[0] != "Closing link (Credentials revoked)" {
+		t.Fatalf("dave's last line %v", last)
+	}
+	carol.send("PING :still")
+	carol.until(ircCmd("PONG"))
+	// Dave comes back with what he may use now.
+	again := login(daveToken, "dave")
+	again.send("PING :back")
+	again.until(ircCmd("PONG"))
+}

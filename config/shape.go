@@ -341,34 +341,9 @@ func (s *shapeScanner) token() {
 		s.removeKey()
 		s.skip()
 	case c == ':' && (flow || s.blankzAt(1)):
-		if k := s.key; !flow && k.possible && k.line == s.line && k.index+1024 >= s.index {
-			if s.roll(k.col, true) {
-				s.deepest = max(s.deepest, k.deepest+1)
-			}
-			s.key.possible = false
-			s.allowed = false
-		} else {
-			if !flow && !s.allowed {
-				s.stopped = true // "mapping values are not allowed in this context"
-				return
-			}
-			s.roll(s.col, true)
-			s.allowed = !flow
-		}
-		s.pair()
-		s.values += 2
-		s.skip()
+		s.valueIndicator(flow)
 	case c == '*' || c == '&':
-		s.saveKey()
-		s.allowed = false
-		s.skip()
-		for a := s.at(0); a >= '0' && a <= '9' || a >= 'A' && a <= 'Z' || a >= 'a' && a <= 'z' || a == '_' || a == '-'; a = s.at(0) {
-			s.skip()
-		}
-		if !s.blankzAt(0) && !bytes.ContainsRune([]byte("?:,]}%@`"), rune(s.at(0))) {
-			s.stopped = true
-		}
-		s.values++ // an alias, or the empty value an anchor may name
+		s.anchor()
 	case c == '!':
 		// A tag ends at a blank or the library stops: whatever it holds is
 		// no structure.
@@ -396,6 +371,42 @@ func (s *shapeScanner) token() {
 		s.plain()
 		s.values++
 	}
+}
+
+// valueIndicator moves over a ':' that starts a mapping value: of the
+// simple key before it on this line, or of an empty key.
+func (s *shapeScanner) valueIndicator(flow bool) {
+	if k := s.key; !flow && k.possible && k.line == s.line && k.index+1024 >= s.index {
+		if s.roll(k.col, true) {
+			s.deepest = max(s.deepest, k.deepest+1)
+		}
+		s.key.possible = false
+		s.allowed = false
+	} else {
+		if !flow && !s.allowed {
+			s.stopped = true // "mapping values are not allowed in this context"
+			return
+		}
+		s.roll(s.col, true)
+		s.allowed = !flow
+	}
+	s.pair()
+	s.values += 2
+	s.skip()
+}
+
+// anchor moves over an anchor (&name) or an alias (*name).
+func (s *shapeScanner) anchor() {
+	s.saveKey()
+	s.allowed = false
+	s.skip()
+	for a := s.at(0); a >= '0' && a <= '9' || a >= 'A' && a <= 'Z' || a >= 'a' && a <= 'z' || a == '_' || a == '-'; a = s.at(0) {
+		s.skip()
+	}
+	if !s.blankzAt(0) && !bytes.ContainsRune([]byte("?:,]}%@`"), rune(s.at(0))) {
+		s.stopped = true
+	}
+	s.values++ // an alias, or the empty value an anchor may name
 }
 
 // plain moves over a plain scalar, which may go on over lines indented

@@ -177,18 +177,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.SetReadLimit(max(16*s.opts.MaxMessageBytes, 16<<20))
 
 	sess := &session{srv: s, c: c, log: s.log, activity: make(chan struct{}, 1)}
-	revoked := make(chan struct{})
-	stopRevoke := context.AfterFunc(r.Context(), func() {
-		defer close(revoked)
-		if errors.Is(context.Cause(r.Context()), edge.ErrRevoked) {
-			sess.reject(ctx, edge.ErrRevoked) // ERROR unauthorized, then close: run's reads end
-		}
-	})
-	defer func() {
-		if !stopRevoke() {
-			<-revoked
-		}
-	}()
+	defer sess.endOnRevocation(ctx, r.Context())()
 	principal := agentik.PrincipalFrom(ctx)
 	s.mu.Lock()
 	full := s.opts.MaxConnections > 0 && s.conns[principal] >= s.opts.MaxConnections
@@ -378,6 +367,25 @@ func (ss *session) reject(ctx context.Context, err error) {
 		status = websocket.StatusTryAgainLater
 	}
 	ss.c.Close(status, code)
+}
+
+// endOnRevocation rejects the session with ERROR unauthorized, then closes
+// it (run's reads end), when req, the upgrade request's context, is
+// cancelled because its credential was revoked (edge.ErrRevoked). The
+// returned func stops the watch and waits for a rejection under way.
+func (ss *session) endOnRevocation(ctx, req context.Context) (stop func()) {
+	done := make(chan struct{})
+	after := context.AfterFunc(req, func() {
+		defer close(done)
+		if errors.Is(context.Cause(req), edge.ErrRevoked) {
+			ss.reject(ctx, edge.ErrRevoked)
+		}
+	})
+	return func() {
+		if !after() {
+			<-done
+		}
+	}
 }
 
 // run forwards the conversation's events until the connection ends.

@@ -705,3 +705,26 @@ func TestRefusalOfAnHonestBodyIsNotAReset(t *testing.T) {
 		c.Close()
 	}
 }
+
+// revokedAtOnce is a token set whose reload revoked every token between a
+// request's Lookup and its Watch.
+type revokedAtOnce struct{ fakeTokens }
+
+func (revokedAtOnce) Watch(_, _, _ string, revoked func()) func() bool {
+	revoked()
+	return func() bool { return false }
+}
+
+// TestRevokedBetweenLookupAndWatch: a token revoked by a reload after the
+// edge looked it up, before it watched it, is refused (401), and the handler
+// never runs.
+func TestRevokedBetweenLookupAndWatch(t *testing.T) {
+	e := New(Options{Tokens: revokedAtOnce{}})
+	ran := false
+	srv := httptest.NewServer(e.Handler(e.Guard(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ran = true }), Route{})))
+	defer srv.Close()
+	status, _, body := do(t, "GET", srv.URL, "", "Authorization", "Bearer alice-token-1")
+	if status != 401 || errCode(t, body) != "unauthorized" || ran {
+		t.Fatalf("%d %s, handler ran: %v", status, body, ran)
+	}
+}

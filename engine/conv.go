@@ -8,11 +8,20 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/tokens"
 )
 
-// conv is the one live struct of a conversation. Lock order: mu, then
-// writeMu, then Engine.agentMu (never held across a store call).
+// conv is the one live struct of a conversation. Its state is in parts by
+// who may touch it, and under which lock:
+//
+//   - the fields below, set by newConv and never changed: anyone, no lock;
+//   - sharedState: what callers (Send, Interrupt, approvals, subscribers)
+//     and the turn loop share, under mu;
+//   - commitState: the order of commits and their publication, under
+//     writeMu;
+//   - loopState: working memory, cached; the turn loop's, no lock.
+//
+// Lock order: resolveMu, then mu, then writeMu, then Engine.agentMu (never
+// held across a store call).
 type conv struct {
 	e        *Engine
 	id       string
@@ -22,50 +31,74 @@ type conv struct {
 	coord    agentik.Coordinator // who runs the conversation's turns
 	shared   bool                // other processes use the store too
 
-	mu         sync.Mutex
-	queue      []queued               // what the store does not hold of turns sent here and not started
-	sent       int                    // counts additions to queue, so the loop sees new ones
-	pending    *pendingRound          // a turn waiting for client tool results
-	parked     *parkedTurn            // the turn waiting for approvals, as far as known here
-	timers     map[string]*time.Timer // approval expiry by call id
-	running    *turn                  // nil when idle
-	handling   string                 // the user message of the turn the loop has taken and not started (or dropped) yet
-	looping    bool                   // a turn loop goroutine owns the queue
-	phase      string                 // agentik.DeltaReasoning or DeltaText of the running turn
-	partial    strings.Builder        // text of the current phase so far
-	lastActive time.Time
-	streams    map[*stream[agentik.Event]]struct{}
-	withdrawn  map[string]withdrawal // turns to withdraw before they start (withdraw.go)
-	leased     bool                  // the loop holds the lease (of epoch): this process starts the turns
-	epoch      int64
+	sharedState
+	commitState
+	loopState
 
-	// writeMu orders each commit with the publication of its events, so
-	// subscribers get a conversation's durable events in cursor order.
+	// resolveMu serialises approval answers here, and the close of a turn
+	// that denies its calls waiting for approval (turnRun.closeInterrupted).
+	resolveMu sync.Mutex
+}
+
+// sharedState is what callers and the turn loop share. Whoever touches it
+// holds mu (the methods named …Locked expect their caller to).
+type sharedState struct {
+	mu sync.Mutex
+
+	// The turns, from sent to running.
+	queue    []queued      // what the store does not hold of turns sent here and not started
+	sent     int           // counts additions to queue, so the loop sees new ones
+	handling string        // the user message of the turn the loop has taken and not started (or dropped) yet
+	running  *turn         // nil when idle
+	pending  *pendingRound // a turn waiting for client tool results
+	parked   *parkedTurn   // the turn waiting for approvals, as far as known here
+	// early: the model call sent while the message that the next turn
+	// answers committed (startEarly), for that turn to take over.
+	early     earlyCall
+	timers    map[string]*time.Timer // approval expiry by call id
+	withdrawn map[string]withdrawal  // turns to withdraw before they start (withdraw.go)
+	// stranded: a turn ended without storing its user message's entry (its
+	// every write failed) and is still open, to be retried; a message sent
+	// meanwhile must not write its own entry ahead of it (send's early
+	// entry). Set by dropUnsaved, cleared when a turn stores held entries.
+	stranded bool
+
+	// The turn loop and its lease.
+	looping bool // a turn loop goroutine owns the queue
+	leased  bool // the loop holds the lease (of epoch): this process starts the turns
+	epoch   int64
+
+	// Subscribers, and what one joining the running turn gets first.
+	phase      string          // agentik.DeltaReasoning or DeltaText of the running turn
+	partial    strings.Builder // text of the current phase so far
+	streams    map[*stream[agentik.Event]]struct{}
+	lastActive time.Time
+}
+
+// commitState orders the conversation's writes: each commit and the
+// publication of its events happen under writeMu, so subscribers get a
+// conversation's durable events in cursor order. Its fields are guarded by
+// writeMu.
+type commitState struct {
 	writeMu       sync.Mutex
-	resolveMu     sync.Mutex // serialises approval answers here (before mu)
 	lastPublished int64
 	tempBytes     int64 // temporal: what the memory store holds for it (see limits.go)
+}
 
-	// memory caches working memory; only the turn loop touches it (and
-	// the goroutine of a tool round's last result while the loop waits
-	// for it: turnRun.startNext).
+// loopState is the turn loop's cache of working memory. No lock guards it:
+// the goroutine of the conversation's turn loop touches it while it takes,
+// runs and ends a turn (and the goroutine of a tool round's last result
+// while the loop waits for that round: turnRun.startNext). While no turn is
+// taken or running, a holder of mu may: send adds the entry of a message
+// to an idle conversation (startEarly reads it), dropMemoryIfIdle frees it
+// while no loop runs.
+type loopState struct {
 	memory       []agentik.MemoryEntry
 	memoryLoaded bool
 	// unsaved counts the entries at the end of memory that the running
 	// turn has not stored yet (their Order is 0): the user's message, held
-	// until the turn's first write (turnRun.run). Only the turn loop
-	// touches it.
+	// until the turn's first write (turnRun.run).
 	unsaved int
-	// early: the model call sent while the message that the next turn
-	// answers committed (startEarly), for that turn to take over; guarded
-	// by mu.
-	early earlyCall
-	// stranded: a turn ended without storing its user message's entry (its
-	// every write failed) and is still open, to be retried; a message sent
-	// meanwhile must not write its own entry ahead of it (send's early
-	// entry). Set by dropUnsaved, cleared when a turn stores held entries;
-	// guarded by mu.
-	stranded bool
 }
 
 // queued is what a turn sent here carries besides its stored user message:
@@ -96,77 +129,9 @@ type pendingRound struct {
 	approved  map[string]agentik.RawJSON    // approved calls without a result: edited arguments or nil
 }
 
-// earlyCall is a model call started early for the turn of message id.
-type earlyCall struct {
-	id   string
-	call agentik.EarlyCall
-}
-
-// dropEarlyLocked cancels the early call unless it is the one of message id
-// (which it then returns, for its turn). Caller holds mu.
-func (c *conv) dropEarlyLocked(id string) agentik.EarlyCall {
-	ec := c.early
-	c.early = earlyCall{}
-	if ec.call == nil || ec.id == id {
-		return ec.call
-	}
-	ec.call.Cancel()
-	return nil
-}
-
-// startEarly sends the model call that the turn answering entry will make,
-// as it will make it, so the request travels while the message commits;
-// the turn takes the call over if its request is the same (the LLM
-// compares them). Only for an idle conversation whose working memory is
-// loaded, not while tracing (the call's span and trace context belong to
-// the turn), not while a tool source is still starting (the turn waits for
-// its tools, and an early request without them would be a model call paid
-// for nothing), and not when the turn would compact first. Caller holds mu.
-func (c *conv) startEarly(entry agentik.MemoryEntry, client []agentik.ToolSpec) agentik.EarlyCall {
-	es, ok := c.e.opts.LLM.(agentik.EarlyStarter)
-	if !ok || !c.memoryLoaded || c.e.opts.Tracer != nil || c.e.opts.Tools.Starting() {
-		return nil
-	}
-	r := &turnRun{c: c, ctx: c.e.baseCtx, client: client}
-	n := len(c.memory)
-	c.memory = append(c.memory, entry)
-	// The tools known now (no source is starting): a source whose list
-	// changes meanwhile makes the turn's request differ, and the turn
-	// sends its own.
-	// StartEarly keeps nothing of req: its messages are written into a
-	// slice of a pool (a turn's second copy of its context).
-	scratch := earlyMessages.Get().(*[]agentik.ModelMessage)
-	defer func() {
-		clear(*scratch) // no references to working memory kept
-		if cap(*scratch) <= maxEarlyMessages {
-			*scratch = (*scratch)[:0]
-			earlyMessages.Put(scratch)
-		}
-	}()
-	req := agentik.ModelRequest{System: c.e.SystemPrompt(), Tools: r.offered(c.e.opts.Tools.Snapshot(noWait)),
-		Messages: c.appendModelMessages((*scratch)[:0])}
-	*scratch = req.Messages
-	c.memory = c.memory[:n]
-	if trigger, _ := c.e.compactLimits(); tokens.Request(req, c.e.opts.SendReasoning) > trigger {
-		return nil // fit compacts: the turn's request will differ
-	}
-	return es.StartEarly(c.e.baseCtx, req)
-}
-
-// earlyMessages holds the message slices of early requests (startEarly);
-// maxEarlyMessages bounds the slices it keeps.
-var earlyMessages = sync.Pool{New: func() any { return new([]agentik.ModelMessage) }}
-
-const maxEarlyMessages = 1024
-
-// noWait is an ended context: what is asked with it does not wait.
-var noWait = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
-
-// turn is the state of the running turn shared with Send and Interrupt.
+// turn is the state of the running turn shared with Send and Interrupt:
+// user and cancel are set when it starts, reason and by are guarded by
+// conv.mu.
 type turn struct {
 	user   agentik.Message
 	cancel context.CancelFunc
@@ -175,7 +140,7 @@ type turn struct {
 	// early is the turn's next model call, sent while what it answers
 	// committed (the message, or a tool round's results); only the turn
 	// loop touches it.
-	early agentik.EarlyCall
+	early earlyCall
 }
 
 func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
@@ -184,16 +149,18 @@ func (e *Engine) newConv(rec agentik.ConversationRecord) *conv {
 		coord = e.tempCoord
 	}
 	return &conv{
-		e:          e,
-		id:         rec.ID,
-		owner:      rec.Owner,
-		temporal:   rec.Temporal,
-		store:      e.storeFor(rec.Temporal),
-		coord:      coord,
-		shared:     e.opts.Cluster != nil && !rec.Temporal,
-		lastActive: time.Now(),
-		streams:    make(map[*stream[agentik.Event]]struct{}),
-		withdrawn:  make(map[string]withdrawal),
+		e:        e,
+		id:       rec.ID,
+		owner:    rec.Owner,
+		temporal: rec.Temporal,
+		store:    e.storeFor(rec.Temporal),
+		coord:    coord,
+		shared:   e.opts.Cluster != nil && !rec.Temporal,
+		sharedState: sharedState{
+			lastActive: time.Now(),
+			streams:    make(map[*stream[agentik.Event]]struct{}),
+			withdrawn:  make(map[string]withdrawal),
+		},
 	}
 }
 
@@ -343,24 +310,19 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	// runs or is being started, and alone on the store every other open turn
 	// not started is queued here (busy) or stranded. (Not when sharing the
 	// store, where only the lease holder writes working memory.)
-	early := !busy && !c.shared && !c.stranded
-	var ec agentik.EarlyCall
-	if early {
+	withEntry := !busy && !c.shared && !c.stranded
+	var ec earlyCall
+	if withEntry {
 		w.Memory = []agentik.MemoryEntry{{SourceID: msg.ID, ReplyTo: msg.ID,
 			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: msg.Content}}}
-		ec = c.startEarly(w.Memory[0], req.ClientTools)
+		ec = c.startEarly(msg.ID, w.Memory[0], req.ClientTools)
 	}
 	if _, err := c.commit(ctx, w); err != nil {
-		if ec != nil {
-			ec.Cancel() // the message does not exist: neither does its turn
-		}
+		ec.drop() // the message does not exist: neither does its turn
 		return agentik.SendResult{}, err
 	}
-	if ec != nil {
-		c.dropEarlyLocked(msg.ID)
-		c.early = earlyCall{id: msg.ID, call: ec}
-	}
-	if early && c.memoryLoaded {
+	c.early.hold(ec) // for its turn to take over (runPending)
+	if withEntry && c.memoryLoaded {
 		c.memory = append(c.memory, w.Memory...) // the store wrote Order into w.Memory
 	}
 	c.pending = nil
@@ -514,14 +476,16 @@ func (c *conv) starting() string {
 	return ""
 }
 
-func (c *conv) interruptLocked(reason string) bool {
-	if c.running == nil {
+// interruptLocked cancels the running turn with reason (the first reason
+// given counts); false when none runs. The caller holds mu.
+func (s *sharedState) interruptLocked(reason string) bool {
+	if s.running == nil {
 		return false
 	}
-	if c.running.reason == "" {
-		c.running.reason = reason
+	if s.running.reason == "" {
+		s.running.reason = reason
 	}
-	c.running.cancel()
+	s.running.cancel()
 	return true
 }
 

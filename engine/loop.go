@@ -148,7 +148,7 @@ func (c *conv) loop() {
 			c.queue = nil
 		} // alone on the store, what waits behind a parked turn stays listed
 		c.forgetWithdrawnLocked()
-		c.dropEarlyLocked("") // its turn did not start here
+		c.early.drop() // its turn did not start here
 		c.looping = false
 		c.e.limits.stopped(c.owner)
 		c.mu.Unlock()
@@ -245,9 +245,9 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		c.running = t
 		lastSent = c.sent
 		if item.resume == nil {
-			t.early = c.dropEarlyLocked(user.ID)
+			t.early = c.early.take(user.ID)
 		} else {
-			c.dropEarlyLocked("")
+			c.early.drop()
 		}
 		if c.parked != nil && c.parked.replyTo == user.ID {
 			c.parked = nil // resumed: every call has its answer

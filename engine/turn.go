@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/tokens"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -33,10 +32,7 @@ func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
 			TraceParent: t.user.TraceParent, Linked: !q.fresh})
 	}
 	defer func() {
-		if t.early != nil { // ended before its first model call
-			t.early.Cancel()
-			t.early = nil
-		}
+		t.early.drop() // ended before its model call took it
 		outcome := r.outcome
 		if outcome == "" {
 			outcome = "lease_lost" // fenced: another process runs the turn
@@ -200,11 +196,7 @@ func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 		if tr := c.e.opts.Tracer; tr != nil {
 			gctx, span = r.startModelSpan(tr, req)
 		}
-		generate := c.e.opts.LLM.Generate
-		if early := r.t.early; early != nil {
-			r.t.early = nil // this call only
-			generate = early.Generate
-		}
+		generate := r.t.early.use(c.e.opts.LLM.Generate) // the call sent early: this attempt only
 		resp, err := generate(gctx, req, r.onDelta)
 		outcome := modelOutcome(r.ctx, err)
 		c.e.opts.Observer.ModelCall(c.e.opts.Info.ID, c.e.opts.LLM.Info().Name, outcome, time.Since(began), resp.Tokens)
@@ -409,7 +401,7 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	}, round)
 	if round != nil && round.written != nil {
 		c.memory = append(c.memory, round.written...) // committed, even if the turn ends now
-		r.t.early = round.next                        // the next round's call; cancelled with the turn if not made
+		r.t.early.hold(round.next)                    // the next round's call; cancelled with the turn if not made
 	} else if err != nil && r.ctx.Err() != nil {
 		r.cutShort(&pendingRound{text: resp.Text, reasoning: resp.Reasoning, calls: calls, results: map[string]agentik.ToolResult{}}, calls, results)
 	}
@@ -452,7 +444,7 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 type roundWrite struct {
 	text, reasoning string
 	written         []agentik.MemoryEntry
-	next            agentik.EarlyCall // the next round's model call, sent during that commit
+	next            earlyCall // the next round's model call, sent during that commit
 }
 
 // runCalls runs the calls run says to (all when run is nil) concurrently
@@ -512,14 +504,12 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 					w.Memory = roundMemory(r.t.user.ID, round.text, round.reasoning, calls, results)
 				}
 			}
-			var next agentik.EarlyCall
+			var next earlyCall
 			if w.Memory != nil {
 				next = r.startNext(set, w.Memory)
 			}
 			if _, err := c.commit(cctx, w); err != nil {
-				if next != nil {
-					next.Cancel() // the round is not stored: no next round
-				}
+				next.drop() // the round is not stored: no next round
 				commitMu.Lock()
 				commitErr = err
 				commitMu.Unlock()
@@ -539,29 +529,6 @@ func (r *turnRun) runCalls(set *tools.Set, calls []agentik.ToolCall, run func(ag
 		return nil, r.storeErr(commitErr)
 	}
 	return results, nil
-}
-
-// startNext sends the model call of the next round while the round's
-// working memory (entries) commits with its last result, as callModel will
-// make it, so the request travels during the commit; the turn takes it
-// over when its request is the same. Not in the last round allowed, while
-// tracing (the call's span belongs to the turn), or when the call would
-// compact first. The turn loop waits for the round meanwhile, so memory is
-// this goroutine's.
-func (r *turnRun) startNext(set *tools.Set, entries []agentik.MemoryEntry) agentik.EarlyCall {
-	c := r.c
-	es, ok := c.e.opts.LLM.(agentik.EarlyStarter)
-	if !ok || c.e.opts.Tracer != nil || r.round+1 >= c.e.opts.MaxToolRounds {
-		return nil
-	}
-	n := len(c.memory)
-	c.memory = append(c.memory, entries...)
-	req := r.request(r.offered(set))
-	c.memory = c.memory[:n]
-	if trigger, _ := c.e.compactLimits(); tokens.Request(req, c.e.opts.SendReasoning) > trigger {
-		return nil // fit compacts: the next request will differ
-	}
-	return es.StartEarly(r.ctx, req)
 }
 
 // roundMemory is a tool round as working memory: the model's message with

@@ -151,9 +151,7 @@ func (c *conv) withdrawLocked(ctx context.Context, id string) error {
 	if c.pending != nil && c.pending.user.ID == id {
 		c.pending = nil
 	}
-	if c.early.id == id {
-		c.dropEarlyLocked("") // its model call, sent early, is not paid for to the end
-	}
+	c.early.dropFor(id) // its model call, sent early, is not paid for to the end
 	c.publishLocked(agentik.Event{Type: agentik.EvEnd, ReplyTo: id, Reason: agentik.EndInterrupted})
 	return nil
 }
@@ -186,18 +184,18 @@ func (c *conv) withdrawnTurn(id string) bool {
 
 // isWithdrawnLocked reports whether this process closed or is to close the turn
 // answering id. The caller holds c.mu.
-func (c *conv) isWithdrawnLocked(id string) bool {
-	_, ok := c.withdrawn[id]
+func (s *sharedState) isWithdrawnLocked(id string) bool {
+	_, ok := s.withdrawn[id]
 	return ok
 }
 
 // forgetWithdrawnLocked drops what the loop no longer needs once it ends:
 // the turns it closed (no stale read of the queue can show them again).
 // The caller holds c.mu.
-func (c *conv) forgetWithdrawnLocked() {
-	for id, w := range c.withdrawn {
+func (s *sharedState) forgetWithdrawnLocked() {
+	for id, w := range s.withdrawn {
 		if w == closedHere {
-			delete(c.withdrawn, id)
+			delete(s.withdrawn, id)
 		}
 	}
 }

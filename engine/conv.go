@@ -249,22 +249,7 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	if len(req.ToolResults) > 0 {
 		return c.sendToolResults(ctx, req)
 	}
-	if err := agentik.ValidateContent(req.Content); err != nil {
-		return agentik.SendResult{}, err
-	}
-	if !agentik.ValidBusyPolicy(req.IfBusy) {
-		return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "if_busy must be enqueue, interrupt or reject")
-	}
-	if agentik.HasImage(req.Content) && !c.e.opts.ImageInput {
-		return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "the model does not take image input")
-	}
-	if err := agentik.ValidateInput(req.Content, c.e.opts.MaxImageBytes); err != nil { // image headers and size
-		return agentik.SendResult{}, err
-	}
-	if err := checkText(req.Content, c.e.opts.MaxTextBytes); err != nil {
-		return agentik.SendResult{}, err
-	}
-	if err := req.Context.Validate(); err != nil {
+	if err := c.checkSend(req); err != nil {
 		return agentik.SendResult{}, err
 	}
 	req.Content = agentik.CanonicalImages(req.Content) // equal images, equal text: stored once
@@ -336,6 +321,33 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	return agentik.SendResult{MessageID: msg.ID, Seq: msg.Seq}, nil
 }
 
+// checkSend validates a message sent without tool results.
+func (c *conv) checkSend(req agentik.SendRequest) error {
+	if err := agentik.ValidateContent(req.Content); err != nil {
+		return err
+	}
+	if !agentik.ValidBusyPolicy(req.IfBusy) {
+		return agentik.Errorf(agentik.EInvalid, "if_busy must be enqueue, interrupt or reject")
+	}
+	if err := c.checkInput(req.Content); err != nil {
+		return err
+	}
+	return req.Context.Validate()
+}
+
+// checkInput validates what a message's valid content asks of the model
+// and the limits: images the model takes, their headers and sizes, and the
+// length of its text.
+func (c *conv) checkInput(content []agentik.Content) error {
+	if agentik.HasImage(content) && !c.e.opts.ImageInput {
+		return agentik.Errorf(agentik.EInvalid, "the model does not take image input")
+	}
+	if err := agentik.ValidateInput(content, c.e.opts.MaxImageBytes); err != nil { // image headers and size
+		return err
+	}
+	return checkText(content, c.e.opts.MaxTextBytes)
+}
+
 // sendToolResults feeds client tool results to the waiting turn and
 // continues it; a message in the same request is answered after it.
 func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (agentik.SendResult, error) {
@@ -343,13 +355,7 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 		if err := agentik.ValidateContent(req.Content); err != nil {
 			return agentik.SendResult{}, err
 		}
-		if agentik.HasImage(req.Content) && !c.e.opts.ImageInput {
-			return agentik.SendResult{}, agentik.Errorf(agentik.EInvalid, "the model does not take image input")
-		}
-		if err := agentik.ValidateInput(req.Content, c.e.opts.MaxImageBytes); err != nil { // image headers and size
-			return agentik.SendResult{}, err
-		}
-		if err := checkText(req.Content, c.e.opts.MaxTextBytes); err != nil {
+		if err := c.checkInput(req.Content); err != nil {
 			return agentik.SendResult{}, err
 		}
 	}

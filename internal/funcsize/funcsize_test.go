@@ -28,7 +28,6 @@ var over = map[string]bool{
 	"watch.handle":       true,
 	"otlpConfigFrom":     true,
 	"shapeScanner.token": true,
-	"conv.send":          true,
 }
 
 func TestFunctionSizes(t *testing.T) {

@@ -27,6 +27,15 @@ func ErrorResult(text string) ToolResult {
 
 // Tool is one callable tool. Call must return promptly when ctx ends. A Go
 // error from Call is turned into an error result the model sees.
+//
+// Spec and Call must be safe for concurrent use: the engine runs the tool
+// calls of one model response at the same time, each on a goroutine of its
+// own, so one Tool may be in several Calls at once — twice in one round
+// when the model asks for it twice, and in the turns of other
+// conversations. ctx ends with the call's timeout or when its turn is
+// interrupted; the engine waits for every Call of a round to return before
+// the turn goes on, and keeps the result's Content (Call must not change
+// it after returning).
 type Tool interface {
 	Spec() ToolSpec
 	Call(ctx context.Context, args RawJSON) (ToolResult, error)

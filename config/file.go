@@ -19,7 +19,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/edge"
 )
 
 // The configuration file (agentik serve --config FILE, or AGENTIK_CONFIG):
@@ -614,7 +613,7 @@ func (l *loader) resolve(c *Config, f *file, root *yaml.Node) {
 		l.oneOf("log.format", f.Log.Format, &c.LogFormat, "text", "json")
 	}
 	if len(f.HTTP.CORSOrigins) > 0 && !set("AGENTIK_CORS_ORIGINS") {
-		origins, err := edge.ParseOrigins(strings.Join(f.HTTP.CORSOrigins, ","))
+		origins, err := parseOrigins(strings.Join(f.HTTP.CORSOrigins, ","))
 		if err != nil {
 			l.bad("http.cors_origins", err.Error())
 		}

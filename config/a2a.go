@@ -9,8 +9,13 @@ import (
 // A2AConfig configures the A2A facade and the remote A2A agents offered as
 // tools. Its variables are read here.
 type A2AConfig struct {
-	Enabled     bool       // AGENTIK_A2A: on (default) or off — serve the facade
-	Path        string     // AGENTIK_A2A_PATH: JSON-RPC endpoint path, default /a2a
+	// FrontDoor: AGENTIK_A2A, on (default) or off, serves the facade;
+	// AGENTIK_A2A_PATH is the JSON-RPC endpoint's path, default /a2a. A2A
+	// has no busy policy (IfBusy is ""). Both variables are older than
+	// reader.frontDoor and keep their wider syntax: AGENTIK_A2A also takes
+	// true, false, 1 and 0, and the path may hold a tab, ? or #.
+	FrontDoor
+
 	Port        int        // AGENTIK_A2A_PORT: also serve card + endpoint on this port (0: no)
 	PublicURL   string     // AGENTIK_A2A_PUBLIC_URL: absolute endpoint URL written into the card
 	Name        string     // AGENTIK_A2A_NAME: card name (default: the agent's)
@@ -20,6 +25,9 @@ type A2AConfig struct {
 	Agents      []string // AGENTIK_A2A_AGENTS: base URLs of remote agents
 	AgentTokens []string // AGENTIK_A2A_AGENT_TOKENS: bearer tokens, same order ("" for none)
 }
+
+// DefaultA2APath is where the A2A facade's JSON-RPC endpoint is mounted.
+const DefaultA2APath = "/a2a"
 
 // A2ASkill is one skill of the agent card.
 type A2ASkill struct {
@@ -31,8 +39,7 @@ type A2ASkill struct {
 }
 
 func (c *A2AConfig) read(r *reader) {
-	c.Enabled = true
-	c.Path = "/a2a"
+	c.FrontDoor = FrontDoor{Enabled: true, Path: DefaultA2APath}
 	switch strings.ToLower(strings.TrimSpace(r.getenv("AGENTIK_A2A"))) {
 	case "", "on", "true", "1":
 	case "off", "false", "0":

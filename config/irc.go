@@ -119,7 +119,7 @@ func (c *IRCConfig) read(r *reader) {
 	r.integer("AGENTIK_IRC_MAX_UNREGISTERED", &c.MaxUnregistered, 1, 1_000_000)
 	r.integer("AGENTIK_IRC_MAX_UNREGISTERED_PER_ADDR", &c.MaxUnregisteredPerAddr, 1, 1_000_000)
 	r.duration("AGENTIK_IRC_REGISTRATION_TIMEOUT", &c.RegistrationTimeout)
-	r.oneOf("AGENTIK_IRC_IF_BUSY", &c.IfBusy, "enqueue", "interrupt", "reject")
+	r.busy("AGENTIK_IRC_IF_BUSY", &c.IfBusy)
 	r.str("AGENTIK_IRC_HTTP_URL", &c.HTTPURL)
 	if c.HTTPURL != "" && !httpURL(c.HTTPURL) {
 		r.bad("AGENTIK_IRC_HTTP_URL", c.HTTPURL, "want an absolute http:// or https:// URL")

@@ -1,19 +1,14 @@
 package config
 
-import (
-	"strings"
-	"time"
-)
+import "time"
 
 // MCPServerConfig configures the MCP server facade: the agent served to MCP
 // clients over Streamable HTTP (SPEC §14).
 type MCPServerConfig struct {
-	// Enabled mounts the facade; off removes the endpoint.
-	Enabled bool // AGENTIK_MCP_SERVER: on or off
-	// Path is where the facade is mounted.
-	Path string // AGENTIK_MCP_SERVER_PATH
-	// IfBusy is the busy policy of an ask whose conversation runs a turn.
-	IfBusy string // AGENTIK_MCP_SERVER_IF_BUSY: enqueue, interrupt, reject
+	// FrontDoor: AGENTIK_MCP_SERVER (on or off), AGENTIK_MCP_SERVER_PATH
+	// and AGENTIK_MCP_SERVER_IF_BUSY, the busy policy of an ask whose
+	// conversation runs a turn.
+	FrontDoor
 	// SessionTimeout closes an idle session of a client on a protocol
 	// revision before 2026-07-28 (the current revision has no sessions).
 	SessionTimeout time.Duration // AGENTIK_MCP_SERVER_SESSION_TIMEOUT
@@ -44,17 +39,10 @@ const (
 )
 
 func (c *MCPServerConfig) read(r *reader) {
-	*c = MCPServerConfig{Enabled: true, Path: DefaultMCPServerPath, IfBusy: DefaultMCPServerIfBusy, SessionTimeout: DefaultMCPServerSessionTimeout,
+	*c = MCPServerConfig{SessionTimeout: DefaultMCPServerSessionTimeout,
 		MaxBodyBytes: DefaultMCPServerMaxBodyBytes, MaxSessions: DefaultMCPServerMaxSessions, MaxSessionsPerPrincipal: DefaultMCPServerMaxSessionsPerPrincipal,
 		SessionsPerMinute: DefaultMCPServerSessionsPerMinute, SessionBurst: DefaultMCPServerSessionBurst}
-	enabled := "on"
-	r.oneOf("AGENTIK_MCP_SERVER", &enabled, "on", "off")
-	c.Enabled = enabled == "on"
-	r.str("AGENTIK_MCP_SERVER_PATH", &c.Path)
-	if p := c.Path; !strings.HasPrefix(p, "/") || p == "/" || strings.ContainsAny(p, " \t{}?#") {
-		r.bad("AGENTIK_MCP_SERVER_PATH", p, "want an absolute path such as /mcp, without spaces, braces, ? or #")
-	}
-	r.oneOf("AGENTIK_MCP_SERVER_IF_BUSY", &c.IfBusy, "enqueue", "interrupt", "reject")
+	c.FrontDoor = r.frontDoor("AGENTIK_MCP_SERVER", FrontDoor{Enabled: true, Path: DefaultMCPServerPath, IfBusy: DefaultMCPServerIfBusy})
 	r.duration("AGENTIK_MCP_SERVER_SESSION_TIMEOUT", &c.SessionTimeout)
 	body := int(c.MaxBodyBytes)
 	r.integer("AGENTIK_MCP_SERVER_MAX_BODY_BYTES", &body, 1<<10, 1<<30)

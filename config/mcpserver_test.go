@@ -11,7 +11,7 @@ func TestMCPServerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (MCPServerConfig{Enabled: true, Path: "/mcp", IfBusy: "enqueue", SessionTimeout: 30 * time.Minute,
+	if want := (MCPServerConfig{FrontDoor: FrontDoor{Enabled: true, Path: "/mcp", IfBusy: "enqueue"}, SessionTimeout: 30 * time.Minute,
 		MaxBodyBytes: 4 << 20, MaxSessions: 4096, MaxSessionsPerPrincipal: 64, SessionsPerMinute: 120, SessionBurst: 10}); c.MCPServer != want {
 		t.Fatalf("defaults %+v", c.MCPServer)
 	}
@@ -22,7 +22,7 @@ func TestMCPServerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (MCPServerConfig{Path: "/tools/mcp", IfBusy: "reject", SessionTimeout: 5 * time.Minute,
+	if want := (MCPServerConfig{FrontDoor: FrontDoor{Path: "/tools/mcp", IfBusy: "reject"}, SessionTimeout: 5 * time.Minute,
 		MaxBodyBytes: 65536, MaxSessions: 100, MaxSessionsPerPrincipal: 5, SessionsPerMinute: 30, SessionBurst: 3}); c.MCPServer != want {
 		t.Fatalf("set %+v", c.MCPServer)
 	}

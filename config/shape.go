@@ -274,39 +274,49 @@ func (s *shapeScanner) pair() {
 	}
 }
 
-// token moves over one token (yaml_parser_fetch_next_token).
+// token moves over one token (yaml_parser_fetch_next_token): the
+// indicators whose meaning depends on what follows them or on the context
+// here, the others by their first character (tokenAt).
 func (s *shapeScanner) token() {
 	c, flow := s.at(0), len(s.flows) > 0
 	switch {
-	case s.col == 0 && c == '%': // a directive
-		s.unroll(-1)
-		s.removeKey()
-		s.allowed = false
-		for !s.breakAt(0) && !s.end() {
-			s.skip()
-		}
+	case s.col == 0 && c == '%':
+		s.directive()
 	case s.docIndicator():
-		s.unroll(-1)
+		s.documentIndicator()
+	case c == '-' && s.blankzAt(1):
+		s.blockEntry(flow)
+	case c == '?' && (flow || s.blankzAt(1)):
+		s.keyIndicator(flow)
+	case c == ':' && (flow || s.blankzAt(1)):
+		s.valueIndicator(flow)
+	case (c == '|' || c == '>') && !flow:
 		s.removeKey()
-		s.allowed = false
-		s.skip()
-		s.skip()
-		s.skip()
-		s.values++ // the document, perhaps empty
-	case c == '[' || c == '{':
+		s.allowed = true
+		s.blockScalar()
+		s.values++
+	default:
+		s.tokenAt(c)
+	}
+}
+
+// tokenAt moves over a token told by its first character c alone.
+func (s *shapeScanner) tokenAt(c byte) {
+	switch c {
+	case '[', '{':
 		s.saveKey()
 		s.flows = append(s.flows, flowFrame{seq: c == '['})
 		s.values++
 		s.allowed = true
 		s.skip()
-	case c == ']' || c == '}':
+	case ']', '}':
 		s.removeKey()
 		if n := len(s.flows); n > 0 {
 			s.flows = s.flows[:n-1]
 		}
 		s.allowed = false
 		s.skip()
-	case c == ',':
+	case ',':
 		s.removeKey()
 		if n := len(s.flows); n > 0 {
 			s.flows[n-1].pair = false
@@ -314,37 +324,9 @@ func (s *shapeScanner) token() {
 		}
 		s.allowed = true
 		s.skip()
-	case c == '-' && s.blankzAt(1):
-		if !flow && !s.allowed {
-			s.stopped = true // "block sequence entries are not allowed in this context"
-			return
-		}
-		if !flow {
-			if n := len(s.indents); n > 0 && s.indent == s.col && s.indents[n-1].mapping {
-				s.indents[n-1].indentless = true
-			}
-			s.roll(s.col, false)
-		}
-		s.values++ // an item, perhaps empty
-		s.allowed = true
-		s.removeKey()
-		s.skip()
-	case c == '?' && (flow || s.blankzAt(1)):
-		if !flow && !s.allowed {
-			s.stopped = true // "mapping keys are not allowed in this context"
-			return
-		}
-		s.roll(s.col, true)
-		s.pair()
-		s.values += 2 // a key and a value, perhaps empty
-		s.allowed = !flow
-		s.removeKey()
-		s.skip()
-	case c == ':' && (flow || s.blankzAt(1)):
-		s.valueIndicator(flow)
-	case c == '*' || c == '&':
+	case '*', '&':
 		s.anchor()
-	case c == '!':
+	case '!':
 		// A tag ends at a blank or the library stops: whatever it holds is
 		// no structure.
 		s.saveKey()
@@ -353,17 +335,12 @@ func (s *shapeScanner) token() {
 			s.skip()
 		}
 		s.values++ // the empty value a tag may stand for
-	case (c == '|' || c == '>') && !flow:
-		s.removeKey()
-		s.allowed = true
-		s.blockScalar()
-		s.values++
-	case c == '\'' || c == '"':
+	case '\'', '"':
 		s.saveKey()
 		s.allowed = false
 		s.quoted(c)
 		s.values++
-	case c == '\t' || c == '@' || c == '`' || c == '%' || c == '|' || c == '>':
+	case '\t', '@', '`', '%', '|', '>': // '|' and '>' here: in a flow collection
 		s.stopped = true // "found character that cannot start any token"
 	default:
 		s.saveKey()
@@ -371,6 +348,59 @@ func (s *shapeScanner) token() {
 		s.plain()
 		s.values++
 	}
+}
+
+// directive moves over a %-directive line.
+func (s *shapeScanner) directive() {
+	s.unroll(-1)
+	s.removeKey()
+	s.allowed = false
+	for !s.breakAt(0) && !s.end() {
+		s.skip()
+	}
+}
+
+// documentIndicator moves over --- or ....
+func (s *shapeScanner) documentIndicator() {
+	s.unroll(-1)
+	s.removeKey()
+	s.allowed = false
+	s.skip()
+	s.skip()
+	s.skip()
+	s.values++ // the document, perhaps empty
+}
+
+// blockEntry moves over a '-' that starts a sequence item.
+func (s *shapeScanner) blockEntry(flow bool) {
+	if !flow && !s.allowed {
+		s.stopped = true // "block sequence entries are not allowed in this context"
+		return
+	}
+	if !flow {
+		if n := len(s.indents); n > 0 && s.indent == s.col && s.indents[n-1].mapping {
+			s.indents[n-1].indentless = true
+		}
+		s.roll(s.col, false)
+	}
+	s.values++ // an item, perhaps empty
+	s.allowed = true
+	s.removeKey()
+	s.skip()
+}
+
+// keyIndicator moves over a '?' that starts a complex key.
+func (s *shapeScanner) keyIndicator(flow bool) {
+	if !flow && !s.allowed {
+		s.stopped = true // "mapping keys are not allowed in this context"
+		return
+	}
+	s.roll(s.col, true)
+	s.pair()
+	s.values += 2 // a key and a value, perhaps empty
+	s.allowed = !flow
+	s.removeKey()
+	s.skip()
 }
 
 // valueIndicator moves over a ':' that starts a mapping value: of the

@@ -65,6 +65,6 @@ func (c *WSConfig) read(r *reader) {
 			c.MaxMessageBytes = n
 		}
 	}
-	r.oneOf("AGENTIK_WS_IF_BUSY", &c.IfBusy, "enqueue", "interrupt", "reject")
+	r.busy("AGENTIK_WS_IF_BUSY", &c.IfBusy)
 	r.list("AGENTIK_WS_ORIGINS", &c.Origins)
 }

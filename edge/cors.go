@@ -1,9 +1,6 @@
 package edge
 
-import (
-	"net/http"
-	"strings"
-)
+import "net/http"
 
 // What a cross-origin page may send and read.
 const (
@@ -38,35 +35,4 @@ func (e *Edge) cross(w http.ResponseWriter, r *http.Request) bool {
 	}
 	h.Set("Access-Control-Expose-Headers", corsExpose)
 	return false
-}
-
-// ParseOrigins reads a comma-separated list of exact origins
-// (scheme://host[:port]); the error names the first invalid entry.
-func ParseOrigins(s string) ([]string, error) {
-	var out []string
-	for _, o := range strings.Split(s, ",") {
-		o = strings.TrimRight(strings.TrimSpace(o), "/")
-		if o == "" {
-			continue
-		}
-		if !validOrigin(o) {
-			return nil, &originError{o}
-		}
-		out = append(out, o)
-	}
-	return out, nil
-}
-
-type originError struct{ origin string }
-
-func (e *originError) Error() string {
-	return "invalid origin " + e.origin + ": want scheme://host[:port] such as https://app.example.com, without path or wildcard"
-}
-
-func validOrigin(o string) bool {
-	scheme, host, ok := strings.Cut(o, "://")
-	if !ok || (scheme != "http" && scheme != "https") || host == "" {
-		return false
-	}
-	return !strings.ContainsAny(host, "/?#*@ ")
 }

@@ -420,13 +420,10 @@ func (s *Server) cancelTask(ctx context.Context, req *request) (any, *Error) {
 		return nil, rpcErr(CodeTaskNotCancelable, "task %s is %s and cannot be canceled", tv.task.ID, tv.task.Status.State)
 	}
 	w := newWatch(&tv.task, tv.user.ID)
-	done := false
-	if ti, ok := conv.(agentik.TurnInterrupter); ok {
-		// This task's turn only: cancelled if running, withdrawn if queued.
-		var err error
-		if done, err = ti.InterruptTurn(ctx, tv.user.ID); err != nil {
-			return nil, coreErr(err)
-		}
+	// This task's turn only: cancelled if running, withdrawn if queued.
+	done, err := conv.InterruptTurn(ctx, tv.user.ID)
+	if err != nil {
+		return nil, coreErr(err)
 	}
 	if !done {
 		// Not reachable now (queued where it cannot be withdrawn):

@@ -25,7 +25,6 @@ var over = map[string]bool{
 	"DecodeInput":        true,
 	"runner.level":       true,
 	"loader.resolve":     true,
-	"watch.handle":       true,
 	"otlpConfigFrom":     true,
 	"shapeScanner.token": true,
 	"conv.send":          true,

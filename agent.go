@@ -161,6 +161,12 @@ type Agent interface {
 
 // Conversation is a handle to one conversation. Handles are cheap; Close
 // releases this handle (idempotent) and never deletes anything.
+//
+// Every Conversation has the capabilities embedded at the end (tool
+// approval, interrupting one turn, reading a message by id): facades call
+// them without asserting. An implementation that cannot provide one (a
+// client whose server has no endpoint for it) still has the method and
+// returns an *Error saying so.
 type Conversation interface {
 	ID() string
 	Info(ctx context.Context) (ConversationInfo, error)
@@ -178,11 +184,15 @@ type Conversation interface {
 	Events(ctx context.Context, after int64) (Stream[Event], error)
 	Rename(ctx context.Context, title string) (ConversationInfo, error)
 	Close() error
+
+	Approver
+	TurnInterrupter
+	MessageReader
 }
 
-// TurnInterrupter is implemented by conversations that can interrupt one
-// turn: the turn answering the user message replyTo if it is running, or —
-// before it starts — by withdrawing it from the queue (it is then closed with
+// TurnInterrupter is the part of Conversation that interrupts one turn: the
+// turn answering the user message replyTo if it is running, or — before it
+// starts — by withdrawing it from the queue (it is then closed with
 // interrupted{reason:user}). False when that turn is already over. Facades
 // that map a run or a task to one turn use it instead of Interrupt, which
 // cuts whatever turn runs.
@@ -190,10 +200,10 @@ type TurnInterrupter interface {
 	InterruptTurn(ctx context.Context, replyTo string) (bool, error)
 }
 
-// MessageReader is implemented by conversations that can read one journal
-// message by its id (ENotFound when the conversation has none with that
-// id). Facades whose clients refer to messages by id (IRC msgid selectors
-// in CHATHISTORY) use it.
+// MessageReader is the part of Conversation that reads one journal message
+// by its id (ENotFound when the conversation has none with that id).
+// Facades whose clients refer to messages by id (IRC msgid selectors in
+// CHATHISTORY) use it.
 type MessageReader interface {
 	Message(ctx context.Context, id string) (Message, error)
 }

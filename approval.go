@@ -188,12 +188,13 @@ func (r Resolution) Validate() error {
 	return nil
 }
 
-// Approver is implemented by conversations whose tool calls may wait for
-// approval (the engine's): Approvals lists the pending ones, Resolve
-// answers one for the principal in ctx, who is recorded as by. Resolve
-// errors: ENotFound for a call id that never waited in this conversation,
-// EConflict for one already answered (nothing changes then), EInvalid for
-// arguments that are not an object satisfying the tool's schema.
+// Approver is the part of Conversation that answers tool calls waiting
+// for approval: Approvals lists the pending ones (none when the agent asks
+// for no approval), Resolve answers one for the principal in ctx, who is
+// recorded as by. Resolve errors: ENotFound for a call id that never
+// waited in this conversation, EConflict for one already answered (nothing
+// changes then), EInvalid for arguments that are not an object satisfying
+// the tool's schema.
 type Approver interface {
 	Approvals(ctx context.Context) ([]PendingApproval, error)
 	Resolve(ctx context.Context, callID string, r Resolution) error

@@ -99,9 +99,10 @@ type PullStream[T any] interface {
 	Done() <-chan struct{}
 }
 
-// EventJSONReader is a Store that can read durable events as their wire
-// JSON (json.Marshal of each Event, cursor included) without decoding them:
-// a replay passes them through as stored. Same contract as Store.Events.
+// EventJSONReader is the part of Store that reads durable events as their
+// wire JSON (json.Marshal of each Event, cursor included) without decoding
+// them: a replay passes them through as stored. Same contract as
+// Store.Events.
 type EventJSONReader interface {
 	EventsJSON(ctx context.Context, conversationID string, after int64, limit int) ([]*Shared[Event], error)
 }

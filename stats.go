@@ -19,11 +19,10 @@ type StoreStats struct {
 	DatabaseBytes int64 `json:"-"`
 }
 
-// StatsReader is implemented by stores that can count what they hold
-// (sqlite.Store, postgres.Store). Stats reads counters and indexes, never
-// a row's payload; its cost grows with the number of conversations and
-// events, so it is for an operator's request, not a hot path. Safe for
-// concurrent use.
+// StatsReader is the part of Store that counts what it holds. Stats reads
+// counters and indexes, never a row's payload; its cost grows with the
+// number of conversations and events, so it is for an operator's request,
+// not a hot path. Safe for concurrent use.
 type StatsReader interface {
 	Stats(ctx context.Context) (StoreStats, error)
 }

@@ -148,6 +148,11 @@ type Store interface {
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	Close() error
+
+	// Every store has these parts, so a wrapper that embeds Store (the
+	// metrics' timed store) forwards them and can never hide them.
+	EventJSONReader
+	StatsReader
 }
 
 // ListToken encodes a conversation-list position.

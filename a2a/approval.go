@@ -26,11 +26,7 @@ import (
 // pendingFor lists the calls of the turn answering userID that wait for
 // approval (none when the agent takes no approvals).
 func pendingFor(ctx context.Context, conv agentik.Conversation, userID string) ([]agentik.PendingApproval, error) {
-	a, ok := conv.(agentik.Approver)
-	if !ok {
-		return nil, nil
-	}
-	all, err := a.Approvals(ctx)
+	all, err := conv.Approvals(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,10 +155,6 @@ func approvalErr(err error) *Error {
 // first (nothing changes when one is refused), then edited approvals, then
 // the rest; the first refusal stops it.
 func resolve(ctx context.Context, conv agentik.Conversation, answers []answer, pend []agentik.PendingApproval) *Error {
-	a, ok := conv.(agentik.Approver)
-	if !ok {
-		return rpcErr(CodeUnsupportedOperation, "this agent takes no tool approvals")
-	}
 	waiting := map[string]bool{}
 	for _, p := range pend {
 		waiting[p.CallID] = true
@@ -179,7 +171,7 @@ func resolve(ctx context.Context, conv agentik.Conversation, answers []answer, p
 	answers = slices.Clone(answers)
 	slices.SortStableFunc(answers, func(x, y answer) int { return rank(x) - rank(y) })
 	for _, an := range answers {
-		if err := a.Resolve(ctx, an.callID, an.res); err != nil {
+		if err := conv.Resolve(ctx, an.callID, an.res); err != nil {
 			return approvalErr(err)
 		}
 	}

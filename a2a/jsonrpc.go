@@ -177,52 +177,39 @@ type sendParams struct {
 	history  *int
 }
 
+// The configuration of a send in each version's wire form (what is used
+// of it).
+type (
+	v1SendConfig struct {
+		ReturnImmediately bool `json:"returnImmediately"`
+		HistoryLength     *int `json:"historyLength"`
+	}
+	v03SendConfig struct {
+		Blocking      *bool `json:"blocking"`
+		HistoryLength *int  `json:"historyLength"`
+	}
+)
+
 // decodeSendParams reads SendMessage / message/send params of either version.
 func decodeSendParams(v Version, raw json.RawMessage) (*sendParams, *Error) {
-	var p sendParams
+	p := sendParams{blocking: true}
 	if v == V1 {
-		var w struct {
-			Message       *v1Message `json:"message"`
-			Configuration *struct {
-				ReturnImmediately bool `json:"returnImmediately"`
-				HistoryLength     *int `json:"historyLength"`
-			} `json:"configuration"`
+		m, c, rerr := decodeSendWire[v1Message, v1SendConfig](raw, decV1Message)
+		if rerr != nil {
+			return nil, rerr
 		}
-		if err := json.Unmarshal(raw, &w); err != nil {
-			return nil, rpcErr(CodeInvalidParams, "invalid params: %s", jsonProblem(err))
-		}
-		if w.Message == nil {
-			return nil, rpcErr(CodeInvalidParams, "params.message is required")
-		}
-		m, err := decV1Message(w.Message)
-		if err != nil {
-			return nil, rpcErr(CodeInvalidParams, "params.message: %v", err)
-		}
-		p.msg, p.blocking = m, true
-		if c := w.Configuration; c != nil {
+		p.msg = m
+		if c != nil {
 			p.blocking = !c.ReturnImmediately
 			p.history = c.HistoryLength
 		}
 	} else {
-		var w struct {
-			Message       *v03Message `json:"message"`
-			Configuration *struct {
-				Blocking      *bool `json:"blocking"`
-				HistoryLength *int  `json:"historyLength"`
-			} `json:"configuration"`
+		m, c, rerr := decodeSendWire[v03Message, v03SendConfig](raw, decV03Message)
+		if rerr != nil {
+			return nil, rerr
 		}
-		if err := json.Unmarshal(raw, &w); err != nil {
-			return nil, rpcErr(CodeInvalidParams, "invalid params: %s", jsonProblem(err))
-		}
-		if w.Message == nil {
-			return nil, rpcErr(CodeInvalidParams, "params.message is required")
-		}
-		m, err := decV03Message(w.Message)
-		if err != nil {
-			return nil, rpcErr(CodeInvalidParams, "params.message: %v", err)
-		}
-		p.msg, p.blocking = m, true
-		if c := w.Configuration; c != nil {
+		p.msg = m
+		if c != nil {
 			if c.Blocking != nil {
 				p.blocking = *c.Blocking
 			}
@@ -242,6 +229,27 @@ func decodeSendParams(v Version, raw json.RawMessage) (*sendParams, *Error) {
 		return nil, rpcErr(CodeInvalidParams, "historyLength must not be negative")
 	}
 	return &p, nil
+}
+
+// decodeSendWire reads the params of a send in one version's wire form:
+// its message M, required and decoded with dec, and its configuration C
+// (nil when absent).
+func decodeSendWire[M, C any](raw json.RawMessage, dec func(*M) (*Message, error)) (*Message, *C, *Error) {
+	var w struct {
+		Message       *M `json:"message"`
+		Configuration *C `json:"configuration"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, nil, rpcErr(CodeInvalidParams, "invalid params: %s", jsonProblem(err))
+	}
+	if w.Message == nil {
+		return nil, nil, rpcErr(CodeInvalidParams, "params.message is required")
+	}
+	m, err := dec(w.Message)
+	if err != nil {
+		return nil, nil, rpcErr(CodeInvalidParams, "params.message: %v", err)
+	}
+	return m, w.Configuration, nil
 }
 
 type idParams struct {

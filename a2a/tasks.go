@@ -123,6 +123,20 @@ func (s *Server) openTask(ctx context.Context, id string) (agentik.Conversation,
 	return c, seq, nil
 }
 
+// openTaskOf decodes the params of a request that names a task and opens
+// the task's conversation, which the caller closes.
+func (s *Server) openTaskOf(ctx context.Context, req *request) (*idParams, agentik.Conversation, int64, *Error) {
+	p, rerr := decodeIDParams(req.Params)
+	if rerr != nil {
+		return nil, nil, 0, rerr
+	}
+	conv, seq, rerr := s.openTask(ctx, p.ID)
+	if rerr != nil {
+		return nil, nil, 0, rerr
+	}
+	return p, conv, seq, nil
+}
+
 // turnView is a task as read from the journal.
 type turnView struct {
 	task    Task
@@ -379,11 +393,7 @@ func (s *Server) send(ctx context.Context, req *request) (any, *Error) {
 }
 
 func (s *Server) getTask(ctx context.Context, req *request) (any, *Error) {
-	p, rerr := decodeIDParams(req.Params)
-	if rerr != nil {
-		return nil, rerr
-	}
-	conv, seq, rerr := s.openTask(ctx, p.ID)
+	p, conv, seq, rerr := s.openTaskOf(ctx, req)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -398,11 +408,7 @@ func (s *Server) getTask(ctx context.Context, req *request) (any, *Error) {
 // cancelTask interrupts the task's turn — cancelled when it runs, withdrawn
 // when it waits behind another turn — and answers once the turn is closed.
 func (s *Server) cancelTask(ctx context.Context, req *request) (any, *Error) {
-	p, rerr := decodeIDParams(req.Params)
-	if rerr != nil {
-		return nil, rerr
-	}
-	conv, seq, rerr := s.openTask(ctx, p.ID)
+	p, conv, seq, rerr := s.openTaskOf(ctx, req)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -420,13 +426,10 @@ func (s *Server) cancelTask(ctx context.Context, req *request) (any, *Error) {
 		return nil, rpcErr(CodeTaskNotCancelable, "task %s is %s and cannot be canceled", tv.task.ID, tv.task.Status.State)
 	}
 	w := newWatch(&tv.task, tv.user.ID)
-	done := false
-	if ti, ok := conv.(agentik.TurnInterrupter); ok {
-		// This task's turn only: cancelled if running, withdrawn if queued.
-		var err error
-		if done, err = ti.InterruptTurn(ctx, tv.user.ID); err != nil {
-			return nil, coreErr(err)
-		}
+	// This task's turn only: cancelled if running, withdrawn if queued.
+	done, err := conv.InterruptTurn(ctx, tv.user.ID)
+	if err != nil {
+		return nil, coreErr(err)
 	}
 	if !done {
 		// Not reachable now (queued where it cannot be withdrawn):
@@ -484,12 +487,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *request) {
 // now, then its live events until it ends (at once for a finished task).
 func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, req *request) {
 	ctx := r.Context()
-	p, rerr := decodeIDParams(req.Params)
-	if rerr != nil {
-		s.writeError(w, http.StatusOK, req.ID, rerr)
-		return
-	}
-	conv, seq, rerr := s.openTask(ctx, p.ID)
+	p, conv, seq, rerr := s.openTaskOf(ctx, req)
 	if rerr != nil {
 		s.writeError(w, http.StatusOK, req.ID, rerr)
 		return

@@ -58,107 +58,159 @@ func (w *watch) running() {
 
 // handle returns the A2A events for ev and whether the task has ended.
 func (w *watch) handle(ev agentik.Event) ([]Event, bool) {
-	mine := func(m *agentik.Message) bool {
-		return m != nil && m.ReplyTo == w.userID && !w.skip[m.ID]
-	}
 	switch ev.Type {
-	case agentik.EvWorking:
-		w.cur, w.phase, w.open = ev.ReplyTo, "", false
-		if w.cur == w.userID {
-			w.running()
-			return []Event{w.status(StateWorking, nil, false)}, false
-		}
-	case agentik.EvStartResponse, agentik.EvStartReasoning:
-		w.cur, w.phase = ev.ReplyTo, ev.Type
-		if w.cur == w.userID {
-			w.running()
-			if ev.Type == agentik.EvStartResponse {
-				w.open = false
-				w.streamed.Reset()
-			}
-		}
+	case agentik.EvWorking, agentik.EvStartResponse, agentik.EvStartReasoning:
+		return w.started(ev), false
 	case agentik.EvAppendText:
-		if w.cur != w.userID || w.phase != agentik.EvStartResponse || ev.Text == "" {
-			return nil, false
-		}
-		a := &ArtifactUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, Append: w.open,
-			Artifact: Artifact{ID: artifactID(w.task.ID, w.artifacts), Name: "response", Parts: []Part{TextPart(ev.Text)}}}
-		w.open = true
-		w.streamed.WriteString(ev.Text)
-		return []Event{a}, false
+		return w.appendText(ev), false
 	case agentik.EvAppendImage:
-		if w.cur != w.userID {
+		return w.appendImage(ev), false
+	case agentik.EvAssistantMessage, agentik.EvToolCall, agentik.EvToolResult, agentik.EvToolFailed, agentik.EvError:
+		if !w.mine(ev.Message) {
 			return nil, false
 		}
-		parts := fromContent([]agentik.Content{{Type: agentik.ContentImage, Data: ev.Data, MIME: ev.MIME}})
-		if len(parts) == 0 {
-			return nil, false
-		}
-		w.images++
-		return []Event{&ArtifactUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, LastChunk: true,
-			Artifact: Artifact{ID: w.task.ID + ":image-" + strconv.Itoa(w.images), Name: "image", Parts: parts}}}, false
-	case agentik.EvAssistantMessage:
-		if !mine(ev.Message) {
-			return nil, false
-		}
-		parts := fromContent(ev.Message.Content)
-		if len(parts) == 0 {
-			return nil, false
-		}
-		var out []Event
-		// The streamed chunks already show this text unless some were
-		// lost (a resumed stream) or it was never streamed: then the whole
-		// artifact replaces what the client has.
-		if !w.open || w.streamed.String() != agentik.JoinText(ev.Message.Content) || agentik.HasImage(ev.Message.Content) {
-			out = append(out, &ArtifactUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, LastChunk: true,
-				Artifact: Artifact{ID: artifactID(w.task.ID, w.artifacts), Name: "response", Parts: parts}})
-		}
-		w.artifacts++
-		w.open = false
-		w.streamed.Reset()
-		return out, false
-	case agentik.EvToolCall:
-		if !mine(ev.Message) {
-			return nil, false
-		}
-		args := json.RawMessage(ev.Message.Arguments)
-		if !json.Valid(args) {
-			args = json.RawMessage("{}")
-		}
-		return []Event{w.status(StateWorking, w.note(dataPart(map[string]any{
-			"tool_call": map[string]any{"id": ev.Message.CallID, "name": ev.Message.Name, "arguments": args}})), false)}, false
-	case agentik.EvToolResult, agentik.EvToolFailed:
-		if !mine(ev.Message) {
-			return nil, false
-		}
-		return []Event{w.status(StateWorking, w.note(dataPart(map[string]any{
-			"tool_result": map[string]any{"id": ev.Message.CallID, "name": ev.Message.Name, "is_error": ev.Message.IsError}})), false)}, false
-	case agentik.EvError:
-		if mine(ev.Message) {
-			w.errText = agentik.TurnErrorMessage(ev.Message.Code, ev.Message.Details)
-			w.errCode = ev.Message.Code
-		}
+		return w.journal(ev), false
 	case agentik.EvEnd:
 		if ev.ReplyTo != w.userID {
 			return nil, false
 		}
-		switch ev.Reason {
-		case agentik.EndCompleted:
-			return []Event{w.status(StateCompleted, nil, true)}, true
-		case agentik.EndInterrupted:
-			return []Event{w.status(StateCanceled, w.note(TextPart("the turn was interrupted")), true)}, true
-		case agentik.EndError:
-			text := w.errText
-			if text == "" {
-				text = "the turn failed"
-			}
-			return []Event{w.status(StateFailed, withCode(w.note(TextPart(text)), w.errCode), true)}, true
-		default:
-			// A turn that waits for client-side tools cannot be continued
-			// over A2A; it is reported as failed rather than faked as
-			// input-required.
-			return []Event{w.status(StateFailed, w.note(TextPart("the turn stopped: "+ev.Reason)), true)}, true
+		return []Event{w.ended(ev.Reason)}, true
+	case agentik.EvApprovalRequested, agentik.EvApprovalResolved, agentik.EvAwaitingApproval:
+		return w.approval(ev)
+	case agentik.EvConversationClosing:
+		return []Event{w.status(StateFailed, w.note(TextPart("the conversation was closed")), true)}, true
+	}
+	return nil, false
+}
+
+// mine reports whether m is a journal message of the task's turn not shown
+// yet.
+func (w *watch) mine(m *agentik.Message) bool {
+	return m != nil && m.ReplyTo == w.userID && !w.skip[m.ID]
+}
+
+// started follows which turn runs and in which phase (working, start_*).
+// When it is the task's turn, the task is running (a pending cancel goes
+// out) and working is told as a working status.
+func (w *watch) started(ev agentik.Event) []Event {
+	w.cur = ev.ReplyTo
+	if ev.Type == agentik.EvWorking {
+		w.phase, w.open = "", false
+	} else {
+		w.phase = ev.Type
+	}
+	if w.cur != w.userID {
+		return nil
+	}
+	w.running()
+	switch ev.Type {
+	case agentik.EvWorking:
+		return []Event{w.status(StateWorking, nil, false)}
+	case agentik.EvStartResponse:
+		w.open = false
+		w.streamed.Reset()
+	}
+	return nil
+}
+
+// appendText streams a delta of the task's response as a chunk of the
+// current artifact.
+func (w *watch) appendText(ev agentik.Event) []Event {
+	if w.cur != w.userID || w.phase != agentik.EvStartResponse || ev.Text == "" {
+		return nil
+	}
+	a := &ArtifactUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, Append: w.open,
+		Artifact: Artifact{ID: artifactID(w.task.ID, w.artifacts), Name: "response", Parts: []Part{TextPart(ev.Text)}}}
+	w.open = true
+	w.streamed.WriteString(ev.Text)
+	return []Event{a}
+}
+
+// appendImage streams an image of the task's turn as an artifact of its
+// own.
+func (w *watch) appendImage(ev agentik.Event) []Event {
+	if w.cur != w.userID {
+		return nil
+	}
+	parts := fromContent([]agentik.Content{{Type: agentik.ContentImage, Data: ev.Data, MIME: ev.MIME}})
+	if len(parts) == 0 {
+		return nil
+	}
+	w.images++
+	return []Event{&ArtifactUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, LastChunk: true,
+		Artifact: Artifact{ID: w.task.ID + ":image-" + strconv.Itoa(w.images), Name: "image", Parts: parts}}}
+}
+
+// journal translates a journal message of the task's turn (mine): the
+// answer, a tool call or result, or the error the end will report.
+func (w *watch) journal(ev agentik.Event) []Event {
+	m := ev.Message
+	switch ev.Type {
+	case agentik.EvAssistantMessage:
+		return w.answer(m)
+	case agentik.EvToolCall:
+		args := json.RawMessage(m.Arguments)
+		if !json.Valid(args) {
+			args = json.RawMessage("{}")
 		}
+		return []Event{w.status(StateWorking, w.note(dataPart(map[string]any{
+			"tool_call": map[string]any{"id": m.CallID, "name": m.Name, "arguments": args}})), false)}
+	case agentik.EvToolResult, agentik.EvToolFailed:
+		return []Event{w.status(StateWorking, w.note(dataPart(map[string]any{
+			"tool_result": map[string]any{"id": m.CallID, "name": m.Name, "is_error": m.IsError}})), false)}
+	case agentik.EvError:
+		w.errText = agentik.TurnErrorMessage(m.Code, m.Details)
+		w.errCode = m.Code
+	}
+	return nil
+}
+
+// answer finishes the current artifact with an assistant message.
+func (w *watch) answer(m *agentik.Message) []Event {
+	parts := fromContent(m.Content)
+	if len(parts) == 0 {
+		return nil
+	}
+	var out []Event
+	// The streamed chunks already show this text unless some were
+	// lost (a resumed stream) or it was never streamed: then the whole
+	// artifact replaces what the client has.
+	if !w.open || w.streamed.String() != agentik.JoinText(m.Content) || agentik.HasImage(m.Content) {
+		out = append(out, &ArtifactUpdate{TaskID: w.task.ID, ContextID: w.task.ContextID, LastChunk: true,
+			Artifact: Artifact{ID: artifactID(w.task.ID, w.artifacts), Name: "response", Parts: parts}})
+	}
+	w.artifacts++
+	w.open = false
+	w.streamed.Reset()
+	return out
+}
+
+// ended is the final status of the task whose turn ended for reason.
+func (w *watch) ended(reason string) *StatusUpdate {
+	switch reason {
+	case agentik.EndCompleted:
+		return w.status(StateCompleted, nil, true)
+	case agentik.EndInterrupted:
+		return w.status(StateCanceled, w.note(TextPart("the turn was interrupted")), true)
+	case agentik.EndError:
+		text := w.errText
+		if text == "" {
+			text = "the turn failed"
+		}
+		return w.status(StateFailed, withCode(w.note(TextPart(text)), w.errCode), true)
+	default:
+		// A turn that waits for client-side tools cannot be continued
+		// over A2A; it is reported as failed rather than faked as
+		// input-required.
+		return w.status(StateFailed, w.note(TextPart("the turn stopped: "+reason)), true)
+	}
+}
+
+// approval follows the calls of the task's turn that wait for approval;
+// when the turn parks on them the task is input-required, which ends a
+// stream (final) as a terminal state does.
+func (w *watch) approval(ev agentik.Event) ([]Event, bool) {
+	switch ev.Type {
 	case agentik.EvApprovalRequested:
 		if ev.ReplyTo == w.userID && !slices.ContainsFunc(w.asking, func(p agentik.PendingApproval) bool { return p.CallID == ev.CallID }) {
 			w.asking = append(w.asking, agentik.PendingApproval{ConversationID: ev.ConversationID, CallID: ev.CallID,
@@ -167,14 +219,9 @@ func (w *watch) handle(ev agentik.Event) ([]Event, bool) {
 	case agentik.EvApprovalResolved:
 		w.asking = slices.DeleteFunc(w.asking, func(p agentik.PendingApproval) bool { return p.CallID == ev.CallID })
 	case agentik.EvAwaitingApproval:
-		// The turn parked: the task is input-required, which ends a
-		// stream (final) as a terminal state does.
-		if ev.ReplyTo != w.userID || len(w.asking) == 0 {
-			return nil, false
+		if ev.ReplyTo == w.userID && len(w.asking) > 0 {
+			return []Event{w.status(StateInputRequired, approvalNote(w.task.ContextID, w.task.ID, w.asking), true)}, true
 		}
-		return []Event{w.status(StateInputRequired, approvalNote(w.task.ContextID, w.task.ID, w.asking), true)}, true
-	case agentik.EvConversationClosing:
-		return []Event{w.status(StateFailed, w.note(TextPart("the conversation was closed")), true)}, true
 	}
 	return nil, false
 }

@@ -163,17 +163,13 @@ func resolutionOfToolMessage(m InputMessage) (agentik.Resolution, error) {
 		"tool message for %q answers an approval: want {\"approved\": bool, \"reason\"?, \"arguments\"?} or yes/no", m.ToolCallID)
 }
 
-// approvalsOf lists conv's pending approvals, nil when the conversation
-// takes none.
+// approvalsOf lists conv's pending approvals, nil when there is no
+// conversation yet.
 func approvalsOf(ctx context.Context, conv agentik.Conversation) ([]agentik.PendingApproval, error) {
 	if conv == nil {
 		return nil, nil
 	}
-	a, ok := conv.(agentik.Approver)
-	if !ok {
-		return nil, nil
-	}
-	return a.Approvals(ctx)
+	return conv.Approvals(ctx)
 }
 
 // interruptOutcome is the outcome of a run that ends on pending approvals.
@@ -206,12 +202,8 @@ func enrich(ctx context.Context, conv agentik.Conversation, o *Outcome) {
 // resolve answers the pending approvals, in order, for the principal in
 // ctx. The first refusal stops it; the answers before it stand.
 func (h *Handler) resolve(ctx context.Context, conv agentik.Conversation, answers []answer) error {
-	a, ok := conv.(agentik.Approver)
-	if !ok {
-		return agentik.Errorf(agentik.EInvalid, "this agent takes no tool approvals")
-	}
 	for i, an := range answers {
-		if err := a.Resolve(ctx, an.callID, an.res); err != nil {
+		if err := conv.Resolve(ctx, an.callID, an.res); err != nil {
 			if i > 0 {
 				h.log.WarnContext(ctx, "agui: an answer was refused after others were taken", "conversation", conv.ID(), "call_id", an.callID, "err", err)
 			}

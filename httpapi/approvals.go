@@ -28,12 +28,7 @@ func (s *server) approvals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conv.Close()
-	ap, ok := conv.(agentik.Approver)
-	if !ok {
-		writeJSON(w, http.StatusOK, approvalList{Approvals: []agentik.PendingApproval{}})
-		return
-	}
-	list, err := ap.Approvals(r.Context())
+	list, err := conv.Approvals(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -65,19 +60,12 @@ func (s *server) resolveApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conv.Close()
-	ap, ok := conv.(agentik.Approver)
-	if !ok {
-		s.writeError(w, r, agentik.Errorf(agentik.ENotFound, "no tool call %q waits for approval in this conversation", callID))
-		return
-	}
-	if err := ap.Resolve(r.Context(), callID, res); err != nil {
+	if err := conv.Resolve(r.Context(), callID, res); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, approvalAnswered{CallID: callID, Approved: res.Approved})
 }
-
-var _ agentik.Approver = (*conversation)(nil)
 
 // Approvals lists the conversation's pending tool approvals.
 func (cv *conversation) Approvals(ctx context.Context) ([]agentik.PendingApproval, error) {

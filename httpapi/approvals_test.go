@@ -185,15 +185,14 @@ func TestApprovalsGoClientAndReconnect(t *testing.T) {
 	if first.Type != agentik.EvWorking || second.Type != agentik.EvApprovalRequested || second.CallID != "call_1" {
 		t.Fatalf("join %+v %+v", first, second)
 	}
-	ap := conv.(agentik.Approver)
-	list, err := ap.Approvals(ctx)
+	list, err := conv.Approvals(ctx)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("approvals %v %v", list, err)
 	}
-	if err := ap.Resolve(ctx, "call_1", agentik.Resolution{Approved: false, Reason: "no"}); err != nil {
+	if err := conv.Resolve(ctx, "call_1", agentik.Resolution{Approved: false, Reason: "no"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ap.Resolve(ctx, "call_1", agentik.Resolution{Approved: true}); agentik.ErrorCode(err) != agentik.EConflict {
+	if err := conv.Resolve(ctx, "call_1", agentik.Resolution{Approved: true}); agentik.ErrorCode(err) != agentik.EConflict {
 		t.Fatalf("second answer: %v", err)
 	}
 	for ev := range s2.C() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -261,6 +262,24 @@ func (cv *conversation) Rename(ctx context.Context, title string) (agentik.Conve
 }
 
 func (cv *conversation) Close() error { return nil }
+
+// ErrUnsupported is returned (wrapped) by the conversations of a Client for
+// what the REST API has no endpoint for: interrupting one turn by its user
+// message (InterruptTurn; Interrupt cuts the running turn) and reading one
+// message by id (Message; Messages pages the journal by seq). Its code is
+// EInvalid: the request is well formed, but this client cannot carry it.
+var ErrUnsupported = agentik.Errorf(agentik.EInvalid, "not supported over the HTTP API")
+
+// InterruptTurn is not supported over the HTTP API: it returns
+// ErrUnsupported and interrupts nothing.
+func (cv *conversation) InterruptTurn(ctx context.Context, replyTo string) (bool, error) {
+	return false, fmt.Errorf("interrupt the turn of %s: %w", replyTo, ErrUnsupported)
+}
+
+// Message is not supported over the HTTP API: it returns ErrUnsupported.
+func (cv *conversation) Message(ctx context.Context, id string) (agentik.Message, error) {
+	return agentik.Message{}, fmt.Errorf("read message %s: %w", id, ErrUnsupported)
+}
 
 // do sends one JSON request and decodes the answer into out (when non-nil)
 // if the status is want, or into an *agentik.Error otherwise.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -228,6 +229,36 @@ func TestRealClientEndpoints(t *testing.T) {
 	}
 	if _, err := c.Conversation(ctx, tmp.ID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRealClientUnsupported: what the REST API has no endpoint for, a
+// client conversation refuses with ErrUnsupported (code invalid) and does
+// nothing; the message it cannot read by id is there.
+func TestRealClientUnsupported(t *testing.T) {
+	e := newRealEnv(t, Options{})
+	ctx := testCtx(t)
+	conv := e.create()
+	e.llm.Enqueue(llmtest.Text("Hi."))
+	var user agentik.Event
+	for _, ev := range e.turn(conv, "hello") {
+		if ev.Type == agentik.EvUserMessage {
+			user = ev
+		}
+	}
+	if user.Message == nil {
+		t.Fatal("no user message in the turn")
+	}
+	done, err := conv.InterruptTurn(ctx, user.Message.ID)
+	if done || !errors.Is(err, ErrUnsupported) || agentik.ErrorCode(err) != agentik.EInvalid {
+		t.Fatalf("InterruptTurn = %v, %v", done, err)
+	}
+	if _, err := conv.Message(ctx, user.Message.ID); !errors.Is(err, ErrUnsupported) || agentik.ErrorCode(err) != agentik.EInvalid {
+		t.Fatalf("Message: %v", err)
+	}
+	page, err := conv.Messages(ctx, agentik.MessagesRequest{})
+	if err != nil || len(page.Messages) != 2 || page.Messages[0].ID != user.Message.ID {
+		t.Fatalf("messages %+v, %v", page, err)
 	}
 }
 

@@ -716,13 +716,8 @@ func (c *conn) approval(j *joined, approve bool, rest string) {
 	if approve {
 		cmd = "!approve"
 	}
-	ap, ok := j.conv.(agentik.Approver)
-	if !ok {
-		c.agentNotice(j, "Tool approval is not available in this conversation.")
-		return
-	}
 	ctx := c.pctx()
-	pending, err := ap.Approvals(ctx)
+	pending, err := j.conv.Approvals(ctx)
 	if err != nil {
 		c.agentNotice(j, cmd+": "+c.failure(err))
 		return
@@ -745,7 +740,7 @@ func (c *conn) approval(j *joined, approve bool, rest string) {
 	if !approve {
 		res.Reason = strings.TrimSpace(reason)
 	}
-	if err := ap.Resolve(ctx, id, res); err != nil {
+	if err := j.conv.Resolve(ctx, id, res); err != nil {
 		msg := c.failure(err)
 		if agentik.IsNotFound(err) {
 			msg = "no tool call " + oneLine(id, 100) + " waits for approval here"

@@ -261,11 +261,10 @@ func (j *journal) firstAfter(t time.Time, orEqual bool) (int64, error) {
 
 func (j *journal) bounds(s *selector) (bounds, error) {
 	if s.msgid != "" {
-		mr, ok := j.conv.(agentik.MessageReader)
-		if !ok || !agentik.ValidID(s.msgid) {
+		if !agentik.ValidID(s.msgid) {
 			return bounds{}, agentik.Errorf(agentik.ENotFound, "unknown msgid")
 		}
-		m, err := mr.Message(j.ctx, s.msgid)
+		m, err := j.conv.Message(j.ctx, s.msgid)
 		if err != nil {
 			return bounds{}, err
 		}

@@ -952,12 +952,11 @@ func TestServeApproval(t *testing.T) {
 			}
 			defer conv.Close()
 			st := e.events(t, "alice", out.ConversationID)
-			ap := conv.(agentik.Approver)
-			pending, err := ap.Approvals(actx)
+			pending, err := conv.Approvals(actx)
 			if err != nil || len(pending) != 1 {
 				t.Fatalf("pending %v %v", pending, err)
 			}
-			if err := ap.Resolve(actx, pending[0].CallID, agentik.Resolution{Approved: true}); err != nil {
+			if err := conv.Resolve(actx, pending[0].CallID, agentik.Resolution{Approved: true}); err != nil {
 				t.Fatal(err)
 			}
 			e.waitEnd(t, st, agentik.EndCompleted)

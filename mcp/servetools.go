@@ -305,19 +305,11 @@ func (f *front) cancelTurn(conv agentik.Conversation, t *turn) {
 	}
 	ctx, cancel := context.WithTimeout(f.ctx(context.Background()), interruptTimeout)
 	defer cancel()
-	if ti, ok := conv.(agentik.TurnInterrupter); ok {
-		done, err := ti.InterruptTurn(ctx, t.userID)
-		if err != nil {
-			f.h.log.Warn("mcp facade: interrupt after cancel", "conversation", conv.ID(), "err", err)
-		}
-		f.h.log.Debug("mcp facade: ask cancelled by the client", "conversation", conv.ID(), "turn", t.userID, "interrupted", done)
-		return
+	done, err := conv.InterruptTurn(ctx, t.userID)
+	if err != nil {
+		f.h.log.Warn("mcp facade: interrupt after cancel", "conversation", conv.ID(), "err", err)
 	}
-	if t.cur == t.userID {
-		if _, err := conv.Interrupt(ctx); err != nil {
-			f.h.log.Warn("mcp facade: interrupt after cancel", "conversation", conv.ID(), "err", err)
-		}
-	}
+	f.h.log.Debug("mcp facade: ask cancelled by the client", "conversation", conv.ID(), "turn", t.userID, "interrupted", done)
 }
 
 // turn collects what one ask's turn produced, from its events or, after a
@@ -724,9 +716,8 @@ var approvalSchema = map[string]any{
 // tool error saying where the approval is needed, and the turn stays
 // parked for an answer through another front door.
 func (f *front) approve(ctx context.Context, req *sdk.CallToolRequest, conv agentik.Conversation, t *turn) *sdk.CallToolResult {
-	ap, ok := conv.(agentik.Approver)
 	caps := req.ClientCapabilities()
-	canAsk := ok && req.Session != nil && req.Session.ID() != "" && req.ProtocolVersion() < ProtocolCurrent &&
+	canAsk := req.Session != nil && req.Session.ID() != "" && req.ProtocolVersion() < ProtocolCurrent &&
 		caps != nil && caps.Elicitation != nil
 	for id, p := range t.pending {
 		if !canAsk {
@@ -755,7 +746,7 @@ func (f *front) approve(ctx context.Context, req *sdk.CallToolRequest, conv agen
 		if len(r.Reason) > agentik.MaxApprovalReason {
 			r.Reason = r.Reason[:agentik.MaxApprovalReason]
 		}
-		if err := ap.Resolve(f.ctx(ctx), id, r); err != nil && agentik.ErrorCode(err) != agentik.EConflict {
+		if err := conv.Resolve(f.ctx(ctx), id, r); err != nil && agentik.ErrorCode(err) != agentik.EConflict {
 			// EConflict: answered elsewhere meanwhile, which is as good.
 			return f.coreError(ctx, "resolve approval", err)
 		}

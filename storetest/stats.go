@@ -11,11 +11,7 @@ import (
 // agent events stay); the database size is positive and grows.
 func testStats(t *testing.T, s Agents) {
 	a, b := s.For("support"), s.For("coder")
-	sa, ok := a.(agentik.StatsReader)
-	if !ok {
-		t.Skip("the store does not count what it holds")
-	}
-	sb := b.(agentik.StatsReader)
+	sa, sb := a, b
 	stats := func(r agentik.StatsReader) agentik.StoreStats {
 		t.Helper()
 		st, err := r.Stats(t.Context())
@@ -71,5 +67,42 @@ func testStats(t *testing.T, s Agents) {
 	got = stats(sa)
 	if got.Conversations != 2 || got.Messages != 6 || got.Events != 6 || got.AgentEvents != agentEvents+1 {
 		t.Fatalf("after a delete: %+v", got)
+	}
+}
+
+// testStatsCounts: a store counts its conversations, their messages and
+// durable events, and its agent events; a deleted conversation no longer
+// counts, its agent events stay. (testStats checks the views of agents and
+// the database size, which a store without a database reports as 0.)
+func testStatsCounts(t *testing.T, s agentik.Store) {
+	stats := func() agentik.StoreStats {
+		t.Helper()
+		st, err := s.Stats(t.Context())
+		if err != nil {
+			t.Fatalf("Stats: %v", err)
+		}
+		if st.DatabaseBytes < 0 {
+			t.Fatalf("negative database size: %+v", st)
+		}
+		st.DatabaseBytes = 0
+		return st
+	}
+	before := stats()
+	c, other := newConversation(t, s), newConversation(t, s)
+	u := userMsg(c.ID, "question")
+	commit(t, s, agentik.Write{ConversationID: c.ID, Events: events(u, reply(c.ID, agentik.MsgAssistant, u.ID))})
+	commit(t, s, agentik.Write{ConversationID: other.ID, Events: events(userMsg(other.ID, "elsewhere"))})
+	want := agentik.StoreStats{Conversations: before.Conversations + 2, Messages: before.Messages + 3,
+		Events: before.Events + 3, AgentEvents: before.AgentEvents + 2}
+	if got := stats(); got != want {
+		t.Fatalf("stats %+v, want %+v", got, want)
+	}
+	if _, err := s.DeleteConversation(t.Context(), c.ID, at(30)); err != nil {
+		t.Fatal(err)
+	}
+	want = agentik.StoreStats{Conversations: before.Conversations + 1, Messages: before.Messages + 1,
+		Events: before.Events + 1, AgentEvents: before.AgentEvents + 3}
+	if got := stats(); got != want {
+		t.Fatalf("after a delete: %+v, want %+v", got, want)
 	}
 }

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) agentik.Store) {
 		{"AgentEvents", testAgentEvents},
 		{"OpenTurns", testOpenTurns},
 		{"State", testState},
+		{"StatsCounts", testStatsCounts},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"PingClose", testPingClose},
 	}
@@ -310,17 +311,13 @@ func allEvents(t *testing.T, s agentik.Store, conv string) []agentik.Event {
 	return evs
 }
 
-// sameJSON checks that a store which reads events as their wire JSON
-// (agentik.EventJSONReader) reads exactly what Events read: byte for byte
-// the JSON json.Marshal makes of each event, with its cursor and type, and
-// decoding back to the event.
+// sameJSON checks that the store reads events as their wire JSON
+// (EventsJSON) exactly as Events reads them: byte for byte the JSON
+// json.Marshal makes of each event, with its cursor and type, and decoding
+// back to the event.
 func sameJSON(t *testing.T, s agentik.Store, conv string, after int64, limit int, want []agentik.Event) {
 	t.Helper()
-	r, ok := s.(agentik.EventJSONReader)
-	if !ok {
-		return
-	}
-	got, err := r.EventsJSON(t.Context(), conv, after, limit)
+	got, err := s.EventsJSON(t.Context(), conv, after, limit)
 	if err != nil {
 		t.Fatalf("EventsJSON: %v", err)
 	}

@@ -245,18 +245,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// committed between Events and here: each call id is sent once (asked).
 	// The listing covers agents whose streams do not replay.
 	sess.asked = map[string]bool{}
-	if ap, ok := conv.(agentik.Approver); ok {
-		pending, err := ap.Approvals(sctx)
-		if err != nil {
-			sess.reject(ctx, err)
+	pending, err := conv.Approvals(sctx)
+	if err != nil {
+		sess.reject(ctx, err)
+		return
+	}
+	for _, p := range pending {
+		if err := sess.write(sctx, approvalRequest(p.CallID, p.Name, p.Arguments, p.ExpiresAt)); err != nil {
 			return
 		}
-		for _, p := range pending {
-			if err := sess.write(sctx, approvalRequest(p.CallID, p.Name, p.Arguments, p.ExpiresAt)); err != nil {
-				return
-			}
-			sess.asked[p.CallID] = true
-		}
+		sess.asked[p.CallID] = true
 	}
 	sess.run(sctx, stream)
 }
@@ -614,11 +612,7 @@ func (ss *session) handle(ctx context.Context, m ClientMessage) error {
 		_, err := ss.conv.Interrupt(ctx)
 		return err
 	case *Approval:
-		ap, ok := ss.conv.(agentik.Approver)
-		if !ok {
-			return agentik.Errorf(agentik.ENotFound, "no tool call %q waits for approval in this conversation", m.CallID)
-		}
-		return ap.Resolve(ctx, m.CallID, m.Resolution())
+		return ss.conv.Resolve(ctx, m.CallID, m.Resolution())
 	}
 	return nil
 }

@@ -70,12 +70,7 @@ func (a *app) adminStats(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Agents = []agentStats{}
 	for _, ag := range a.agents {
-		sr, ok := ag.store.(agentik.StatsReader)
-		if !ok {
-			edge.WriteError(w, r, a.log, agentik.Errorf(agentik.EUnavailable, "the store does not count what it holds"))
-			return
-		}
-		st, err := sr.Stats(r.Context())
+		st, err := ag.store.Stats(r.Context())
 		if err != nil {
 			edge.WriteError(w, r, a.log, err)
 			return
@@ -176,12 +171,7 @@ func (a *app) adminCancel(w http.ResponseWriter, r *http.Request) {
 			edge.WriteError(w, r, a.log, err)
 			return
 		}
-		ti, ok := conv.(agentik.TurnInterrupter)
-		if !ok {
-			edge.WriteError(w, r, a.log, agentik.Errorf(agentik.EUnavailable, "turns of this conversation cannot be cancelled"))
-			return
-		}
-		done, err := ti.InterruptTurn(agentik.WithPrincipal(ctx, t.Principal), replyTo)
+		done, err := conv.InterruptTurn(agentik.WithPrincipal(ctx, t.Principal), replyTo)
 		if err != nil {
 			edge.WriteError(w, r, a.log, err)
 			return

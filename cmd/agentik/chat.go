@@ -243,11 +243,10 @@ func chat(ctx context.Context, cfg config.Config, args []string, getenv func(str
 	go readLines(os.Stdin, lines)
 
 	s := &chatSession{ctx: ctx, conv: conv, r: r, stderr: stderr, mine: map[string]bool{}, interactive: interactive}
-	s.ap, _ = conv.(agentik.Approver)
-	if *convID != "" && s.ap != nil {
+	if *convID != "" {
 		// What waits is known before the first line is read, so a script's
 		// answer is taken as one rather than sent as a message.
-		list, err := s.ap.Approvals(ctx)
+		list, err := conv.Approvals(ctx)
 		if err != nil {
 			fmt.Fprintln(stderr, "agentik chat:", agentik.ErrorMessage(err))
 			return exitFail
@@ -284,9 +283,7 @@ type chatSession struct {
 	eof          bool
 
 	// Tool approval (SPEC §10): the calls waiting for an answer, in the
-	// order they were requested; the first is the one asked about. ap is
-	// nil when the conversation cannot be answered through (never today).
-	ap       agentik.Approver
+	// order they were requested; the first is the one asked about.
 	pending  []agentik.Event
 	answered map[string]bool // call ids answered from here
 }
@@ -478,11 +475,7 @@ func (s *chatSession) answer(line string) {
 		s.ask()
 		return
 	}
-	if s.ap == nil {
-		s.r.errorf("this conversation cannot be answered from here")
-		return
-	}
-	err := s.ap.Resolve(s.ctx, p.CallID, res)
+	err := s.conv.Resolve(s.ctx, p.CallID, res)
 	if err != nil && agentik.ErrorCode(err) != agentik.EConflict && agentik.ErrorCode(err) != agentik.ENotFound {
 		// Nothing changed (a bad reason, the server unreachable): ask again.
 		s.r.errorf("not answered: %s", agentik.ErrorMessage(err))

@@ -128,29 +128,19 @@ func asFacade(name string, h http.Handler) http.Handler {
 
 // timedStore is the store of an agent's engine with its Commits timed
 // (agentik_store_commit_duration_seconds): the time a turn waits for its
-// write, the writer's queue included. Besides the Store interface it keeps
-// the one optional interface the engine asserts on its store
-// (agentik.EventJSONReader, the replay that passes stored JSON through).
+// write, the writer's queue included. Everything else is the embedded
+// Store's: what a store can do is all on the Store interface, so the
+// wrapper hides nothing.
 type timedStore struct {
 	agentik.Store
 	observe func(time.Duration)
-}
-
-// timedJSONStore is a timedStore whose store reads events as stored JSON.
-type timedJSONStore struct {
-	timedStore
-	agentik.EventJSONReader
 }
 
 func (a *app) timedStore(agent string, s agentik.Store) agentik.Store {
 	if a.metrics == nil {
 		return s
 	}
-	t := timedStore{Store: s, observe: a.metrics.CommitObserver(agent)}
-	if r, ok := s.(agentik.EventJSONReader); ok {
-		return timedJSONStore{t, r}
-	}
-	return t
+	return timedStore{Store: s, observe: a.metrics.CommitObserver(agent)}
 }
 
 func (s timedStore) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *agentik.AgentEvent, error) {

@@ -521,6 +521,21 @@ func (s *Store) LastAgentCursor(ctx context.Context) (int64, error) {
 	return s.agentEvs[len(s.agentEvs)-1].Cursor, nil
 }
 
+// Stats counts what the store holds. It has no database: DatabaseBytes
+// is 0.
+func (s *Store) Stats(ctx context.Context) (agentik.StoreStats, error) {
+	if err := s.lock(ctx, "stats"); err != nil {
+		return agentik.StoreStats{}, err
+	}
+	defer s.mu.Unlock()
+	st := agentik.StoreStats{Conversations: int64(len(s.convs)), AgentEvents: int64(len(s.agentEvs))}
+	for _, c := range s.convs {
+		st.Messages += int64(len(c.msgs))
+		st.Events += int64(len(c.events))
+	}
+	return st, nil
+}
+
 // Memory returns the working memory in order.
 func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
 	op := "memory " + conversationID

@@ -23,7 +23,6 @@ var over = map[string]bool{
 	"concurrentCommits": true,
 	"DecodeInput":       true,
 	"runner.level":      true,
-	"watch.handle":      true,
 	"otlpConfigFrom":    true,
 }
 

@@ -235,7 +235,7 @@ func TestApprovalResumeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conv.Close()
-	pend, err := conv.(agentik.Approver).Approvals(agentik.WithPrincipal(testCtx(t), "alice"))
+	pend, err := conv.Approvals(agentik.WithPrincipal(testCtx(t), "alice"))
 	if err != nil || len(pend) != 1 || pend[0].CallID != "call_mail" {
 		t.Fatalf("pending %v %v", pend, err)
 	}

@@ -1078,7 +1078,7 @@ func TestInterruptTurnTargetsOneTurn(t *testing.T) {
 	until(t, s, func(ev agentik.Event) bool { return ev.Text == "first" })
 	r2 := h.send(c, "two")
 	r3 := h.send(c, "three")
-	ti := c.(agentik.TurnInterrupter)
+	ti := c
 	// The queued turn is withdrawn and closed; the running one goes on.
 	if ok, err := ti.InterruptTurn(h.ctx, r2.MessageID); !ok || err != nil {
 		t.Fatalf("withdraw queued: %v %v", ok, err)

@@ -389,13 +389,7 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 func (c *conv) replayPage(ctx context.Context, after int64) ([]*agentik.Shared[agentik.Event], error) {
 	var evs []*agentik.Shared[agentik.Event]
 	var err error
-	if r, ok := c.store.(agentik.EventJSONReader); ok {
-		evs, err = r.EventsJSON(ctx, c.id, after, replayPage)
-	} else {
-		var vs []agentik.Event
-		vs, err = c.store.Events(ctx, c.id, after, replayPage)
-		evs = shareAll(vs, eventFrame)
-	}
+	evs, err = c.store.EventsJSON(ctx, c.id, after, replayPage)
 	if err != nil {
 		return nil, c.readErr(err)
 	}

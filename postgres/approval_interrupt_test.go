@@ -89,7 +89,7 @@ func TestApprovedCallInterruptedWhileItRunsAcrossProcesses(t *testing.T) {
 			waitFor(t, s, "the turn parked", func(ev agentik.Event) bool {
 				return ev.Type == agentik.EvAwaitingApproval && ev.ReplyTo == m.MessageID
 			})
-			if err := via.(agentik.Approver).Resolve(ctx, "m1", agentik.Resolution{Approved: true}); err != nil {
+			if err := via.Resolve(ctx, "m1", agentik.Resolution{Approved: true}); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -145,7 +145,7 @@ func TestApprovedCallInterruptedWhileItRunsAcrossProcesses(t *testing.T) {
 				t.Fatalf("open turns %+v %v", open, err)
 			}
 			for i, c := range cs {
-				if list, err := c.(agentik.Approver).Approvals(ctx); err != nil || len(list) != 0 {
+				if list, err := c.Approvals(ctx); err != nil || len(list) != 0 {
 					t.Fatalf("pending on %c: %+v %v", 'A'+i, list, err)
 				}
 				if info, err := c.Info(ctx); err != nil || info.Working {

@@ -78,14 +78,14 @@ func TestApprovalAnsweredThroughAnotherProcess(t *testing.T) {
 	m := sendText(t, convA, "go")
 	waitFor(t, s, "the approval request", func(ev agentik.Event) bool { return ev.Type == agentik.EvApprovalRequested })
 	<-slow.started // A holds the turn, running the allowed call
-	list, err := convB.(agentik.Approver).Approvals(ctx)
+	list, err := convB.Approvals(ctx)
 	if err != nil || len(list) != 1 || list[0].CallID != "m1" {
 		t.Fatalf("B's pending list %+v %v", list, err)
 	}
-	if err := convB.(agentik.Approver).Resolve(ctx, "m1", agentik.Resolution{Approved: true}); err != nil {
+	if err := convB.Resolve(ctx, "m1", agentik.Resolution{Approved: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := convA.(agentik.Approver).Resolve(ctx, "m1", agentik.Resolution{Approved: false}); agentik.ErrorCode(err) != agentik.EConflict {
+	if err := convA.Resolve(ctx, "m1", agentik.Resolution{Approved: false}); agentik.ErrorCode(err) != agentik.EConflict {
 		t.Fatalf("second answer through A: %v", err)
 	}
 	close(slow.release)

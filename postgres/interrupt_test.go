@@ -81,7 +81,7 @@ func TestInterruptTurnAcrossProcesses(t *testing.T) {
 	defer s.Close()
 	interruptB := func(replyTo string) bool {
 		t.Helper()
-		ok, err := convB.(agentik.TurnInterrupter).InterruptTurn(ctx, replyTo)
+		ok, err := convB.InterruptTurn(ctx, replyTo)
 		if err != nil {
 			t.Fatalf("InterruptTurn through B: %v", err)
 		}
@@ -195,7 +195,7 @@ func TestInterruptTurnNobodyHolds(t *testing.T) {
 	waitFor(t, s, "the round waiting for the client", func(ev agentik.Event) bool {
 		return ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID && ev.Reason == agentik.EndClientTools
 	})
-	ok, err := convB.(agentik.TurnInterrupter).InterruptTurn(ctx, res.MessageID)
+	ok, err := convB.InterruptTurn(ctx, res.MessageID)
 	if err != nil || !ok {
 		t.Fatalf("InterruptTurn of the waiting turn through B: %v, %v", ok, err)
 	}

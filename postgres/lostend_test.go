@@ -143,7 +143,7 @@ func TestEveryEventReachesTheStreamingProcess(t *testing.T) {
 						if !until("awaiting_approval", func(_, o string) bool { return strings.Contains(o, agentik.EvAwaitingApproval) }) {
 							return
 						}
-						if err := onB.(agentik.Approver).Resolve(ctx, "m1", agentik.Resolution{Approved: true}); err != nil {
+						if err := onB.Resolve(ctx, "m1", agentik.Resolution{Approved: true}); err != nil {
 							t.Error(err)
 							return
 						}

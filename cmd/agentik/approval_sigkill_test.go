@@ -53,7 +53,7 @@ func TestSIGKILLWhileApprovalPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap := conv2.(agentik.Approver)
+	ap := conv2
 	pending, err := ap.Approvals(ctx)
 	if err != nil || len(pending) != 1 || pending[0].CallID != "call_k" || pending[0].ReplyTo != sent.MessageID ||
 		string(pending[0].Arguments) != `{"timezone":"UTC"}` {

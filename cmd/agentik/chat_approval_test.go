@@ -110,7 +110,7 @@ func TestChatApprovalElsewhereAndEOF(t *testing.T) {
 	}
 	id := list.Conversations[0].ID
 	conv, _ := client.Conversation(ctx, id)
-	if err := conv.(agentik.Approver).Resolve(ctx, "call_api", agentik.Resolution{Reason: "from the api"}); err != nil {
+	if err := conv.Resolve(ctx, "call_api", agentik.Resolution{Reason: "from the api"}); err != nil {
 		t.Fatal(err)
 	}
 	c.waitOut("current_time call_api denied (from the api) by alice")
@@ -125,7 +125,7 @@ func TestChatApprovalElsewhereAndEOF(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "input ended while call_left waits for approval") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	pending, err := conv.(agentik.Approver).Approvals(ctx)
+	pending, err := conv.Approvals(ctx)
 	if err != nil || len(pending) != 1 || pending[0].CallID != "call_left" {
 		t.Fatalf("pending %+v %v", pending, err)
 	}
@@ -135,7 +135,7 @@ func TestChatApprovalElsewhereAndEOF(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "(call_left)") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if pending, err := conv.(agentik.Approver).Approvals(ctx); err != nil || len(pending) != 0 {
+	if pending, err := conv.Approvals(ctx); err != nil || len(pending) != 0 {
 		t.Fatalf("still pending %+v %v", pending, err)
 	}
 }

@@ -18,9 +18,9 @@ import (
 )
 
 // agent is one agent of the process (SPEC §9): its engine, model and tools.
-// a.agents lists them, the default first; its front doors are built from
-// the table in doors.go, and those that serve every agent (IRC, GET
-// /agents, the console) take that list.
+// a.agents lists them, the default first. The table of front doors
+// (doors.go) builds each agent's doors; the doors and routes that serve
+// every agent (IRC, GET /agents, the admin API) take that list.
 type agent struct {
 	ID      string
 	Agent   agentik.Agent // the engine

@@ -42,18 +42,29 @@ func (a *app) setupA2AAgents(ctx context.Context, ag *agent) error {
 	return nil
 }
 
-// mountA2A serves an agent's A2A facade: its card (public) and its JSON-RPC
-// endpoint (behind the edge). The default agent's, at today's paths, is
-// also served on AGENTIK_A2A_PORT when that is set, and its card says what
+// buildA2A is ag's A2A door: its card (public) and its JSON-RPC endpoint
+// (behind the edge). The default agent's, at today's paths, is also served
+// on AGENTIK_A2A_PORT when that is set, and its card says what
 // AGENTIK_A2A_NAME, _DESCRIPTION and _SKILLS say.
-func (a *app) mountA2A(mux *http.ServeMux, prefix string, ag *agent) {
+func buildA2A(a *app, ag *agent) (*door, error) {
+	d := &door{mount: func(mux *http.ServeMux, prefix, path string) { a.mountA2A(mux, ag, prefix, path) }}
 	cfg := a.cfg.A2A
-	if !cfg.Enabled {
-		return
+	if ag != a.agents[0] || cfg.Port == 0 {
+		return d, nil
 	}
-	p := a.paths(prefix)
+	own := http.NewServeMux()
+	d.mount(own, "", cfg.Path)
+	end, err := a.serveA2APort(own)
+	d.end = end
+	return d, err
+}
+
+// mountA2A serves ag's A2A facade at path, under prefix ("" for the
+// default agent).
+func (a *app) mountA2A(mux *http.ServeMux, ag *agent, prefix, path string) {
+	cfg := a.cfg.A2A
 	opts := a2a.Options{
-		Path:         p.A2A,
+		Path:         path,
 		Bearer:       !a.edge.Open(),
 		MaxBodyBytes: a.cfg.MaxBodyBytes,
 		KeepAlive:    a.cfg.KeepAlive,
@@ -62,7 +73,7 @@ func (a *app) mountA2A(mux *http.ServeMux, prefix string, ag *agent) {
 	if cfg.PublicURL != "" {
 		// The public URL names the default endpoint; the agent's own is
 		// beside it.
-		opts.URL = strings.TrimSuffix(cfg.PublicURL, cfg.Path) + p.A2A
+		opts.URL = strings.TrimSuffix(cfg.PublicURL, cfg.Path) + path
 	}
 	if prefix == "" {
 		opts.Name, opts.Description = cfg.Name, cfg.Description
@@ -71,27 +82,19 @@ func (a *app) mountA2A(mux *http.ServeMux, prefix string, ag *agent) {
 		}
 	}
 	srv := a2a.NewServer(ag.eng, opts)
-	route := func(mux *http.ServeMux) {
-		mux.Handle("GET "+p.Card, srv.CardHandler())
-		mux.Handle("GET "+p.LegacyCard, srv.CardHandler())
-		mux.Handle(p.A2A, a.edge.Guard(asFacade("a2a", srv), edge.Route{Agent: ag.ID, Refuse: srv.Refuse}))
-	}
-	route(mux)
-	if prefix != "" || cfg.Port == 0 {
-		return
-	}
-	own := http.NewServeMux()
-	route(own)
-	a.serveA2APort(own)
+	mux.Handle("GET "+prefix+a2a.CardPath, srv.CardHandler())
+	mux.Handle("GET "+prefix+a2a.LegacyCardPath, srv.CardHandler())
+	mux.Handle(path, a.edge.Guard(asFacade("a2a", srv), edge.Route{Agent: ag.ID, Refuse: srv.Refuse}))
 }
 
-// serveA2APort serves mux on AGENTIK_A2A_PORT.
-func (a *app) serveA2APort(mux *http.ServeMux) {
+// serveA2APort serves mux on AGENTIK_A2A_PORT from now on. end stops it at
+// close, after the engines, like the main listener: its event streams end
+// when the engines shut down.
+func (a *app) serveA2APort(mux *http.ServeMux) (end func(context.Context), err error) {
 	cfg := a.cfg.A2A
 	ln, err := net.Listen("tcp", net.JoinHostPort(a.cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
-		a.fatal(fmt.Errorf("AGENTIK_A2A_PORT: %w", err))
-		return
+		return nil, fmt.Errorf("AGENTIK_A2A_PORT: %w", err)
 	}
 	hs := &http.Server{Handler: a.edge.Handler(mux), ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
@@ -102,13 +105,9 @@ func (a *app) serveA2APort(mux *http.ServeMux) {
 		}
 	}()
 	a.log.Info("a2a listening", "addr", ln.Addr().String())
-	// Closed last, like the main listener: its event streams end when the
-	// engine shuts down.
-	a.onClose = append(a.onClose, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(sctx)
+	return func(ctx context.Context) {
+		hs.Shutdown(ctx)
 		hs.Close()
 		<-done
-	})
+	}, nil
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/agentik/agentik/edge"
 )
 
+// The admin API (routes.go) serves the principals of AGENTIK_ADMINS;
+// anyone else gets 404 (docs/observability.md).
+
 // adminTurn is one open turn as GET /admin/turns lists it.
 type adminTurn struct {
 	ConversationID string  `json:"conversation_id"`
@@ -26,15 +29,6 @@ type adminTurn struct {
 	Process string `json:"process,omitempty"`
 	// PendingApprovals counts the tool calls waiting for an answer.
 	PendingApprovals int `json:"pending_approvals,omitempty"`
-}
-
-// mountAdmin serves the admin API to the principals of AGENTIK_ADMINS;
-// anyone else gets 404 (docs/observability.md).
-func (a *app) mountAdmin(ctx context.Context) error {
-	a.mux.Handle("GET /admin/turns", a.adminOnly(http.HandlerFunc(a.adminTurns)))
-	a.mux.Handle("POST /admin/turns/{reply_to}/cancel", a.adminOnly(http.HandlerFunc(a.adminCancel)))
-	a.mux.Handle("GET /admin/stats", a.adminOnly(http.HandlerFunc(a.adminStats)))
-	return nil
 }
 
 // processName names this process in GET /admin/turns and, on

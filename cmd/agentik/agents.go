@@ -6,27 +6,21 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
-	"sync"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/a2a"
-	"github.com/agentik/agentik/agui"
 	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/demollm"
-	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/mcp"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/telemetry"
 	"github.com/agentik/agentik/tools"
-	"github.com/agentik/agentik/ws"
 )
 
-// agent is one agent of the process (SPEC §9): its engine, model and tools,
-// and the facade handlers that keep state per agent (shared by the
-// agent's two mounts when it is the default agent). a.agents lists them,
-// the default first; facades that serve every agent (IRC, GET /agents, the
-// console) take that list.
+// agent is one agent of the process (SPEC §9): its engine, model and tools.
+// a.agents lists them, the default first. The table of front doors
+// (doors.go) builds each agent's doors; the doors and routes that serve
+// every agent (IRC, GET /agents, the admin API) take that list.
 type agent struct {
 	ID      string
 	Agent   agentik.Agent // the engine
@@ -40,13 +34,6 @@ type agent struct {
 	llm   agentik.LLM
 	reg   *tools.Registry
 	mcp   *mcp.Source // nil without MCP servers
-
-	// Facade handlers, made at the first mount (see mount* in each
-	// facade's file).
-	once struct{ agui, ws, mcp sync.Once }
-	agui *agui.Handler
-	ws   *ws.Server
-	mcpH *mcp.Handler
 }
 
 // Allows reports whether principal may use the agent (auth.tokens[].agents).
@@ -214,110 +201,4 @@ func toolFilter(allow, deny []string) func(string) bool {
 	return func(name string) bool {
 		return (len(allow) == 0 || match(allow, name)) && !match(deny, name)
 	}
-}
-
-// facadePaths are where one agent's facades answer.
-type facadePaths struct {
-	API, Tools, AGUI, A2A, Card, LegacyCard, WS, MCP string
-}
-
-// agentPrefix is where every facade of an agent is mounted.
-func agentPrefix(id string) string { return "/agents/" + id }
-
-// paths gives the facade paths under prefix; "" is the default agent at
-// today's paths (some of them configurable).
-func (a *app) paths(prefix string) facadePaths {
-	if prefix == "" {
-		return facadePaths{API: "/agentik", Tools: "/agentik/tools", AGUI: a.cfg.AGUI.Path, A2A: a.cfg.A2A.Path,
-			Card: a2a.CardPath, LegacyCard: a2a.LegacyCardPath, WS: "/agentik/ws", MCP: a.cfg.MCPServer.Path}
-	}
-	return facadePaths{API: prefix, Tools: prefix + "/tools", AGUI: prefix + "/agui", A2A: prefix + "/a2a",
-		Card: prefix + a2a.CardPath, LegacyCard: prefix + a2a.LegacyCardPath, WS: prefix + "/ws", MCP: prefix + "/mcp"}
-}
-
-// routes is the routing table of the process: the health probes, the list
-// of agents, and every facade of every agent under /agents/{id}; the
-// default agent's also at today's paths.
-func (a *app) routes() {
-	mux := a.mux
-	mountHealth(mux, a.store.Ping)                                                        // GET /health, /health/ready
-	mux.Handle("GET /agents", a.edge.Guard(http.HandlerFunc(a.listAgents), edge.Route{})) // the caller's agents
-	for _, ag := range a.agents {
-		a.mountAgent(mux, agentPrefix(ag.ID), ag) // /agents/{id}/…
-	}
-	a.mountAgent(mux, "", a.agents[0]) // /agentik, /agui, /a2a, /.well-known/…, /agentik/ws, /mcp
-	mux.Handle("/agents/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		edge.WriteError(w, r, a.log, agentik.Errorf(agentik.ENotFound, "no such agent or endpoint: %s %s", r.Method, r.URL.Path))
-	}))
-}
-
-// mountAgent mounts every facade of ag under prefix ("" for today's paths):
-// one call per facade, each in the facade's own file.
-func (a *app) mountAgent(mux *http.ServeMux, prefix string, ag *agent) {
-	for _, mount := range []func(*http.ServeMux, string, *agent){
-		a.mountAPI,       // native REST+SSE: {API}, {API}/conversations…, {API}/events (serve.go)
-		a.mountTools,     // GET {API}/tools (mcp.go)
-		a.mountAGUI,      // POST {prefix}/agui (agui.go)
-		a.mountA2A,       // {prefix}/a2a and its card (a2a.go)
-		a.mountWS,        // GET {prefix}/ws (ws.go)
-		a.mountMCPServer, // {prefix}/mcp (mcpserver.go)
-	} {
-		mount(mux, prefix, ag)
-	}
-}
-
-// agentEntry is one agent of GET /agents (SPEC §9).
-type agentEntry struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Model       string         `json:"model"`
-	Default     bool           `json:"default"`
-	Endpoints   agentEndpoints `json:"endpoints"`
-}
-
-type agentEndpoints struct {
-	Agentik   string `json:"agentik"`
-	AGUI      string `json:"agui,omitempty"`
-	A2A       string `json:"a2a,omitempty"`
-	AgentCard string `json:"agent_card,omitempty"`
-	WS        string `json:"ws"`
-	MCP       string `json:"mcp,omitempty"`
-}
-
-// listAgents answers GET /agents: the agents the caller may use.
-func (a *app) listAgents(w http.ResponseWriter, r *http.Request) {
-	principal := agentik.PrincipalFrom(r.Context())
-	list := struct {
-		Agents []agentEntry `json:"agents"`
-	}{Agents: []agentEntry{}}
-	for _, ag := range a.agents {
-		if !ag.Allows(principal) {
-			continue
-		}
-		p := a.paths(agentPrefix(ag.ID))
-		info := ag.eng.Info()
-		e := agentEntry{ID: ag.ID, Name: info.Name, Description: info.Description, Model: info.Model, Default: ag.Default,
-			Endpoints: agentEndpoints{Agentik: p.API, WS: p.WS}}
-		if a.cfg.AGUI.Enabled {
-			e.Endpoints.AGUI = p.AGUI
-		}
-		if a.cfg.A2A.Enabled {
-			e.Endpoints.A2A, e.Endpoints.AgentCard = p.A2A, p.Card
-		}
-		if a.cfg.MCPServer.Enabled {
-			e.Endpoints.MCP = p.MCP
-		}
-		list.Agents = append(list.Agents, e)
-	}
-	edge.WriteJSON(w, http.StatusOK, list)
-}
-
-// ifBusy is the busy policy of an agent's facade: the agent's if_busy, else
-// the facade's own setting.
-func ifBusy(ag *agent, facade string) string {
-	if ag.cfg.IfBusy != "" {
-		return ag.cfg.IfBusy
-	}
-	return facade
 }

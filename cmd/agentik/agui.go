@@ -8,22 +8,19 @@ import (
 	"github.com/agentik/agentik/edge"
 )
 
-// mountAGUI serves an agent's AG-UI facade at POST {prefix}/agui (the
-// default agent's also at AGENTIK_AGUI_PATH), behind the edge. One handler
-// per agent serves both paths: it serialises the runs of one thread.
-func (a *app) mountAGUI(mux *http.ServeMux, prefix string, ag *agent) {
+// buildAGUI is ag's AG-UI door: POST {path}, behind the edge (the default
+// agent's also at AGENTIK_AGUI_PATH). Its one handler serves both paths: it
+// serialises the runs of one thread.
+func buildAGUI(a *app, ag *agent) (*door, error) {
 	c := a.cfg.AGUI
-	if !c.Enabled {
-		return
-	}
-	ag.once.agui.Do(func() {
-		ag.agui = agui.NewHandler(ag.eng, agui.Options{
-			MaxBodyBytes: a.cfg.MaxBodyBytes,
-			KeepAlive:    a.cfg.KeepAlive,
-			IfBusy:       ifBusy(ag, c.IfBusy),
-			OnDisconnect: c.OnDisconnect,
-			Logger:       a.log,
-		})
+	h := agui.NewHandler(ag.eng, agui.Options{
+		MaxBodyBytes: a.cfg.MaxBodyBytes,
+		KeepAlive:    a.cfg.KeepAlive,
+		IfBusy:       ifBusy(ag, c.IfBusy),
+		OnDisconnect: c.OnDisconnect,
+		Logger:       a.log,
 	})
-	mux.Handle("POST /"+strings.Trim(a.paths(prefix).AGUI, "/"), a.edge.Guard(asFacade("agui", ag.agui), edge.Route{Agent: ag.ID}))
+	return &door{mount: func(mux *http.ServeMux, _, path string) {
+		mux.Handle("POST /"+strings.Trim(path, "/"), a.edge.Guard(asFacade("agui", h), edge.Route{Agent: ag.ID}))
+	}}, nil
 }

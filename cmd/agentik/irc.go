@@ -8,30 +8,26 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/agentik/agentik/irc"
 )
 
-// mountIRC starts the IRC facade when AGENTIK_IRC_ADDR is set: it listens
-// now (a clash fails start-up) and serves once the engine has started. On
+// buildIRC is the IRC door of every agent, on AGENTIK_IRC_ADDR: it listens
+// now (a clash fails start-up) and serves once the engines have started. On
 // shutdown it stops accepting and refuses new messages while running turns
 // drain (their answers still reach the clients); at close every client gets
 // "ERROR :Closing link".
-func (a *app) mountIRC(ctx context.Context) error {
+func buildIRC(a *app) (*door, error) {
 	cfg := a.cfg.IRC
-	if cfg.Addr == "" {
-		return nil
-	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("AGENTIK_IRC_ADDR: %w", err)
+		return nil, fmt.Errorf("AGENTIK_IRC_ADDR: %w", err)
 	}
 	if cfg.TLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 		if err != nil {
 			ln.Close()
-			return fmt.Errorf("AGENTIK_IRC_TLS_CERT/AGENTIK_IRC_TLS_KEY: %w", err)
+			return nil, fmt.Errorf("AGENTIK_IRC_TLS_CERT/AGENTIK_IRC_TLS_KEY: %w", err)
 		}
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	}
@@ -89,26 +85,25 @@ func (a *app) mountIRC(ctx context.Context) error {
 	srv, err := irc.NewServer(opts)
 	if err != nil {
 		ln.Close()
-		return err
+		return nil, err
 	}
 	tlsOn := cfg.TLSCert != ""
-	a.onStart = append(a.onStart, func() {
-		a.log.Info("irc listening", "addr", ln.Addr().String(), "tls", tlsOn)
-		go func() {
-			if err := srv.Serve(ln); err != nil {
-				a.log.Error("irc server stopped", "err", err)
-			}
-		}()
-	})
-	a.onShutdown = append(a.onShutdown, func(context.Context) { srv.BeginShutdown() })
-	a.onClose = append(a.onClose, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.BeginShutdown()
-		ln.Close()
-		srv.Close(ctx)
-	})
-	return nil
+	return &door{
+		start: func() {
+			a.log.Info("irc listening", "addr", ln.Addr().String(), "tls", tlsOn)
+			go func() {
+				if err := srv.Serve(ln); err != nil {
+					a.log.Error("irc server stopped", "err", err)
+				}
+			}()
+		},
+		begin: srv.BeginShutdown,
+		end: func(ctx context.Context) {
+			srv.BeginShutdown()
+			ln.Close()
+			srv.Close(ctx)
+		},
+	}, nil
 }
 
 // imageURL is the authenticated HTTP URL of an image in a journal message
@@ -128,9 +123,9 @@ func (a *app) imageURL(agentID, conversationID string, seq int64, n int) string 
 		}
 		base = "http://" + net.JoinHostPort(host, port)
 	}
-	api := a.paths("").API
+	api := apiHome // the native API's path (doors.go)
 	if ag := a.agentByID(agentID); ag != nil && !ag.Default {
-		api = a.paths(agentPrefix(agentID)).API
+		api = agentPrefix(agentID)
 	}
 	return fmt.Sprintf("%s%s/conversations/%s/messages/%d/images/%d", base, api, conversationID, seq, n)
 }

@@ -64,11 +64,11 @@ type toolsResponse struct {
 	Servers []mcp.ServerHealth `json:"servers"`
 }
 
-// mountTools serves GET {API}/tools: every tool the agent's model would
-// see now (name, source, description, JSON Schema) and the health of each
-// of its MCP servers.
-func (a *app) mountTools(mux *http.ServeMux, prefix string, ag *agent) {
-	mux.Handle("GET "+a.paths(prefix).Tools, a.edge.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// mountTools serves GET {path}: every tool the agent's model would see now
+// (name, source, description, JSON Schema) and the health of each of its
+// MCP servers.
+func (a *app) mountTools(mux *http.ServeMux, path string, ag *agent) {
+	mux.Handle("GET "+path, a.edge.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp := toolsResponse{Tools: ag.reg.Snapshot(r.Context()).Specs(), Servers: []mcp.ServerHealth{}}
 		if resp.Tools == nil {
 			resp.Tools = []agentik.ToolSpec{}

@@ -12,48 +12,41 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/mcp"
 )
 
-// mountMCPServer serves an agent as an MCP server at {prefix}/mcp (the
-// default agent's also at AGENTIK_MCP_SERVER_PATH, default /mcp; GET, POST
-// and DELETE of Streamable HTTP), behind the edge. On shutdown the running
-// ask calls end with their turns (the engine's drain bounds that), then
-// every session is closed so that no stream holds the HTTP server up.
-func (a *app) mountMCPServer(mux *http.ServeMux, prefix string, ag *agent) {
+// buildMCPServer is ag's MCP server door: {path} (the default agent's also
+// at AGENTIK_MCP_SERVER_PATH, default /mcp; GET, POST and DELETE of
+// Streamable HTTP), behind the edge. On shutdown the running ask calls end
+// with their turns (the engine's drain bounds that), then every session is
+// closed so that no stream holds the HTTP server up.
+func buildMCPServer(a *app, ag *agent) (*door, error) {
 	c := a.cfg.MCPServer
-	if !c.Enabled {
-		return
-	}
-	ag.once.mcp.Do(func() {
-		h := mcp.NewHandler(ag.eng, mcp.ServeOptions{
-			Version:        versionString(),
-			IfBusy:         ifBusy(ag, c.IfBusy),
-			SessionTimeout: c.SessionTimeout,
-			// An MCP request carries one message of text at most: its
-			// own limit, not the one of the endpoints that take images.
-			MaxBodyBytes:            min(c.MaxBodyBytes, a.cfg.MaxBodyBytes),
-			MaxSessions:             c.MaxSessions,
-			MaxSessionsPerPrincipal: c.MaxSessionsPerPrincipal,
-			SessionsPerMinute:       c.SessionsPerMinute,
-			SessionBurst:            c.SessionBurst,
-			// Behind tokens a DNS-rebound page has none to send; an open
-			// server on a loopback address must refuse foreign Host headers.
-			LocalhostProtection: a.edge.Open(),
-			Logger:              a.log,
-		})
-		ag.mcpH = h
-		a.onShutdown = append(a.onShutdown, func(context.Context) { h.BeginShutdown() })
-		a.onClose = append(a.onClose, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			h.Close(ctx)
-		})
+	h := mcp.NewHandler(ag.eng, mcp.ServeOptions{
+		Version:        versionString(),
+		IfBusy:         ifBusy(ag, c.IfBusy),
+		SessionTimeout: c.SessionTimeout,
+		// An MCP request carries one message of text at most: its own
+		// limit, not the one of the endpoints that take images.
+		MaxBodyBytes:            min(c.MaxBodyBytes, a.cfg.MaxBodyBytes),
+		MaxSessions:             c.MaxSessions,
+		MaxSessionsPerPrincipal: c.MaxSessionsPerPrincipal,
+		SessionsPerMinute:       c.SessionsPerMinute,
+		SessionBurst:            c.SessionBurst,
+		// Behind tokens a DNS-rebound page has none to send; an open
+		// server on a loopback address must refuse foreign Host headers.
+		LocalhostProtection: a.edge.Open(),
+		Logger:              a.log,
 	})
-	mux.Handle(a.paths(prefix).MCP, a.edge.Guard(ag.mcpH, edge.Route{Agent: ag.ID}))
+	return &door{
+		mount: func(mux *http.ServeMux, _, path string) {
+			mux.Handle(path, a.edge.Guard(h, edge.Route{Agent: ag.ID}))
+		},
+		begin: h.BeginShutdown,
+		end:   h.Close,
+	}, nil
 }
 
 const mcpUsage = `usage: agentik mcp --url URL [--agent ID] [--token TOKEN]

@@ -56,10 +56,21 @@ func (a *app) adminOnly(h http.Handler) http.Handler {
 	return a.edge.Guard(inner, edge.Route{Access: edge.Private})
 }
 
-// mountMetrics serves GET /metrics: on the main port behind an admin
-// principal (public with AGENTIK_METRICS_PUBLIC=on, or when the server is
-// open anyway), and on AGENTIK_METRICS_ADDR unauthenticated.
-func (a *app) mountMetrics(ctx context.Context) error {
+// metricsRoute is GET /metrics on the main port: behind an admin
+// principal, public with AGENTIK_METRICS_PUBLIC=on or when the server is
+// open anyway.
+func (a *app) metricsRoute() http.Handler {
+	h := a.metrics.Handler()
+	if a.cfg.Obs.MetricsPublic || a.edge.Open() {
+		return h
+	}
+	return a.adminOnly(h)
+}
+
+// serveMetrics registers the series read at each scrape and serves GET
+// /metrics unauthenticated on AGENTIK_METRICS_ADDR, when that is set, once
+// the engines have started.
+func (a *app) serveMetrics() error {
 	a.metrics.GaugeFunc("agentik_approvals_pending", "Tool calls waiting for a person's answer in the conversations this process holds.",
 		func() float64 {
 			n := 0
@@ -81,12 +92,6 @@ func (a *app) mountMetrics(ctx context.Context) error {
 		[]string{"agent", "server"}, a.mcpHealth(func(h mcp.ServerHealth) float64 { return float64(h.Tools) }))
 	a.metrics.CounterVecFunc("agentik_mcp_server_restarts_total", "Times the MCP server was restarted or reconnected.",
 		[]string{"agent", "server"}, a.mcpHealth(func(h mcp.ServerHealth) float64 { return float64(h.Restarts) }))
-	h := a.metrics.Handler()
-	if a.cfg.Obs.MetricsPublic || a.edge.Open() {
-		a.mux.Handle("GET /metrics", h)
-	} else {
-		a.mux.Handle("GET /metrics", a.adminOnly(h))
-	}
 	addr := a.cfg.Obs.MetricsAddr
 	if addr == "" {
 		return nil
@@ -96,7 +101,7 @@ func (a *app) mountMetrics(ctx context.Context) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h)
+	mux.Handle("GET /metrics", a.metrics.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	a.log.Info("metrics listening", "addr", ln.Addr().String())
 	a.onStart = append(a.onStart, func() {

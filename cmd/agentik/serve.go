@@ -25,9 +25,11 @@ import (
 	"github.com/agentik/agentik/telemetry"
 )
 
-// app is what serve wires together. Each tool source and facade adds itself
-// in its own file (mcp.go, a2a.go, agui.go, ws.go, mcpserver.go, irc.go,
-// auth.go); agents.go builds the agents and holds the routing table.
+// app is what serve wires together. agents.go builds the agents, each tool
+// source adds itself in its own file (mcp.go, a2a.go); routes.go is the
+// routing table of the process and doors.go the table of its front doors,
+// each built in its own file (agui.go, a2a.go, ws.go, mcpserver.go,
+// irc.go).
 type app struct {
 	cfg    config.Config
 	log    *slog.Logger
@@ -35,14 +37,12 @@ type app struct {
 	store  agentik.Store       // the database (health probe)
 	agents []*agent            // every agent of the process, the default first
 	eng    *engine.Engine      // the default agent's engine
-	mux    *http.ServeMux
 	// tokens authenticate callers (nil: open server); edge is the HTTP
 	// edge every route sits behind (auth.go).
 	tokens *auth.Tokens
 	edge   *edge.Edge
 
 	httpAddr string // the HTTP listener's address, once listening
-	mountErr error  // the first error of a mount (a listener that cannot listen)
 
 	metrics *telemetry.Metrics // nil outside serve (metrics.go)
 	// admins are the admin principals in force (metrics.go, reloaded on
@@ -50,10 +50,10 @@ type app struct {
 	admins  atomic.Pointer[[]string]
 	tracing *telemetry.Tracing // nil: tracing off (tracing.go)
 
-	// onStart runs once the engines have started (facades with listeners
+	// onStart runs once the engines have started (doors with listeners
 	// of their own begin serving); onShutdown runs before the engines
-	// drain (facades say goodbye to their clients); onClose runs last, in
-	// reverse order (tool sources).
+	// drain (doors say goodbye to their clients); onClose runs last, in
+	// reverse order (doors, tool sources, the store).
 	onStart    []func()
 	onShutdown []func(context.Context)
 	onClose    []func()
@@ -65,26 +65,18 @@ func (a *app) close() {
 	}
 }
 
-// mountAPI serves the native REST+SSE API of ag (SPEC §4) at {API}.
-func (a *app) mountAPI(mux *http.ServeMux, prefix string, ag *agent) {
-	httpapi.Mount(mux, a.paths(prefix).API, ag.eng, httpapi.Options{
-		MaxBodyBytes: a.cfg.MaxBodyBytes,
-		KeepAlive:    a.cfg.KeepAlive,
-		Guard:        a.guard(ag.ID),
-		Logger:       a.log,
-	})
-}
-
-// fatal records a mount's error: serve stops with the first one.
-func (a *app) fatal(err error) {
-	if a.mountErr == nil {
-		a.mountErr = err
-	}
-}
-
-// mountHealth registers GET /health and GET /health/ready.
-func mountHealth(mux *http.ServeMux, ready func(context.Context) error) {
-	httpapi.MountHealth(mux, ready)
+// buildAPI is ag's native REST+SSE door (SPEC §4) at {path}, with GET
+// {path}/tools (mcp.go).
+func buildAPI(a *app, ag *agent) (*door, error) {
+	return &door{mount: func(mux *http.ServeMux, _, path string) {
+		httpapi.Mount(mux, path, ag.eng, httpapi.Options{
+			MaxBodyBytes: a.cfg.MaxBodyBytes,
+			KeepAlive:    a.cfg.KeepAlive,
+			Guard:        a.guard(ag.ID),
+			Logger:       a.log,
+		})
+		a.mountTools(mux, path+"/tools", ag)
+	}}, nil
 }
 
 // serve runs the server until SIGTERM/SIGINT, then shuts down gracefully:
@@ -114,19 +106,16 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, l
 	if err := a.buildAgents(ctx, ""); err != nil {
 		return err
 	}
-	a.mux = http.NewServeMux()
-	a.routes()
-	if a.mountErr != nil {
-		return a.mountErr
+	mux := http.NewServeMux()
+	if err := a.routes(mux); err != nil {
+		return err
 	}
-	for _, mount := range []func(context.Context) error{a.mountIRC, a.mountConsole, a.mountMetrics, a.mountAdmin} { // of the whole process
-		if err := mount(ctx); err != nil {
-			return err
-		}
+	if err := a.serveMetrics(); err != nil {
+		return err
 	}
 	a.watchReload()
 	srv := &http.Server{
-		Handler:           a.edge.Handler(a.mux),
+		Handler:           a.edge.Handler(mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // idle keep-alive connections are reaped
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
@@ -55,7 +56,7 @@ type BusOptions struct {
 // asks: they resume from their last cursor.
 type Bus struct {
 	s       *Store
-	local   *agentik.LocalBus
+	local   *bus.Bus
 	channel string
 	poll    time.Duration
 	log     *slog.Logger
@@ -159,7 +160,7 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 	}
 	b := &Bus{
 		s:       s,
-		local:   agentik.NewLocalBus(agentik.DefaultBusBuffer),
+		local:   bus.New(),
 		channel: "agentik " + s.schema,
 		poll:    opts.PollInterval,
 		log:     opts.Logger,

@@ -21,8 +21,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/engine/memstore"
 	"github.com/agentik/agentik/internal/workers"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/tools"
 )
 

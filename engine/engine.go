@@ -477,13 +477,28 @@ func (e *Engine) get(ctx context.Context, id string) (*conv, error) {
 	return c, nil
 }
 
+// liveConv returns the live struct of conversation id, nil when it is not
+// live.
+func (e *Engine) liveConv(id string) *conv {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.live[id]
+}
+
+// lockLive is liveConv with the conversation's mutex held; the caller
+// unlocks it.
+func (e *Engine) lockLive(id string) *conv {
+	c := e.liveConv(id)
+	if c != nil {
+		c.mu.Lock()
+	}
+	return c
+}
+
 // load returns the live struct of conversation id, reading it from the store
 // when it is not live yet.
 func (e *Engine) load(ctx context.Context, id string) (*conv, error) {
-	e.mu.Lock()
-	c := e.live[id]
-	e.mu.Unlock()
-	if c != nil {
+	if c := e.liveConv(id); c != nil {
 		return c, nil
 	}
 	// A delete cannot run between reading the record and making it live:
@@ -630,13 +645,10 @@ func validTitle(t string) error {
 // RunsHere reports whether this process runs (or holds parked) a turn of
 // conversation id: for administration (GET /admin/turns).
 func (e *Engine) RunsHere(id string) bool {
-	e.mu.Lock()
-	c := e.live[id]
-	e.mu.Unlock()
+	c := e.lockLive(id)
 	if c == nil {
 		return false
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.running != nil || c.parked != nil
 }

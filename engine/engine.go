@@ -54,16 +54,17 @@ type Options struct {
 	SendReasoning bool   // feed stored reasoning back to the model; default off
 	MaxImageBytes int    // limit of one image in a user message; default agentik.DefaultMaxImageBytes
 
-	// Per-principal limits (see limits.go); zero means unlimited. A request
-	// over a limit is refused (ERateLimited with RetryAfter, or ETooLarge /
-	// EUnavailable for memory) and stores nothing. Limiter, when set,
-	// replaces them all (e.g. with limits shared by a cluster).
+	// Per-principal limits (agentik.Limits); zero means unlimited. A
+	// request over a limit is refused (ERateLimited with RetryAfter, or
+	// ETooLarge / EUnavailable for memory) and stores nothing. Limiter,
+	// when set, replaces them all (e.g. postgres.Limiter, limits shared by
+	// a cluster); nil: a LocalLimiter of these fields.
 	MaxConcurrentTurns     int // conversations with a running or queued turn
 	MessagesPerMinute      int
 	ConversationsPerMinute int
 	TemporalBytes          int64 // held by one principal's temporal conversations
 	TemporalBytesTotal     int64 // held by all temporal conversations
-	Limiter                Limiter
+	Limiter                agentik.Limiter
 	// MaxTextBytes bounds the text of one user message (all its parts);
 	// default agentik.DefaultMaxTextBytes.
 	MaxTextBytes int
@@ -120,7 +121,7 @@ func (o *Options) setDefaults() error {
 		o.MaxTextBytes = agentik.DefaultMaxTextBytes
 	}
 	if o.Limiter == nil {
-		o.Limiter = NewLocalLimiter(Limits{ConversationsPerMinute: o.ConversationsPerMinute, MessagesPerMinute: o.MessagesPerMinute,
+		o.Limiter = NewLocalLimiter(agentik.Limits{ConversationsPerMinute: o.ConversationsPerMinute, MessagesPerMinute: o.MessagesPerMinute,
 			MaxConcurrentTurns: o.MaxConcurrentTurns, TemporalBytes: o.TemporalBytes, TemporalBytesTotal: o.TemporalBytesTotal})
 	}
 	if o.MaxImageBytes <= 0 {

@@ -137,13 +137,8 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 		SendReasoning: c.SendReasoning,
 		MaxImageBytes: c.MaxImageBytes,
 
-		MaxConcurrentTurns:     c.MaxConcurrentTurns,
-		MessagesPerMinute:      c.MessagesPerMinute,
-		ConversationsPerMinute: c.ConversationsPerMinute,
-		TemporalBytes:          cfg.Auth.TemporalBytes,
-		TemporalBytesTotal:     cfg.Auth.TemporalBytesTotal,
-		MaxTextBytes:           cfg.Auth.MaxTextBytes,
-		Limiter: st.agentLimiter(c.ID, engine.Limits{ConversationsPerMinute: c.ConversationsPerMinute, MessagesPerMinute: c.MessagesPerMinute,
+		MaxTextBytes: cfg.Auth.MaxTextBytes,
+		Limiter: st.limiter(c.ID, agentik.Limits{ConversationsPerMinute: c.ConversationsPerMinute, MessagesPerMinute: c.MessagesPerMinute,
 			MaxConcurrentTurns: c.MaxConcurrentTurns, TemporalBytes: cfg.Auth.TemporalBytes, TemporalBytesTotal: cfg.Auth.TemporalBytesTotal}),
 	})
 	if err != nil {

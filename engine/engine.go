@@ -39,6 +39,12 @@ type Options struct {
 	LLM   agentik.LLM
 	Tools *tools.Registry // nil: no tools
 
+	// Temporal keeps the temporal conversations, which must never touch
+	// disk (memstore.Store); nil: a fresh memstore.Store of the engine's
+	// own. Its cursors are its own: the engine neither compares them with
+	// Store's nor publishes its agent events.
+	Temporal agentik.Store
+
 	Info         agentik.AgentInfo // ID, Name, Description, Version; Model and capabilities are filled in
 	SystemPrompt string
 
@@ -124,6 +130,9 @@ func (o *Options) setDefaults() error {
 		o.Limiter = NewLocalLimiter(agentik.Limits{ConversationsPerMinute: o.ConversationsPerMinute, MessagesPerMinute: o.MessagesPerMinute,
 			MaxConcurrentTurns: o.MaxConcurrentTurns, TemporalBytes: o.TemporalBytes, TemporalBytesTotal: o.TemporalBytesTotal})
 	}
+	if o.Temporal == nil {
+		o.Temporal = memstore.New()
+	}
 	if o.MaxImageBytes <= 0 {
 		o.MaxImageBytes = agentik.DefaultMaxImageBytes
 	}
@@ -172,7 +181,7 @@ type Engine struct {
 	opts   Options
 	prompt atomic.Pointer[string] // set by SetSystemPrompt; nil: opts.SystemPrompt
 	log    *slog.Logger
-	temp   *memstore.Store // temporal conversations: memory only
+	temp   agentik.Store // temporal conversations: Options.Temporal
 
 	coord     agentik.Coordinator // of Store: Options.Cluster, else local
 	tempCoord agentik.Coordinator // of temp: always local
@@ -228,7 +237,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:       opts,
 		log:        opts.Logger,
-		temp:       memstore.New(),
+		temp:       opts.Temporal,
 		baseCtx:    ctx,
 		cancelBase: cancel,
 		live:       make(map[string]*conv),

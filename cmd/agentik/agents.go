@@ -16,6 +16,7 @@ import (
 	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/mcp"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/telemetry"
 	"github.com/agentik/agentik/tools"
@@ -114,9 +115,11 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 	cfg := a.cfg
 	info := agentik.AgentInfo{ID: c.ID, Name: c.Name, Description: c.Description, Version: versionString()}
 	ag.eng, err = engine.New(engine.Options{
-		Store:         a.timedStore(c.ID, store),
-		Bus:           events,
-		Cluster:       coord,
+		Store:    a.timedStore(c.ID, store),
+		Temporal: memstore.New(),
+		Bus:      events,
+		Cluster:  coord,
+
 		LLM:           ag.llm,
 		Tools:         ag.reg,
 		Info:          info,

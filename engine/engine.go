@@ -45,6 +45,15 @@ type Options struct {
 	// Store's nor publishes its agent events.
 	Temporal agentik.Store
 
+	// BusSequencesAgentEvents says that Store returns agent events
+	// unnumbered (Cursor 0) and that Bus numbers them after their commit
+	// and delivers them in cursor order: postgres.Store with postgres.Bus
+	// (docs/postgres.md). The engine then hands each one to the Bus as its
+	// write returns. false: Store numbers agent events in the commit, and
+	// the engine publishes them in cursor order itself (agentorder.go), as a
+	// single-writer store (SQLite, memstore) needs.
+	BusSequencesAgentEvents bool
+
 	Info         agentik.AgentInfo // ID, Name, Description, Version; Model and capabilities are filled in
 	SystemPrompt string
 
@@ -537,13 +546,6 @@ func (e *Engine) load(ctx context.Context, id string) (*conv, error) {
 	return fresh, nil
 }
 
-// agentSequenced tells whether the Bus numbers and orders agent events
-// itself (agentik.AgentSequencer).
-func (e *Engine) agentSequenced() bool {
-	_, ok := e.opts.Bus.(agentik.AgentSequencer)
-	return ok
-}
-
 // publishAgentLocked publishes ev; the caller holds agentMu. Agent events of
 // temporal conversations come from the memory store, whose cursors are not
 // comparable with the database's: they are published but not tracked.
@@ -552,7 +554,7 @@ func (e *Engine) publishAgentLocked(ev agentik.AgentEvent, temporal bool) {
 		return // temporal conversations emit no agent events (see docs)
 	}
 	if ev.Cursor == 0 {
-		if e.agentSequenced() {
+		if e.opts.BusSequencesAgentEvents {
 			e.opts.Bus.PublishAgent(ev) // the Bus numbers it, then delivers it
 		}
 		return

@@ -49,7 +49,10 @@ type BusOptions struct {
 // from the store. Agent events are numbered after commit by the sequencer
 // (qSequence), which this Bus runs whenever this process committed some:
 // their cursors then increase in commit order of the numbering, so they are
-// delivered by one counter, in cursor order.
+// delivered by one counter, in cursor order. An engine on this Bus and its
+// Store is told so (engine.Options.BusSequencesAgentEvents): it hands each
+// unnumbered agent event to PublishAgent as its write returns, without
+// ordering its commits.
 //
 // If the store cannot be read, the subscribers of the conversations that may
 // have missed events are cut off (their channel closes), as the Bus contract
@@ -198,11 +201,6 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 	go b.sequencer()
 	return b, nil
 }
-
-// SequencesAgentEvents marks this Bus as an agentik.AgentSequencer: its
-// store returns agent events unnumbered, and it delivers them once the
-// sequencer numbered them, in cursor order.
-func (b *Bus) SequencesAgentEvents() {}
 
 // Close stops the Bus's goroutines and closes its connection. Subscribers
 // stay registered; their owners close them. Idempotent.

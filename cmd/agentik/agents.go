@@ -115,10 +115,11 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 	cfg := a.cfg
 	info := agentik.AgentInfo{ID: c.ID, Name: c.Name, Description: c.Description, Version: versionString()}
 	ag.eng, err = engine.New(engine.Options{
-		Store:    a.timedStore(c.ID, store),
-		Temporal: memstore.New(),
-		Bus:      events,
-		Cluster:  coord,
+		Store:                   a.timedStore(c.ID, store),
+		Temporal:                memstore.New(),
+		Bus:                     events,
+		BusSequencesAgentEvents: st.busSequences,
+		Cluster:                 coord,
 
 		LLM:           ag.llm,
 		Tools:         ag.reg,

@@ -23,6 +23,9 @@ type storage struct {
 	// processes share, the Coordinator of its turns (nil: this process
 	// alone uses the store).
 	forAgent func(ctx context.Context, agent string) (agentik.Store, agentik.Bus, agentik.Coordinator, error)
+	// busSequences says the buses number the store's agent events after
+	// commit (engine.Options.BusSequencesAgentEvents): PostgreSQL's do.
+	busSequences bool
 	// limiter returns the limiter of an agent's per-principal limits: for
 	// a store several processes share, one that holds them across the
 	// processes.
@@ -94,6 +97,7 @@ func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 			closers = append(closers, func() { coord.Close(); events.Close() })
 			return view, events, coord, nil
 		},
+		busSequences: true,
 		limiter: func(agent string, l agentik.Limits) agentik.Limiter {
 			return postgres.NewLimiter(store.ForAgent(agent), l, localLimiter(agent, l))
 		},

@@ -89,8 +89,9 @@ var ErrFenced = Errorf(EConflict, "the turn lease was taken over by another proc
 // another order than their cursors). Agent-event cursors increase in the
 // order AgentEvents returns them, and a reader that follows them by cursor
 // never skips one. A store may return agent events from its writes with
-// Cursor 0 when it numbers them after commit (see AgentSequencer); they are
-// then readable through AgentEvents, with their cursor, once committed. Errors: ENotFound for unknown conversations,
+// Cursor 0 when it numbers them after commit (PostgreSQL, with a Bus that
+// delivers them once numbered: see docs/postgres.md); they are then
+// readable through AgentEvents, with their cursor, once committed. Errors: ENotFound for unknown conversations,
 // EUnavailable when the database cannot be reached or written; nothing is
 // changed when an error is returned. Close is idempotent.
 type Store interface {
@@ -189,18 +190,6 @@ type Bus interface {
 	// starts with events published after Subscribe returns.
 	Subscribe(conversationID string) Subscriber[Event]
 	SubscribeAgent() Subscriber[AgentEvent]
-}
-
-// AgentSequencer is a Bus whose Store numbers agent events after their
-// commit (PostgreSQL, see docs/postgres.md): the Store returns them with
-// Cursor 0, PublishAgent of such an event only tells the Bus that some were
-// committed, and the Bus delivers every agent event once numbered, in
-// cursor order, to this process's subscribers. An engine on such a Bus need
-// not serialise the commits that append agent events to keep their cursors
-// in publication order.
-type AgentSequencer interface {
-	Bus
-	SequencesAgentEvents()
 }
 
 // Subscriber receives from a Bus, in publication order. A reader takes

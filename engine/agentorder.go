@@ -23,9 +23,9 @@ import (
 // last published one is therefore committed (Events relies on that when it
 // replays up to lastAgentSeen), and none is published later.
 //
-// On a Bus that numbers agent events itself (agentik.AgentSequencer) and for
-// temporal conversations (whose agent events are not published), no ticket
-// is taken: the event is handed straight to publishAgentLocked.
+// On a Bus that numbers agent events itself (Options.BusSequencesAgentEvents)
+// and for temporal conversations (whose agent events are not published), no
+// ticket is taken: the event is handed straight to publishAgentLocked.
 
 // agentWrite is one write that may append an agent event. Its done must be
 // called exactly once, after the store returned.
@@ -47,7 +47,7 @@ type heldAgentEvent struct {
 // agent event. Call it before the write goes to the store.
 func (e *Engine) beginAgentWrite(temporal bool) agentWrite {
 	w := agentWrite{e: e, temporal: temporal}
-	if temporal || e.agentSequenced() {
+	if temporal || e.opts.BusSequencesAgentEvents {
 		return w
 	}
 	w.ordered = true

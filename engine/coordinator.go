@@ -69,13 +69,10 @@ func (e *Engine) kick(id string) {
 // interrupt, if it is the one req targets; a targeted turn that does not
 // run here is withdrawn before it starts (withdraw.go).
 func (e *Engine) remoteInterrupt(id string, req agentik.InterruptRequest) bool {
-	e.mu.Lock()
-	c := e.live[id]
-	e.mu.Unlock()
+	c := e.lockLive(id)
 	if c == nil {
 		return false
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running != nil && req.Matches(c.running.user.ID) {
 		return c.interruptLocked(req.Reason)

@@ -21,8 +21,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/engine/memstore"
 	"github.com/agentik/agentik/internal/workers"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -39,6 +39,21 @@ type Options struct {
 	LLM   agentik.LLM
 	Tools *tools.Registry // nil: no tools
 
+	// Temporal keeps the temporal conversations, which must never touch
+	// disk (memstore.Store); nil: a fresh memstore.Store of the engine's
+	// own. Its cursors are its own: the engine neither compares them with
+	// Store's nor publishes its agent events.
+	Temporal agentik.Store
+
+	// BusSequencesAgentEvents says that Store returns agent events
+	// unnumbered (Cursor 0) and that Bus numbers them after their commit
+	// and delivers them in cursor order: postgres.Store with postgres.Bus
+	// (docs/postgres.md). The engine then hands each one to the Bus as its
+	// write returns. false: Store numbers agent events in the commit, and
+	// the engine publishes them in cursor order itself (agentorder.go), as a
+	// single-writer store (SQLite, memstore) needs.
+	BusSequencesAgentEvents bool
+
 	Info         agentik.AgentInfo // ID, Name, Description, Version; Model and capabilities are filled in
 	SystemPrompt string
 
@@ -54,16 +69,17 @@ type Options struct {
 	SendReasoning bool   // feed stored reasoning back to the model; default off
 	MaxImageBytes int    // limit of one image in a user message; default agentik.DefaultMaxImageBytes
 
-	// Per-principal limits (see limits.go); zero means unlimited. A request
-	// over a limit is refused (ERateLimited with RetryAfter, or ETooLarge /
-	// EUnavailable for memory) and stores nothing. Limiter, when set,
-	// replaces them all (e.g. with limits shared by a cluster).
+	// Per-principal limits (agentik.Limits); zero means unlimited. A
+	// request over a limit is refused (ERateLimited with RetryAfter, or
+	// ETooLarge / EUnavailable for memory) and stores nothing. Limiter,
+	// when set, replaces them all (e.g. postgres.Limiter, limits shared by
+	// a cluster); nil: a LocalLimiter of these fields.
 	MaxConcurrentTurns     int // conversations with a running or queued turn
 	MessagesPerMinute      int
 	ConversationsPerMinute int
 	TemporalBytes          int64 // held by one principal's temporal conversations
 	TemporalBytesTotal     int64 // held by all temporal conversations
-	Limiter                Limiter
+	Limiter                agentik.Limiter
 	// MaxTextBytes bounds the text of one user message (all its parts);
 	// default agentik.DefaultMaxTextBytes.
 	MaxTextBytes int
@@ -120,8 +136,11 @@ func (o *Options) setDefaults() error {
 		o.MaxTextBytes = agentik.DefaultMaxTextBytes
 	}
 	if o.Limiter == nil {
-		o.Limiter = NewLocalLimiter(Limits{ConversationsPerMinute: o.ConversationsPerMinute, MessagesPerMinute: o.MessagesPerMinute,
+		o.Limiter = NewLocalLimiter(agentik.Limits{ConversationsPerMinute: o.ConversationsPerMinute, MessagesPerMinute: o.MessagesPerMinute,
 			MaxConcurrentTurns: o.MaxConcurrentTurns, TemporalBytes: o.TemporalBytes, TemporalBytesTotal: o.TemporalBytesTotal})
+	}
+	if o.Temporal == nil {
+		o.Temporal = memstore.New()
 	}
 	if o.MaxImageBytes <= 0 {
 		o.MaxImageBytes = agentik.DefaultMaxImageBytes
@@ -171,7 +190,7 @@ type Engine struct {
 	opts   Options
 	prompt atomic.Pointer[string] // set by SetSystemPrompt; nil: opts.SystemPrompt
 	log    *slog.Logger
-	temp   *memstore.Store // temporal conversations: memory only
+	temp   agentik.Store // temporal conversations: Options.Temporal
 
 	coord     agentik.Coordinator // of Store: Options.Cluster, else local
 	tempCoord agentik.Coordinator // of temp: always local
@@ -227,7 +246,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:       opts,
 		log:        opts.Logger,
-		temp:       memstore.New(),
+		temp:       opts.Temporal,
 		baseCtx:    ctx,
 		cancelBase: cancel,
 		live:       make(map[string]*conv),
@@ -477,13 +496,28 @@ func (e *Engine) get(ctx context.Context, id string) (*conv, error) {
 	return c, nil
 }
 
+// liveConv returns the live struct of conversation id, nil when it is not
+// live.
+func (e *Engine) liveConv(id string) *conv {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.live[id]
+}
+
+// lockLive is liveConv with the conversation's mutex held; the caller
+// unlocks it.
+func (e *Engine) lockLive(id string) *conv {
+	c := e.liveConv(id)
+	if c != nil {
+		c.mu.Lock()
+	}
+	return c
+}
+
 // load returns the live struct of conversation id, reading it from the store
 // when it is not live yet.
 func (e *Engine) load(ctx context.Context, id string) (*conv, error) {
-	e.mu.Lock()
-	c := e.live[id]
-	e.mu.Unlock()
-	if c != nil {
+	if c := e.liveConv(id); c != nil {
 		return c, nil
 	}
 	// A delete cannot run between reading the record and making it live:
@@ -512,13 +546,6 @@ func (e *Engine) load(ctx context.Context, id string) (*conv, error) {
 	return fresh, nil
 }
 
-// agentSequenced tells whether the Bus numbers and orders agent events
-// itself (agentik.AgentSequencer).
-func (e *Engine) agentSequenced() bool {
-	_, ok := e.opts.Bus.(agentik.AgentSequencer)
-	return ok
-}
-
 // publishAgentLocked publishes ev; the caller holds agentMu. Agent events of
 // temporal conversations come from the memory store, whose cursors are not
 // comparable with the database's: they are published but not tracked.
@@ -527,7 +554,7 @@ func (e *Engine) publishAgentLocked(ev agentik.AgentEvent, temporal bool) {
 		return // temporal conversations emit no agent events (see docs)
 	}
 	if ev.Cursor == 0 {
-		if e.agentSequenced() {
+		if e.opts.BusSequencesAgentEvents {
 			e.opts.Bus.PublishAgent(ev) // the Bus numbers it, then delivers it
 		}
 		return
@@ -630,13 +657,10 @@ func validTitle(t string) error {
 // RunsHere reports whether this process runs (or holds parked) a turn of
 // conversation id: for administration (GET /admin/turns).
 func (e *Engine) RunsHere(id string) bool {
-	e.mu.Lock()
-	c := e.live[id]
-	e.mu.Unlock()
+	c := e.lockLive(id)
 	if c == nil {
 		return false
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.running != nil || c.parked != nil
 }

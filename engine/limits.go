@@ -8,45 +8,12 @@ import (
 	"github.com/agentik/agentik"
 )
 
-// Limiter decides what one principal may start now. The engine asks it
-// before it creates a conversation and before it stores a user message;
-// a refusal is an *agentik.Error, ERateLimited with RetryAfter for rates and
-// concurrency, ETooLarge or EUnavailable for memory, and stores nothing.
-// It also counts the turns and the temporal memory the engine holds, so
-// that an implementation shared by several processes can make every limit
-// cluster-wide. Implementations are safe for concurrent use.
-type Limiter interface {
-	// AdmitConversation is asked before principal creates a conversation.
-	AdmitConversation(principal string) error
-	// AdmitMessage is asked before principal's message is stored; looping
-	// says its conversation already runs turns (it adds no concurrent one).
-	AdmitMessage(principal string, looping bool) error
-	// TurnsStarted and TurnsStopped bracket a conversation's turn loop.
-	TurnsStarted(principal string)
-	TurnsStopped(principal string)
-	// AdmitTemporal is asked before n more bytes are stored in principal's
-	// temporal (memory-only) conversations by a user message.
-	AdmitTemporal(principal string, n int64) error
-	// AddTemporal counts n bytes stored in (or, negative, freed from)
-	// principal's temporal conversations.
-	AddTemporal(principal string, n int64)
-}
-
-// Limits are the per-principal limits of LocalLimiter; zero means
-// unlimited.
-type Limits struct {
-	ConversationsPerMinute int   // conversations created
-	MessagesPerMinute      int   // user messages stored
-	MaxConcurrentTurns     int   // conversations with a running or queued turn
-	TemporalBytes          int64 // held by one principal's temporal conversations
-	TemporalBytesTotal     int64 // held by all temporal conversations
-}
-
-// LocalLimiter enforces Limits inside one process: token buckets refilled
-// continuously (a principal may use a minute's worth at once, then the
-// rate), counters for turns and temporal memory.
+// LocalLimiter is the agentik.Limiter of one process: it enforces
+// agentik.Limits with token buckets refilled continuously (a principal may
+// use a minute's worth at once, then the rate) and counters of turns and
+// temporal memory. It is what an engine uses when Options.Limiter is nil.
 type LocalLimiter struct {
-	l Limits
+	l agentik.Limits
 
 	mu       sync.Mutex
 	running  map[string]int
@@ -56,10 +23,10 @@ type LocalLimiter struct {
 	tempAll  int64
 }
 
-var _ Limiter = (*LocalLimiter)(nil)
+var _ agentik.Limiter = (*LocalLimiter)(nil)
 
 // NewLocalLimiter returns a limiter of l.
-func NewLocalLimiter(l Limits) *LocalLimiter {
+func NewLocalLimiter(l agentik.Limits) *LocalLimiter {
 	return &LocalLimiter{l: l, running: map[string]int{}, convs: map[string]*bucket{},
 		messages: map[string]*bucket{}, temporal: map[string]int64{}}
 }
@@ -90,7 +57,7 @@ func take(m map[string]*bucket, principal string, perMinute int, now time.Time) 
 	return 0, true
 }
 
-// AdmitConversation implements Limiter.
+// AdmitConversation implements agentik.Limiter.
 func (l *LocalLimiter) AdmitConversation(principal string) error {
 	if l.l.ConversationsPerMinute <= 0 {
 		return nil
@@ -104,7 +71,7 @@ func (l *LocalLimiter) AdmitConversation(principal string) error {
 	return nil
 }
 
-// AdmitMessage implements Limiter.
+// AdmitMessage implements agentik.Limiter.
 func (l *LocalLimiter) AdmitMessage(principal string, looping bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -122,14 +89,14 @@ func (l *LocalLimiter) AdmitMessage(principal string, looping bool) error {
 	return nil
 }
 
-// TurnsStarted implements Limiter.
+// TurnsStarted implements agentik.Limiter.
 func (l *LocalLimiter) TurnsStarted(principal string) {
 	l.mu.Lock()
 	l.running[principal]++
 	l.mu.Unlock()
 }
 
-// TurnsStopped implements Limiter.
+// TurnsStopped implements agentik.Limiter.
 func (l *LocalLimiter) TurnsStopped(principal string) {
 	l.mu.Lock()
 	if l.running[principal]--; l.running[principal] <= 0 {
@@ -138,7 +105,7 @@ func (l *LocalLimiter) TurnsStopped(principal string) {
 	l.mu.Unlock()
 }
 
-// AdmitTemporal implements Limiter.
+// AdmitTemporal implements agentik.Limiter.
 func (l *LocalLimiter) AdmitTemporal(principal string, n int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -152,7 +119,7 @@ func (l *LocalLimiter) AdmitTemporal(principal string, n int64) error {
 	return nil
 }
 
-// AddTemporal implements Limiter.
+// AddTemporal implements agentik.Limiter.
 func (l *LocalLimiter) AddTemporal(principal string, n int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -163,7 +130,7 @@ func (l *LocalLimiter) AddTemporal(principal string, n int64) {
 }
 
 // limits adapts a Limiter to the engine's call sites.
-type limits struct{ Limiter }
+type limits struct{ agentik.Limiter }
 
 func (l limits) admit(principal string, looping bool) error {
 	return l.AdmitMessage(principal, looping)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
@@ -48,14 +49,17 @@ type BusOptions struct {
 // from the store. Agent events are numbered after commit by the sequencer
 // (qSequence), which this Bus runs whenever this process committed some:
 // their cursors then increase in commit order of the numbering, so they are
-// delivered by one counter, in cursor order.
+// delivered by one counter, in cursor order. An engine on this Bus and its
+// Store is told so (engine.Options.BusSequencesAgentEvents): it hands each
+// unnumbered agent event to PublishAgent as its write returns, without
+// ordering its commits.
 //
 // If the store cannot be read, the subscribers of the conversations that may
 // have missed events are cut off (their channel closes), as the Bus contract
 // asks: they resume from their last cursor.
 type Bus struct {
 	s       *Store
-	local   *agentik.LocalBus
+	local   *bus.Bus
 	channel string
 	poll    time.Duration
 	log     *slog.Logger
@@ -159,7 +163,7 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 	}
 	b := &Bus{
 		s:       s,
-		local:   agentik.NewLocalBus(agentik.DefaultBusBuffer),
+		local:   bus.New(),
 		channel: "agentik " + s.schema,
 		poll:    opts.PollInterval,
 		log:     opts.Logger,
@@ -197,11 +201,6 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 	go b.sequencer()
 	return b, nil
 }
-
-// SequencesAgentEvents marks this Bus as an agentik.AgentSequencer: its
-// store returns agent events unnumbered, and it delivers them once the
-// sequencer numbered them, in cursor order.
-func (b *Bus) SequencesAgentEvents() {}
 
 // Close stops the Bus's goroutines and closes its connection. Subscribers
 // stay registered; their owners close them. Idempotent.

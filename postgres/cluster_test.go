@@ -65,7 +65,7 @@ func newNode(t testing.TB, dsn string, llm *llmtest.Server, o nodeOptions) *node
 	if o.wrap != nil {
 		cluster = o.wrap(co)
 	}
-	eng, err := engine.New(engine.Options{Store: st, Bus: b, LLM: model, Cluster: cluster, OnRestart: o.onRestart, Tools: o.tools, Approval: o.approval})
+	eng, err := engine.New(engine.Options{Store: st, Bus: b, BusSequencesAgentEvents: true, LLM: model, Cluster: cluster, OnRestart: o.onRestart, Tools: o.tools, Approval: o.approval})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,7 @@ import (
 )
 
 // Limits that hold across the processes sharing the database: the
-// primitives of a cluster-wide per-principal limiter (cmd/agentik wires
-// them into the engine's Limiter).
+// primitives of the cluster-wide per-principal Limiter (limiter.go).
 
 // qTakeToken takes one token from a bucket refilled continuously at $2 a
 // minute (and holding at most $2), under the bucket's row lock: two

@@ -240,7 +240,7 @@ func lastAgentCursor(t *testing.T, s agentik.Store) int64 {
 }
 
 // numbered returns an agent event a write returned, with its cursor. A store
-// that numbers agent events after commit (agentik.AgentSequencer) returns
+// that numbers agent events after commit (postgres.Store) returns
 // them with Cursor 0: the stored copy, found among the agent events after
 // the cursor before, carries the number. Otherwise it is ev itself.
 func numbered(t *testing.T, s agentik.Store, before int64, ev agentik.AgentEvent) agentik.AgentEvent {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tools"
@@ -349,7 +350,7 @@ func startInProcess(ctx context.Context, sc serverConfig) (target, time.Duration
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	eng, err := engine.New(engine.Options{
-		Store: store, Bus: bus.New(), LLM: llm, Tools: tools.NewRegistry(tools.CurrentTime{}),
+		Store: store, Temporal: memstore.New(), Bus: bus.New(), LLM: llm, Tools: tools.NewRegistry(tools.CurrentTime{}),
 		Info:         agentik.AgentInfo{ID: "agentik", Name: "Agentik"},
 		SystemPrompt: "You are a helpful assistant. Answer concisely and use the tools you are given when they help.",
 		Logger:       log,

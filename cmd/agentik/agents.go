@@ -12,6 +12,7 @@ import (
 	"github.com/agentik/agentik/demollm"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/mcp"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/telemetry"
 	"github.com/agentik/agentik/tools"
@@ -101,9 +102,12 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 	cfg := a.cfg
 	info := agentik.AgentInfo{ID: c.ID, Name: c.Name, Description: c.Description, Version: versionString()}
 	ag.eng, err = engine.New(engine.Options{
-		Store:         a.timedStore(c.ID, store),
-		Bus:           events,
-		Cluster:       coord,
+		Store:                   a.timedStore(c.ID, store),
+		Temporal:                memstore.New(),
+		Bus:                     events,
+		BusSequencesAgentEvents: st.busSequences,
+		Cluster:                 coord,
+
 		LLM:           ag.llm,
 		Tools:         ag.reg,
 		Info:          info,
@@ -124,13 +128,8 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 		SendReasoning: c.SendReasoning,
 		MaxImageBytes: c.MaxImageBytes,
 
-		MaxConcurrentTurns:     c.MaxConcurrentTurns,
-		MessagesPerMinute:      c.MessagesPerMinute,
-		ConversationsPerMinute: c.ConversationsPerMinute,
-		TemporalBytes:          cfg.Auth.TemporalBytes,
-		TemporalBytesTotal:     cfg.Auth.TemporalBytesTotal,
-		MaxTextBytes:           cfg.Auth.MaxTextBytes,
-		Limiter: st.agentLimiter(c.ID, engine.Limits{ConversationsPerMinute: c.ConversationsPerMinute, MessagesPerMinute: c.MessagesPerMinute,
+		MaxTextBytes: cfg.Auth.MaxTextBytes,
+		Limiter: st.limiter(c.ID, agentik.Limits{ConversationsPerMinute: c.ConversationsPerMinute, MessagesPerMinute: c.MessagesPerMinute,
 			MaxConcurrentTurns: c.MaxConcurrentTurns, TemporalBytes: cfg.Auth.TemporalBytes, TemporalBytesTotal: cfg.Auth.TemporalBytesTotal}),
 	})
 	if err != nil {

@@ -13,8 +13,9 @@ import (
 )
 
 // storage is the open database: the Store Open returned (health, the
-// adoption of conversations from before agents) and, per agent, its view
-// and the bus that fans its events out.
+// adoption of conversations from before agents) and, per agent, the
+// adapters its engine runs on: its view, the bus that fans its events out,
+// its Coordinator and its limiter.
 type storage struct {
 	base  agentik.Store
 	adopt func(ctx context.Context, agent string) (int64, error)
@@ -22,9 +23,13 @@ type storage struct {
 	// processes share, the Coordinator of its turns (nil: this process
 	// alone uses the store).
 	forAgent func(ctx context.Context, agent string) (agentik.Store, agentik.Bus, agentik.Coordinator, error)
-	// limiter, for a store several processes share, enforces an agent's
-	// per-principal limits across them (nil: the engine's, per process).
-	limiter func(agent string, l engine.Limits) engine.Limiter
+	// busSequences says the buses number the store's agent events after
+	// commit (engine.Options.BusSequencesAgentEvents): PostgreSQL's do.
+	busSequences bool
+	// limiter returns the limiter of an agent's per-principal limits: for
+	// a store several processes share, one that holds them across the
+	// processes.
+	limiter func(agent string, l agentik.Limits) agentik.Limiter
 	close   func() // closes every agent's bus, then the database
 }
 
@@ -46,7 +51,8 @@ func (a *app) openStore(ctx context.Context) (*storage, error) {
 		forAgent: func(_ context.Context, id string) (agentik.Store, agentik.Bus, agentik.Coordinator, error) {
 			return store.ForAgent(id), bus.New(), nil, nil
 		},
-		close: func() { store.Close() },
+		limiter: localLimiter,
+		close:   func() { store.Close() },
 	}, nil
 }
 
@@ -91,8 +97,9 @@ func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 			closers = append(closers, func() { coord.Close(); events.Close() })
 			return view, events, coord, nil
 		},
-		limiter: func(agent string, l engine.Limits) engine.Limiter {
-			return newClusterLimiter(store.ForAgent(agent), l)
+		busSequences: true,
+		limiter: func(agent string, l agentik.Limits) agentik.Limiter {
+			return postgres.NewLimiter(store.ForAgent(agent), l, localLimiter(agent, l))
 		},
 	}
 	st.close = func() {
@@ -104,11 +111,5 @@ func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 	return st, nil
 }
 
-// agentLimiter returns the limiter of an agent's limits on this storage
-// (nil: the engine builds its own from the limits).
-func (st *storage) agentLimiter(agent string, l engine.Limits) engine.Limiter {
-	if st.limiter == nil {
-		return nil
-	}
-	return st.limiter(agent, l)
-}
+// localLimiter returns the in-process limiter of an agent's limits.
+func localLimiter(_ string, l agentik.Limits) agentik.Limiter { return engine.NewLocalLimiter(l) }

@@ -1,17 +1,19 @@
-package agentik
+package bus
 
 import (
 	"testing"
+
+	"github.com/agentik/agentik"
 )
 
 func TestPublishReachesOnlyTheConversationsSubscribers(t *testing.T) {
-	b := NewLocalBus(DefaultBusBuffer)
+	b := New()
 	a := b.Subscribe("a")
 	other := b.Subscribe("b")
 	defer a.Close()
 	defer other.Close()
 
-	b.Publish(Event{ConversationID: "a", Type: EvUserMessage, Cursor: 1})
+	b.Publish(agentik.Event{ConversationID: "a", Type: agentik.EvUserMessage, Cursor: 1})
 	if ev := <-a.C(); ev.Cursor != 1 {
 		t.Fatalf("got cursor %d, want 1", ev.Cursor)
 	}
@@ -23,15 +25,15 @@ func TestPublishReachesOnlyTheConversationsSubscribers(t *testing.T) {
 }
 
 func TestSlowSubscriberIsCutOffOnDurableAndSkipsOnline(t *testing.T) {
-	b := NewLocalBus(2)
+	b := NewBuffered(2)
 	slow := b.Subscribe("c")
 	fast := b.Subscribe("c")
 	defer fast.Close()
 
-	b.Publish(Event{ConversationID: "c", Type: EvAppendText, Text: "1"})
-	b.Publish(Event{ConversationID: "c", Type: EvAppendText, Text: "2"})
+	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "1"})
+	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "2"})
 	// Buffer full: an online event is dropped, the subscriber stays.
-	b.Publish(Event{ConversationID: "c", Type: EvAppendText, Text: "3"})
+	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "3"})
 	if b.Subscribers("c") != 2 {
 		t.Fatalf("online overflow cut a subscriber off")
 	}
@@ -40,7 +42,7 @@ func TestSlowSubscriberIsCutOffOnDurableAndSkipsOnline(t *testing.T) {
 	}
 	// A durable event that does not fit cuts the slow one off, and what it
 	// had not taken is dropped: it resumes from its cursor.
-	b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: 7})
+	b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: 7})
 	if ev, closed := slow.Next(); ev != nil || !closed {
 		t.Fatalf("slow subscriber: Next = %+v, closed %v; want nothing and closed", ev, closed)
 	}
@@ -62,9 +64,9 @@ func TestSlowSubscriberIsCutOffOnDurableAndSkipsOnline(t *testing.T) {
 }
 
 func TestAgentEventsAndClose(t *testing.T) {
-	b := NewLocalBus(DefaultBusBuffer)
+	b := New()
 	s := b.SubscribeAgent()
-	b.PublishAgent(AgentEvent{Cursor: 3, Type: AgentEvCreated})
+	b.PublishAgent(agentik.AgentEvent{Cursor: 3, Type: agentik.AgentEvCreated})
 	if ev := <-s.C(); ev.Cursor != 3 {
 		t.Fatalf("got %+v", ev)
 	}
@@ -73,20 +75,20 @@ func TestAgentEventsAndClose(t *testing.T) {
 	if _, ok := <-s.C(); ok {
 		t.Fatal("channel open after Close")
 	}
-	b.PublishAgent(AgentEvent{Cursor: 4}) // no subscriber: must not panic
+	b.PublishAgent(agentik.AgentEvent{Cursor: 4}) // no subscriber: must not panic
 }
 
 // TestSubscriberQueueKeepsOrderAndShrinks: a subscriber behind by many
 // events gets every one in order up to the buffer, all subscribers share
 // each event (encoded once), and a caught-up subscriber holds no queue.
 func TestSubscriberQueueKeepsOrderAndShrinks(t *testing.T) {
-	b := NewLocalBus(100)
+	b := NewBuffered(100)
 	s := b.Subscribe("c")
 	other := b.Subscribe("c")
 	defer s.Close()
 	defer other.Close()
 	for i := 1; i <= 100; i++ {
-		b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: int64(i)})
+		b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: int64(i)})
 	}
 	select {
 	case <-s.Ready():
@@ -116,7 +118,7 @@ func TestSubscriberQueueKeepsOrderAndShrinks(t *testing.T) {
 	if ev, closed := s.Next(); ev != nil || closed {
 		t.Fatalf("after the last event: %+v, closed %v", ev, closed)
 	}
-	sub := s.(*localSub[Event])
+	sub := s.(*subscriber[agentik.Event])
 	sub.mu.Lock()
 	q := sub.queue
 	sub.mu.Unlock()
@@ -125,7 +127,7 @@ func TestSubscriberQueueKeepsOrderAndShrinks(t *testing.T) {
 	}
 	// A reader that lags steadily by a few events keeps a small queue.
 	for i := 101; i <= 10000; i++ {
-		b.Publish(Event{ConversationID: "c", Type: EvAppendText, Text: "x"})
+		b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "x"})
 		if i%2 == 0 {
 			s.Next()
 			s.Next()
@@ -140,7 +142,7 @@ func TestSubscriberQueueKeepsOrderAndShrinks(t *testing.T) {
 	}
 	// One more than the buffer while nobody reads: cut off.
 	for i := 101; i <= 201; i++ {
-		b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: int64(i)})
+		b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: int64(i)})
 	}
 	if ev, closed := s.Next(); ev != nil || !closed || b.Subscribers("c") != 0 {
 		t.Fatalf("a subscriber over its buffer: Next = %+v, closed %v; subscribers %d", ev, closed, b.Subscribers("c"))
@@ -149,10 +151,10 @@ func TestSubscriberQueueKeepsOrderAndShrinks(t *testing.T) {
 
 // TestSubscriberChannel: C delivers in order and is closed by Close.
 func TestSubscriberChannel(t *testing.T) {
-	b := NewLocalBus(DefaultBusBuffer)
+	b := New()
 	s := b.Subscribe("c")
 	for i := 1; i <= 50; i++ {
-		b.Publish(Event{ConversationID: "c", Type: EvUserMessage, Cursor: int64(i)})
+		b.Publish(agentik.Event{ConversationID: "c", Type: agentik.EvUserMessage, Cursor: int64(i)})
 	}
 	for i := 1; i <= 50; i++ {
 		if ev := <-s.C(); ev.Cursor != int64(i) {

@@ -83,10 +83,16 @@ func (s *Store) lock(ctx context.Context, op string) error {
 	return nil
 }
 
-// get returns the conversation or ENotFound; the mutex must be held.
-func (s *Store) get(op, id string) (*conversation, error) {
+// lockConv locks the store and returns conversation id, or an error (the
+// lock's, or ENotFound) with the store unlocked. The caller unlocks s.mu
+// when it is done.
+func (s *Store) lockConv(ctx context.Context, op, id string) (*conversation, error) {
+	if err := s.lock(ctx, op); err != nil {
+		return nil, err
+	}
 	c, ok := s.convs[id]
 	if !ok {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.ENotFound, "conversation %s not found", id))
 	}
 	return c, nil
@@ -173,14 +179,11 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 // GetConversation returns the conversation, ENotFound when there is none.
 func (s *Store) GetConversation(ctx context.Context, id string) (agentik.ConversationRecord, error) {
 	op := "get conversation " + id
-	if err := s.lock(ctx, op); err != nil {
-		return agentik.ConversationRecord{}, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(op, id)
+	c, err := s.lockConv(ctx, op, id)
 	if err != nil {
 		return agentik.ConversationRecord{}, err
 	}
+	defer s.mu.Unlock()
 	return c.rec, nil
 }
 
@@ -237,14 +240,11 @@ func newerFirst(r agentik.ConversationRecord, at agentik.Time, id string) int {
 // agent event dated at.
 func (s *Store) RenameConversation(ctx context.Context, id, title string, at agentik.Time) (agentik.ConversationRecord, agentik.AgentEvent, error) {
 	op := "rename conversation " + id
-	if err := s.lock(ctx, op); err != nil {
-		return agentik.ConversationRecord{}, agentik.AgentEvent{}, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(op, id)
+	c, err := s.lockConv(ctx, op, id)
 	if err != nil {
 		return agentik.ConversationRecord{}, agentik.AgentEvent{}, err
 	}
+	defer s.mu.Unlock()
 	c.rec.Title = title
 	ev := agentik.AgentEvent{Date: agentik.TimeOf(at.Time), Type: agentik.AgentEvRenamed,
 		ConversationID: id, Title: title, Owner: c.rec.Owner}
@@ -256,14 +256,11 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 // appends a deleted agent event.
 func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Time) (agentik.AgentEvent, error) {
 	op := "delete conversation " + id
-	if err := s.lock(ctx, op); err != nil {
-		return agentik.AgentEvent{}, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(op, id)
+	c, err := s.lockConv(ctx, op, id)
 	if err != nil {
 		return agentik.AgentEvent{}, err
 	}
+	defer s.mu.Unlock()
 	for _, m := range c.msgs {
 		delete(s.msgs, m.ID)
 	}
@@ -282,14 +279,11 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	if err := w.Validate(); err != nil {
 		return nil, nil, err
 	}
-	if err := s.lock(ctx, op); err != nil {
-		return nil, nil, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(op, w.ConversationID)
+	c, err := s.lockConv(ctx, op, w.ConversationID)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer s.mu.Unlock()
 	ids := map[string]bool{}
 	for _, ev := range w.Events {
 		if ev.Message == nil {
@@ -378,14 +372,11 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 		limit = agentik.DefaultMessagesLimit
 	}
 	limit = min(limit, agentik.MaxMessagesLimit)
-	if err := s.lock(ctx, op); err != nil {
-		return nil, false, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(op, conversationID)
+	c, err := s.lockConv(ctx, op, conversationID)
 	if err != nil {
 		return nil, false, err
 	}
+	defer s.mu.Unlock()
 	// msgs[i] has seq i+1: the window (After, Before) is msgs[lo:hi].
 	n := int64(len(c.msgs))
 	lo := min(req.After, n)
@@ -415,14 +406,11 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 // Message returns one journal message of the conversation.
 func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik.Message, error) {
 	op := "message " + id
-	if err := s.lock(ctx, op); err != nil {
-		return agentik.Message{}, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(op, conversationID)
+	c, err := s.lockConv(ctx, op, conversationID)
 	if err != nil {
 		return agentik.Message{}, err
 	}
+	defer s.mu.Unlock()
 	if ref, ok := s.msgs[id]; ok && ref.conv == conversationID {
 		return cloneMessage(c.msgs[ref.seq-1]), nil
 	}
@@ -433,14 +421,11 @@ func (s *Store) Message(ctx context.Context, conversationID, id string) (agentik
 // returns all of them.
 func (s *Store) Events(ctx context.Context, conversationID string, after int64, limit int) ([]agentik.Event, error) {
 	op := "events " + conversationID
-	if err := s.lock(ctx, op); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(op, conversationID)
+	c, err := s.lockConv(ctx, op, conversationID)
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	i, _ := slices.BinarySearchFunc(c.events, after+1, func(e agentik.Event, cursor int64) int {
 		switch {
 		case e.Cursor < cursor:
@@ -478,13 +463,13 @@ func (s *Store) EventsJSON(ctx context.Context, conversationID string, after int
 // LastCursor is the greatest cursor of the conversation's events.
 func (s *Store) LastCursor(ctx context.Context, conversationID string) (int64, error) {
 	op := "last cursor " + conversationID
-	if err := s.lock(ctx, op); err != nil {
+	c, err := s.lockConv(ctx, op, conversationID)
+	if err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	c, err := s.get(op, conversationID)
-	if err != nil || len(c.events) == 0 {
-		return 0, err
+	if len(c.events) == 0 {
+		return 0, nil
 	}
 	return c.events[len(c.events)-1].Cursor, nil
 }
@@ -539,14 +524,11 @@ func (s *Store) Stats(ctx context.Context) (agentik.StoreStats, error) {
 // Memory returns the working memory in order.
 func (s *Store) Memory(ctx context.Context, conversationID string) ([]agentik.MemoryEntry, error) {
 	op := "memory " + conversationID
-	if err := s.lock(ctx, op); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	c, err := s.get(op, conversationID)
+	c, err := s.lockConv(ctx, op, conversationID)
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	out := make([]agentik.MemoryEntry, len(c.memory))
 	for i, e := range c.memory {
 		out[i] = clone(e)

@@ -17,12 +17,10 @@ const (
 var over = map[string]bool{
 	"loader.agent":       true,
 	"Handler.run":        true,
-	"translator.event":   true,
 	"runner.memory":      true,
 	"LLM.appendBody":     true,
 	"Store.Commit":       true,
 	"concurrentCommits":  true,
-	"DecodeInput":        true,
 	"runner.level":       true,
 	"loader.resolve":     true,
 	"watch.handle":       true,

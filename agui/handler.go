@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
+	"github.com/agentik/agentik/history"
 )
 
 // DefaultPath is where the facade is usually mounted.
@@ -144,225 +145,285 @@ type plan struct {
 	answers  []answer        // approvals answered by resume entries or tool messages
 	fromTool map[string]bool // answers that came as tool messages
 	snapshot bool
+	behind   bool // the client lacks what the journal holds after its last message
 }
 
+// runState is a run once its part under the thread lock is over: what it
+// streams. The run closes it when it ends.
+type runState struct {
+	conv   agentik.Conversation // nil for an unknown thread the run did not create
+	events agentik.Stream[agentik.Event]
+	cursor int64
+	// report, when set, is all the run streams after RUN_STARTED: it
+	// follows no turn.
+	report []Event
+	turns  []string        // the turns the run follows, in order
+	skip   map[string]bool // call ids whose results the client has
+	// sendErr is the refusal of a later message of the run, after earlier
+	// ones were accepted: the run reports their turns, then ends with it.
+	sendErr error
+}
+
+func (st *runState) close() {
+	if st.events != nil {
+		st.events.Close()
+	}
+	if st.conv != nil {
+		st.conv.Close()
+	}
+}
+
+// run answers one RunAgentInput: reconcile and send under the thread's lock
+// (execute), then stream the run without it.
 func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 	ctx := r.Context()
+	st, err := h.execute(ctx, in)
+	defer st.close()
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	s := h.startStream(w, r, in)
+	if st.report != nil {
+		s.emitAll(st.report)
+		return
+	}
+	h.stream(ctx, s, in, st)
+}
+
+// execute does the part of a run that must not interleave with another run
+// of the same thread: read the journal, reconcile the client's messages with
+// it, and send what is new. It holds the thread's lock until it returns. The
+// run state it returns is never nil (the caller closes it, error or not); an
+// error refuses the run before streaming.
+func (h *Handler) execute(ctx context.Context, in RunInput) (*runState, error) {
 	// Runs of one caller's thread are serialised by the name they use; the
 	// conversation it resolves to is the caller's alone (see openThread).
 	unlock := h.lockThread(agentik.PrincipalFrom(ctx) + "\x00" + in.ThreadID)
-	locked := true
-	defer func() {
-		if locked {
-			unlock()
-		}
-	}()
+	defer unlock()
 
+	st := &runState{}
 	conv, journal, cursor, err := h.openThread(ctx, in.ThreadID, false)
 	if err != nil {
-		h.writeError(w, r, err)
-		return
+		return st, err
 	}
-	defer func() {
-		if conv != nil {
-			conv.Close()
-		}
-	}()
+	st.conv, st.cursor = conv, cursor
 	// Calls waiting for approval: only a journal whose last round has calls
 	// without results can have any.
 	var pend []agentik.PendingApproval
-	if len(in.Resume) > 0 || len(waitingCalls(journal)) > 0 {
-		if pend, err = approvalsOf(ctx, conv); err != nil {
-			h.writeError(w, r, err)
-			return
+	if len(in.Resume) > 0 || len(history.Waiting(journal)) > 0 {
+		if pend, err = approvalsOf(ctx, st.conv); err != nil {
+			return st, err
 		}
 	}
-	if len(in.Resume) > 0 && conv == nil {
-		h.writeError(w, r, agentik.Errorf(agentik.ENotFound, "the thread has no interrupt to resume"))
-		return
+	if len(in.Resume) > 0 && st.conv == nil {
+		return st, agentik.Errorf(agentik.ENotFound, "the thread has no interrupt to resume")
 	}
 	p, err := reconcile(journal, in, pend)
 	if err != nil {
-		h.writeError(w, r, err)
-		return
+		return st, err
 	}
 	p.snapshot = len(in.Messages) == 0
 	if len(p.users) > h.opts.MaxRunMessages {
-		h.writeError(w, r, agentik.Errorf(agentik.EInvalid, "the run brings %d new user messages; at most %d are taken in one run", len(p.users), h.opts.MaxRunMessages))
-		return
+		return st, agentik.Errorf(agentik.EInvalid, "the run brings %d new user messages; at most %d are taken in one run", len(p.users), h.opts.MaxRunMessages)
 	}
 	if len(p.users) == 0 && len(p.results) == 0 && len(p.answers) == 0 {
-		// Nothing to answer: the run only reports (the server's history when
-		// the client sent none, e.g. a reloaded UI), and what still waits
-		// for approval.
-		unlock()
-		locked = false
-		s := h.startStream(w, r, in)
-		if p.snapshot || behind(journal, in) {
-			msgs := snapshotMessages(journal)
-			s.emit(Event{Type: MessagesSnapshot, Messages: msgs})
-		}
-		fin := Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID}
-		if len(pend) > 0 {
-			fin.Outcome = interruptOutcome(pend)
-		}
-		s.emit(fin)
-		return
+		st.report = reportOnly(journal, in, p, pend)
+		return st, nil
 	}
+	user, err := h.userMessage(p, in)
+	if err != nil {
+		return st, err
+	}
+	if st.conv == nil {
+		// A new thread is created only for a run that will send something.
+		if conv, _, cursor, err = h.openThread(ctx, in.ThreadID, true); err != nil {
+			return st, err
+		}
+		st.conv, st.cursor = conv, cursor
+	}
+	// Subscribe before sending so that no event of the run can be missed;
+	// the stream replays from the cursor read with the journal.
+	events, err := st.conv.Events(ctx, st.cursor)
+	if err != nil {
+		return st, err
+	}
+	st.events = events
+	return st, h.send(ctx, in, p, pend, user, st)
+}
 
-	// A refused request stores nothing: check the new messages before
-	// anything is sent, as far as the agent lets a facade know in advance.
+// reportOnly is a run with nothing to answer: it only reports (the server's
+// history when the client sent none, e.g. a reloaded UI, or lacks some of
+// it), and what still waits for approval.
+func reportOnly(journal []agentik.Message, in RunInput, p plan, pend []agentik.PendingApproval) []Event {
+	var out []Event
+	if p.snapshot || p.behind {
+		out = append(out, Event{Type: MessagesSnapshot, Messages: snapshotMessages(journal)})
+	}
+	return append(out, finished(in, pend))
+}
+
+// finished is the RUN_FINISHED of a run that follows no turn: an interrupt
+// when calls wait for approval (pend), a plain success otherwise.
+func finished(in RunInput, pend []agentik.PendingApproval) Event {
+	fin := Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID}
+	if len(pend) > 0 {
+		fin.Outcome = interruptOutcome(pend)
+	}
+	return fin
+}
+
+// userMessage makes the run's new user messages one turn's input, as AG-UI
+// means a run: one stored message, one answer (nil when there are none). A
+// refused request stores nothing: the messages are checked before anything
+// is sent, as far as the agent lets a facade know in advance.
+func (h *Handler) userMessage(p plan, in RunInput) (*agentik.SendRequest, error) {
 	images := h.agent.Info().Capabilities.ImageInput
 	for _, u := range p.users {
 		if err := agentik.ValidateContent(u.Content); err != nil {
-			h.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		if agentik.HasImage(u.Content) && !images {
-			h.writeError(w, r, agentik.Errorf(agentik.EInvalid, "the model does not take image input"))
-			return
+			return nil, agentik.Errorf(agentik.EInvalid, "the model does not take image input")
 		}
 	}
-	// All the run's new user messages are one turn's input, as AG-UI means
-	// a run: one stored message, one answer.
-	var user *agentik.SendRequest
-	if len(p.users) > 0 {
-		user = mergeUsers(p.users, in)
-		if err := agentik.ValidateContent(user.Content); err != nil {
-			h.writeError(w, r, err)
-			return
-		}
+	if len(p.users) == 0 {
+		return nil, nil
 	}
-	if conv == nil {
-		// A new thread is created only for a run that will send something.
-		conv, _, cursor, err = h.openThread(ctx, in.ThreadID, true)
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
+	user := mergeUsers(p.users, in)
+	if err := agentik.ValidateContent(user.Content); err != nil {
+		return nil, err
 	}
-	convID := conv.ID()
+	return user, nil
+}
 
-	// Subscribe before sending so that no event of the run can be missed;
-	// the stream replays from the cursor read with the journal.
-	stream, err := conv.Events(ctx, cursor)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	defer func() { stream.Close() }()
-
+// send gives the core what the run brings, in order: answers to approvals,
+// client tool results, the new user message. It records in st the turns
+// the run follows, or what it reports instead when it ends without
+// following one. An error means nothing of the run is to be followed.
+func (h *Handler) send(ctx context.Context, in RunInput, p plan, pend []agentik.PendingApproval, user *agentik.SendRequest, st *runState) error {
 	// The turn belongs to the conversation, not to this request: it must
-	// not end with the request (a disconnect is handled explicitly below).
+	// not end with the request (a disconnect is handled explicitly).
 	sendCtx := context.WithoutCancel(ctx)
-	var turns []string
-	skip := map[string]bool{}
+	st.skip = map[string]bool{}
 	if len(p.answers) > 0 {
-		// The answers resume the parked turn; the run follows it.
-		if err := h.resolve(sendCtx, conv, p.answers); err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		if len(pend) == 0 {
-			// Answered calls that were not listed as waiting (the listing
-			// raced a new park): nothing of theirs to follow in this run.
-			unlock()
-			locked = false
-			s := h.startStream(w, r, in)
-			s.emit(Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID})
-			return
-		}
-		turns = append(turns, pend[0].ReplyTo)
-		for _, a := range p.answers {
-			skip[a.callID] = p.fromTool[a.callID] // the client has its own tool message
-		}
-		if rest := unanswered(pend, p.answers); len(rest) > 0 {
-			// Some calls still wait (a client that answered only some): the
-			// turn stays parked and the run ends as it would have.
-			unlock()
-			locked = false
-			s := h.startStream(w, r, in)
-			s.emit(Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID, Outcome: interruptOutcome(rest)})
-			return
+		if err := h.sendAnswers(sendCtx, in, p, pend, st); err != nil || st.report != nil {
+			return err
 		}
 	}
 	if len(p.results) > 0 {
-		res, err := conv.Send(sendCtx, agentik.SendRequest{ToolResults: p.results, ClientTools: in.Tools, IfBusy: h.opts.IfBusy})
-		switch {
-		case err == nil:
-			turns = append(turns, res.MessageID)
-			for _, tr := range p.results {
-				skip[tr.CallID] = true
-			}
-		case agentik.ErrorCode(err) == agentik.EInvalid && user != nil:
-			// The calls are no longer waiting (the turn was closed meanwhile):
-			// the results are stale and the new message goes ahead alone.
-			h.log.DebugContext(ctx, "agui: stale tool results dropped", "conversation", convID, "err", err)
-		default:
-			h.writeError(w, r, err)
-			return
+		if err := h.sendResults(ctx, sendCtx, in, p, user != nil, st); err != nil {
+			return err
 		}
 	}
-	if len(turns) == 0 && len(pend) > 0 && user != nil {
-		// A new message while calls wait for approval, without answers:
-		// the conversation's busy policy decides (enqueue: it waits behind
-		// the parked turn; interrupt: the calls are denied and it is
-		// answered now; reject: 409).
-		user.IfBusy = h.opts.IfBusy
-		res, err := conv.Send(sendCtx, *user)
-		if err != nil {
-			h.writeError(w, r, err)
-			return
+	if len(st.turns) == 0 && len(pend) > 0 && user != nil {
+		if err := h.sendWhileParked(ctx, sendCtx, in, *user, st); err != nil || st.report != nil {
+			return err
 		}
-		still, err := approvalsOf(ctx, conv)
-		if err == nil && len(still) > 0 {
-			// Still waiting: the message is queued behind the parked turn.
-			// The run reports what waits; the answers resume the turn.
-			unlock()
-			locked = false
-			s := h.startStream(w, r, in)
-			s.emit(Event{Type: RunFinished, ThreadID: in.ThreadID, RunID: in.RunID, Outcome: interruptOutcome(still)})
-			return
-		}
-		turns = append(turns, res.MessageID)
 		user = nil
 	}
-	var sendErr error
 	if user != nil {
 		user.IfBusy = h.opts.IfBusy
-		if len(turns) > 0 {
+		if len(st.turns) > 0 {
 			// The run's own tool results made the conversation busy: the
 			// policy is for other runs, not for the rest of this one.
 			user.IfBusy = agentik.BusyEnqueue
 		}
-		res, err := conv.Send(sendCtx, *user)
+		res, err := st.conv.Send(sendCtx, *user)
 		if err != nil {
-			sendErr = err
+			st.sendErr = err
 		} else {
-			turns = append(turns, res.MessageID)
+			st.turns = append(st.turns, res.MessageID)
 		}
 	}
-	if len(turns) == 0 {
-		h.writeError(w, r, sendErr)
-		return
+	if len(st.turns) == 0 {
+		return st.sendErr
 	}
-	unlock()
-	locked = false
+	return nil
+}
 
-	s := h.startStream(w, r, in)
-	tr := newTranslator(in.ThreadID, in.RunID, turns, skip, h.opts.newID)
-	if sendErr != nil {
+// sendAnswers resolves the approvals the run answers; the run follows the
+// parked turn they resume, or reports when there is none to follow.
+func (h *Handler) sendAnswers(ctx context.Context, in RunInput, p plan, pend []agentik.PendingApproval, st *runState) error {
+	if err := h.resolve(ctx, st.conv, p.answers); err != nil {
+		return err
+	}
+	if len(pend) == 0 {
+		// Answered calls that were not listed as waiting (the listing
+		// raced a new park): nothing of theirs to follow in this run.
+		st.report = []Event{finished(in, nil)}
+		return nil
+	}
+	if rest := unanswered(pend, p.answers); len(rest) > 0 {
+		// Some calls still wait (a client that answered only some): the
+		// turn stays parked and the run ends as it would have.
+		st.report = []Event{finished(in, rest)}
+		return nil
+	}
+	st.turns = append(st.turns, pend[0].ReplyTo)
+	for _, a := range p.answers {
+		st.skip[a.callID] = p.fromTool[a.callID] // the client has its own tool message
+	}
+	return nil
+}
+
+// sendResults sends the client tool results; the run follows the turn they
+// continue. Results for calls that no longer wait are dropped when the run
+// has a new message to go ahead alone (more); otherwise they refuse the run.
+func (h *Handler) sendResults(ctx, sendCtx context.Context, in RunInput, p plan, more bool, st *runState) error {
+	res, err := st.conv.Send(sendCtx, agentik.SendRequest{ToolResults: p.results, ClientTools: in.Tools, IfBusy: h.opts.IfBusy})
+	switch {
+	case err == nil:
+		st.turns = append(st.turns, res.MessageID)
+		for _, tr := range p.results {
+			st.skip[tr.CallID] = true
+		}
+	case agentik.ErrorCode(err) == agentik.EInvalid && more:
+		// The calls are no longer waiting (the turn was closed meanwhile):
+		// the results are stale and the new message goes ahead alone.
+		h.log.DebugContext(ctx, "agui: stale tool results dropped", "conversation", st.conv.ID(), "err", err)
+	default:
+		return err
+	}
+	return nil
+}
+
+// sendWhileParked sends a new message while calls wait for approval and the
+// run brings no answers: the conversation's busy policy decides (enqueue: it
+// waits behind the parked turn; interrupt: the calls are denied and it is
+// answered now; reject: 409).
+func (h *Handler) sendWhileParked(ctx, sendCtx context.Context, in RunInput, user agentik.SendRequest, st *runState) error {
+	user.IfBusy = h.opts.IfBusy
+	res, err := st.conv.Send(sendCtx, user)
+	if err != nil {
+		return err
+	}
+	if still, err := approvalsOf(ctx, st.conv); err == nil && len(still) > 0 {
+		// Still waiting: the message is queued behind the parked turn.
+		// The run reports what waits; the answers resume the turn.
+		st.report = []Event{finished(in, still)}
+		return nil
+	}
+	st.turns = append(st.turns, res.MessageID)
+	return nil
+}
+
+// stream follows the run's turns on the event stream to the run's end, or
+// to the client's going away.
+func (h *Handler) stream(ctx context.Context, s *sseWriter, in RunInput, st *runState) {
+	tr := newTranslator(in.ThreadID, in.RunID, st.turns, st.skip, h.opts.newID)
+	if st.sendErr != nil {
 		// An earlier message was accepted and a later one refused: the run
 		// reports the accepted turns, then ends with the refusal.
-		h.log.WarnContext(ctx, "agui: a later message of the run was refused", "conversation", convID, "err", sendErr)
-		tr.finalErr = sendErr
+		h.log.WarnContext(ctx, "agui: a later message of the run was refused", "conversation", st.conv.ID(), "err", st.sendErr)
+		tr.finalErr = st.sendErr
 	}
-	h.follow(ctx, conv, stream, cursor, s, tr)
+	h.follow(ctx, st.conv, st.events, st.cursor, s, tr)
 	if tr.done {
 		return
 	}
 	if ctx.Err() != nil || s.failed {
-		h.disconnected(conv, tr)
+		h.disconnected(st.conv, tr)
 		return
 	}
 	s.emitAll(tr.fail(nil, "the conversation's event stream ended", agentik.EUnavailable))
@@ -519,58 +580,70 @@ func (h *Handler) read(ctx context.Context, conv agentik.Conversation) (agentik.
 	return conv, journal, cursor, nil
 }
 
-// reconcile compares the client's messages with the journal: user messages
-// whose ids the server has not seen are new; tool messages answer the calls
-// the last turn waits for — approvals among them (pend) as well as client
-// tools; resume entries answer approvals.
+// reconcile compares the client's messages with the journal (package
+// history): user messages the server does not hold are new; tool messages
+// answer the calls the last turn waits for — approvals among them (pend) as
+// well as client tools; resume entries answer approvals.
 func reconcile(journal []agentik.Message, in RunInput, pend []agentik.PendingApproval) (plan, error) {
-	seen := seenIDs(journal)
-	waiting := waitingCalls(journal)
-	var p plan
+	sent := make([]history.Message, len(in.Messages))
+	for i, m := range in.Messages {
+		sent[i] = history.Message{Role: m.Role, ID: m.ID, Text: agentik.JoinText(m.Content), CallID: m.ToolCallID}
+	}
+	r := history.Reconcile(journal, sent, history.Options{IDs: clientIDs})
+	p := plan{behind: r.Behind}
+	for _, i := range r.New {
+		p.users = append(p.users, in.Messages[i])
+	}
 	asking := map[string]bool{}
 	for _, a := range pend {
 		asking[a.CallID] = true
 	}
-	// Resume entries first: they are the 1.0 answer, and win over a tool
-	// message for the same call. An entry for a call that does not wait
-	// (unknown, answered, another thread's) is kept: answering it gives the
-	// native API's error, before anything else is done.
+	if err := p.answer(in, asking); err != nil {
+		return p, err
+	}
+	for _, i := range r.Results {
+		m := in.Messages[i]
+		if asking[m.ToolCallID] {
+			continue // an answer to an approval, taken above
+		}
+		content := m.Content
+		if m.Error != "" && len(content) == 0 {
+			content = []agentik.Content{agentik.Text(m.Error)}
+		}
+		p.results = append(p.results, agentik.ClientToolResult{CallID: m.ToolCallID, Content: content, IsError: m.Error != ""})
+	}
+	return p, nil
+}
+
+// answer takes the run's answers to the approvals asking: resume entries
+// first (they are the 1.0 answer, and win over a tool message for the same
+// call), then the first tool message for each call. An entry for a call
+// that does not wait (unknown, answered, another thread's) is kept:
+// answering it gives the native API's error, before anything else is done.
+func (p *plan) answer(in RunInput, asking map[string]bool) error {
 	answered := map[string]bool{}
 	for _, e := range in.Resume {
 		res, err := resolutionOfResume(e)
 		if err != nil {
-			return p, err
+			return err
 		}
 		p.answers = append(p.answers, answer{callID: e.InterruptID, res: res})
 		answered[e.InterruptID] = true
 	}
 	for _, m := range in.Messages {
-		switch {
-		case m.Role == RoleUser && !seen[m.ID]:
-			p.users = append(p.users, m)
-		case m.Role == RoleTool && asking[m.ToolCallID]:
-			if answered[m.ToolCallID] {
-				continue
-			}
-			res, err := resolutionOfToolMessage(m)
-			if err != nil {
-				return p, err
-			}
-			p.answers = append(p.answers, answer{callID: m.ToolCallID, res: res})
-			answered[m.ToolCallID] = true
-			if p.fromTool == nil {
-				p.fromTool = map[string]bool{}
-			}
-			p.fromTool[m.ToolCallID] = true
-			delete(waiting, m.ToolCallID)
-		case m.Role == RoleTool && waiting[m.ToolCallID]:
-			content := m.Content
-			if m.Error != "" && len(content) == 0 {
-				content = []agentik.Content{agentik.Text(m.Error)}
-			}
-			p.results = append(p.results, agentik.ClientToolResult{CallID: m.ToolCallID, Content: content, IsError: m.Error != ""})
-			delete(waiting, m.ToolCallID)
+		if m.Role != RoleTool || !asking[m.ToolCallID] || answered[m.ToolCallID] {
+			continue
 		}
+		res, err := resolutionOfToolMessage(m)
+		if err != nil {
+			return err
+		}
+		p.answers = append(p.answers, answer{callID: m.ToolCallID, res: res})
+		answered[m.ToolCallID] = true
+		if p.fromTool == nil {
+			p.fromTool = map[string]bool{}
+		}
+		p.fromTool[m.ToolCallID] = true
 	}
 	// Unknown ids first (their error is what the client gets, and nothing
 	// has changed yet), then edited approvals (refused arguments are the
@@ -585,7 +658,7 @@ func reconcile(journal []agentik.Message, in RunInput, pend []agentik.PendingApp
 		return 2
 	}
 	slices.SortStableFunc(p.answers, func(a, b answer) int { return rank(a) - rank(b) })
-	return p, nil
+	return nil
 }
 
 // mergeUsers makes the run's new user messages one message to send: their
@@ -630,6 +703,8 @@ func renderContext(ctx []InputContext) string {
 	return b.String()
 }
 
+// lockThread takes the lock of thread id (see threadLock); unlock, called
+// once, releases it.
 func (h *Handler) lockThread(id string) (unlock func()) {
 	h.mu.Lock()
 	l := h.threads[id]
@@ -640,16 +715,13 @@ func (h *Handler) lockThread(id string) (unlock func()) {
 	l.refs++
 	h.mu.Unlock()
 	l.mu.Lock()
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			l.mu.Unlock()
-			h.mu.Lock()
-			if l.refs--; l.refs == 0 {
-				delete(h.threads, id)
-			}
-			h.mu.Unlock()
-		})
+		l.mu.Unlock()
+		h.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(h.threads, id)
+		}
+		h.mu.Unlock()
 	}
 }
 

@@ -178,59 +178,15 @@ var defaultParameters = agentik.RawJSON(`{"type":"object","properties":{}}`)
 // bytes that are not one JSON value, EInvalid for a value of the wrong shape.
 func DecodeInput(b []byte) (RunInput, error) {
 	var in RunInput
-	if len(bytes.TrimSpace(b)) == 0 {
-		return in, agentik.Errorf(agentik.EMalformed, "request body is required")
-	}
-	if err := agentik.CheckJSON(b); err != nil {
+	w, err := decodeWire(b)
+	if err != nil {
 		return in, err
 	}
-	var w wireInput
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&w); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			if typeErr.Field == "" {
-				return in, agentik.Errorf(agentik.EInvalid, "RunAgentInput must be a JSON object")
-			}
-			return in, agentik.Errorf(agentik.EInvalid, "field %s has the wrong type (%s)", typeErr.Field, typeErr.Value)
-		}
-		return in, agentik.WrapError(agentik.EMalformed, "request body is not valid JSON", err)
+	if err := checkBounds(w); err != nil {
+		return in, err
 	}
-	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
-		return in, agentik.Errorf(agentik.EMalformed, "request body has data after the JSON value")
-	}
-	switch {
-	case w.ThreadID == nil || *w.ThreadID == "":
-		return in, agentik.Errorf(agentik.EInvalid, "threadId is required")
-	case w.RunID == nil || *w.RunID == "":
-		return in, agentik.Errorf(agentik.EInvalid, "runId is required")
-	case w.Messages == nil:
-		return in, agentik.Errorf(agentik.EInvalid, "messages is required (an array, possibly empty)")
-	case len(*w.ThreadID) > maxIDLen || len(*w.RunID) > maxIDLen:
-		return in, agentik.Errorf(agentik.EInvalid, "threadId and runId must be at most %d bytes", maxIDLen)
-	case len(w.Tools) > maxTools:
-		return in, agentik.Errorf(agentik.EInvalid, "at most %d tools", maxTools)
-	case len(w.Resume) > maxResume:
-		return in, agentik.Errorf(agentik.EInvalid, "at most %d resume entries", maxResume)
-	}
-	answered := map[string]bool{}
-	for i, r := range w.Resume {
-		switch {
-		case r.InterruptID == nil || *r.InterruptID == "":
-			return in, agentik.Errorf(agentik.EInvalid, "resume[%d].interruptId is required", i)
-		case len(*r.InterruptID) > maxIDLen:
-			return in, agentik.Errorf(agentik.EInvalid, "resume[%d].interruptId is longer than %d bytes", i, maxIDLen)
-		case r.Status == nil || (*r.Status != ResumeResolved && *r.Status != ResumeCancelled):
-			return in, agentik.Errorf(agentik.EInvalid, "resume[%d].status must be \"resolved\" or \"cancelled\"", i)
-		case answered[*r.InterruptID]:
-			return in, agentik.Errorf(agentik.EInvalid, "resume[%d] answers interrupt %q a second time", i, *r.InterruptID)
-		}
-		answered[*r.InterruptID] = true
-		e := ResumeEntry{InterruptID: *r.InterruptID, Status: *r.Status}
-		if p := bytes.TrimSpace(r.Payload); len(p) > 0 && string(p) != "null" {
-			e.Payload = json.RawMessage(p)
-		}
-		in.Resume = append(in.Resume, e)
+	if in.Resume, err = decodeResume(w.Resume); err != nil {
+		return in, err
 	}
 	in.ThreadID, in.RunID = *w.ThreadID, *w.RunID
 	if w.ParentRunID != nil {
@@ -240,68 +196,164 @@ func DecodeInput(b []byte) (RunInput, error) {
 		in.ProtocolVersion = *w.ProtocolVersion
 	}
 	in.Context = w.Context
+	if in.Messages, err = decodeMessages(*w.Messages); err != nil {
+		return in, err
+	}
+	if in.Tools, err = decodeTools(w.Tools); err != nil {
+		return in, err
+	}
+	return in, nil
+}
 
+// decodeWire decodes the body as exactly one JSON object.
+func decodeWire(b []byte) (wireInput, error) {
+	var w wireInput
+	if len(bytes.TrimSpace(b)) == 0 {
+		return w, agentik.Errorf(agentik.EMalformed, "request body is required")
+	}
+	if err := agentik.CheckJSON(b); err != nil {
+		return w, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&w); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			if typeErr.Field == "" {
+				return w, agentik.Errorf(agentik.EInvalid, "RunAgentInput must be a JSON object")
+			}
+			return w, agentik.Errorf(agentik.EInvalid, "field %s has the wrong type (%s)", typeErr.Field, typeErr.Value)
+		}
+		return w, agentik.WrapError(agentik.EMalformed, "request body is not valid JSON", err)
+	}
+	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
+		return w, agentik.Errorf(agentik.EMalformed, "request body has data after the JSON value")
+	}
+	return w, nil
+}
+
+// checkBounds checks the required fields and the limits on the input.
+func checkBounds(w wireInput) error {
+	switch {
+	case w.ThreadID == nil || *w.ThreadID == "":
+		return agentik.Errorf(agentik.EInvalid, "threadId is required")
+	case w.RunID == nil || *w.RunID == "":
+		return agentik.Errorf(agentik.EInvalid, "runId is required")
+	case w.Messages == nil:
+		return agentik.Errorf(agentik.EInvalid, "messages is required (an array, possibly empty)")
+	case len(*w.ThreadID) > maxIDLen || len(*w.RunID) > maxIDLen:
+		return agentik.Errorf(agentik.EInvalid, "threadId and runId must be at most %d bytes", maxIDLen)
+	case len(w.Tools) > maxTools:
+		return agentik.Errorf(agentik.EInvalid, "at most %d tools", maxTools)
+	case len(w.Resume) > maxResume:
+		return agentik.Errorf(agentik.EInvalid, "at most %d resume entries", maxResume)
+	}
+	return nil
+}
+
+// decodeResume decodes input.resume: one answer per interrupt.
+func decodeResume(ws []wireResume) ([]ResumeEntry, error) {
+	var out []ResumeEntry
+	answered := map[string]bool{}
+	for i, r := range ws {
+		switch {
+		case r.InterruptID == nil || *r.InterruptID == "":
+			return out, agentik.Errorf(agentik.EInvalid, "resume[%d].interruptId is required", i)
+		case len(*r.InterruptID) > maxIDLen:
+			return out, agentik.Errorf(agentik.EInvalid, "resume[%d].interruptId is longer than %d bytes", i, maxIDLen)
+		case r.Status == nil || (*r.Status != ResumeResolved && *r.Status != ResumeCancelled):
+			return out, agentik.Errorf(agentik.EInvalid, "resume[%d].status must be \"resolved\" or \"cancelled\"", i)
+		case answered[*r.InterruptID]:
+			return out, agentik.Errorf(agentik.EInvalid, "resume[%d] answers interrupt %q a second time", i, *r.InterruptID)
+		}
+		answered[*r.InterruptID] = true
+		e := ResumeEntry{InterruptID: *r.InterruptID, Status: *r.Status}
+		if p := bytes.TrimSpace(r.Payload); len(p) > 0 && string(p) != "null" {
+			e.Payload = json.RawMessage(p)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// decodeMessages decodes input.messages; ids are required and unique.
+func decodeMessages(ws []wireMessage) ([]InputMessage, error) {
+	var out []InputMessage
 	seen := map[string]bool{}
-	for i, m := range *w.Messages {
+	for i, m := range ws {
 		if m.ID == "" {
-			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].id is required", i)
+			return out, agentik.Errorf(agentik.EInvalid, "messages[%d].id is required", i)
 		}
 		if len(m.ID) > maxIDLen {
-			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].id is longer than %d bytes", i, maxIDLen)
+			return out, agentik.Errorf(agentik.EInvalid, "messages[%d].id is longer than %d bytes", i, maxIDLen)
 		}
-		out := InputMessage{ID: m.ID, Role: m.Role}
-		switch m.Role {
-		case RoleUser:
-			parts, err := decodeContent(m.Content, true)
-			if err != nil {
-				return in, agentik.Errorf(agentik.EInvalid, "messages[%d].content: %s", i, agentik.ErrorMessage(err))
-			}
-			if err := agentik.ValidateContent(parts); err != nil {
-				return in, agentik.Errorf(agentik.EInvalid, "messages[%d].content: %s", i, agentik.ErrorMessage(err))
-			}
-			out.Content = parts
-		case RoleTool:
-			if m.ToolCallID == "" {
-				return in, agentik.Errorf(agentik.EInvalid, "messages[%d].toolCallId is required for a tool message", i)
-			}
-			parts, err := decodeContent(m.Content, false)
-			if err != nil {
-				return in, agentik.Errorf(agentik.EInvalid, "messages[%d].content: %s", i, agentik.ErrorMessage(err))
-			}
-			out.Content, out.ToolCallID, out.Error = parts, m.ToolCallID, m.Error
-		case RoleAssistant, RoleSystem, RoleDeveloper, RoleReasoning, RoleActivity:
-			// The server's own journal is the truth for these; kept for
-			// nothing but the duplicate-id check.
-		case "":
-			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].role is required", i)
-		default:
-			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].role %q is not an AG-UI role", i, m.Role)
+		msg, err := decodeMessage(m)
+		if err != nil {
+			return out, agentik.Errorf(agentik.EInvalid, "messages[%d]%s", i, agentik.ErrorMessage(err))
 		}
 		if seen[m.ID] {
-			return in, agentik.Errorf(agentik.EInvalid, "messages[%d].id %q is used twice", i, m.ID)
+			return out, agentik.Errorf(agentik.EInvalid, "messages[%d].id %q is used twice", i, m.ID)
 		}
 		seen[m.ID] = true
-		in.Messages = append(in.Messages, out)
+		out = append(out, msg)
 	}
+	return out, nil
+}
 
+// decodeMessage decodes one message by its role. Its errors name the field
+// after the message (".content: …"), without the message's index.
+func decodeMessage(m wireMessage) (InputMessage, error) {
+	out := InputMessage{ID: m.ID, Role: m.Role}
+	switch m.Role {
+	case RoleUser:
+		parts, err := decodeContent(m.Content, true)
+		if err == nil {
+			err = agentik.ValidateContent(parts)
+		}
+		if err != nil {
+			return out, agentik.Errorf(agentik.EInvalid, ".content: %s", agentik.ErrorMessage(err))
+		}
+		out.Content = parts
+	case RoleTool:
+		if m.ToolCallID == "" {
+			return out, agentik.Errorf(agentik.EInvalid, ".toolCallId is required for a tool message")
+		}
+		parts, err := decodeContent(m.Content, false)
+		if err != nil {
+			return out, agentik.Errorf(agentik.EInvalid, ".content: %s", agentik.ErrorMessage(err))
+		}
+		out.Content, out.ToolCallID, out.Error = parts, m.ToolCallID, m.Error
+	case RoleAssistant, RoleSystem, RoleDeveloper, RoleReasoning, RoleActivity:
+		// The server's own journal is the truth for these; kept for
+		// nothing but the duplicate-id check.
+	case "":
+		return out, agentik.Errorf(agentik.EInvalid, ".role is required")
+	default:
+		return out, agentik.Errorf(agentik.EInvalid, ".role %q is not an AG-UI role", m.Role)
+	}
+	return out, nil
+}
+
+// decodeTools decodes input.tools: the client's frontend tools.
+func decodeTools(ws []wireTool) ([]agentik.ToolSpec, error) {
+	var out []agentik.ToolSpec
 	names := map[string]bool{}
-	for i, t := range w.Tools {
+	for i, t := range ws {
 		if !validToolName(t.Name) {
-			return in, agentik.Errorf(agentik.EInvalid, "tools[%d].name must be 1 to %d letters, digits, _ or -", i, maxToolNameLen)
+			return out, agentik.Errorf(agentik.EInvalid, "tools[%d].name must be 1 to %d letters, digits, _ or -", i, maxToolNameLen)
 		}
 		if names[t.Name] {
-			return in, agentik.Errorf(agentik.EInvalid, "tools[%d].name %q is used twice", i, t.Name)
+			return out, agentik.Errorf(agentik.EInvalid, "tools[%d].name %q is used twice", i, t.Name)
 		}
 		names[t.Name] = true
 		params := agentik.RawJSON(bytes.TrimSpace(t.Parameters))
 		if len(params) == 0 || string(params) == "null" {
 			params = defaultParameters
 		} else if params[0] != '{' {
-			return in, agentik.Errorf(agentik.EInvalid, "tools[%d].parameters must be a JSON Schema object", i)
+			return out, agentik.Errorf(agentik.EInvalid, "tools[%d].parameters must be a JSON Schema object", i)
 		}
-		in.Tools = append(in.Tools, agentik.ToolSpec{Name: t.Name, Description: t.Description, Parameters: params})
+		out = append(out, agentik.ToolSpec{Name: t.Name, Description: t.Description, Parameters: params})
 	}
-	return in, nil
+	return out, nil
 }
 
 func validToolName(s string) bool {

@@ -2,6 +2,7 @@ package agui
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/agentik/agentik"
 )
@@ -23,21 +24,20 @@ const (
 	Channel = "agui"
 )
 
-// seenIDs returns every message id the client may hold for journal: the
-// journal ids (what MESSAGES_SNAPSHOT hands out) and the AG-UI ids of the
-// user messages stored through this facade.
-func seenIDs(journal []agentik.Message) map[string]bool {
-	seen := make(map[string]bool, len(journal))
-	for _, m := range journal {
-		seen[m.ID] = true
-		if m.Context != nil && m.Context.Metadata[MetaMessageID] != "" {
-			seen[m.Context.Metadata[MetaMessageID]] = true
-		}
-		for _, s := range sentMessages(m) {
-			seen[s.ID] = true
+// clientIDs returns the AG-UI ids a client may know a stored message by
+// besides its journal id (history.Options.IDs): those of the user messages
+// stored through this facade, one per AG-UI message a stored one holds.
+func clientIDs(m agentik.Message) []string {
+	var ids []string
+	if m.Context != nil && m.Context.Metadata[MetaMessageID] != "" {
+		ids = append(ids, m.Context.Metadata[MetaMessageID])
+	}
+	for _, s := range sentMessages(m) {
+		if !slices.Contains(ids, s.ID) {
+			ids = append(ids, s.ID)
 		}
 	}
-	return seen
+	return ids
 }
 
 // sentMessage is one AG-UI user message of a stored message (MetaMessages).
@@ -67,82 +67,6 @@ func sentMessages(m agentik.Message) []sentMessage {
 		return nil
 	}
 	return split
-}
-
-// waitingCalls returns the ids of the tool calls the conversation's last
-// turn may still wait for: the calls of the journal's last tool round that
-// have no result, unless the round was followed by a user message (which
-// abandons a waiting turn) or by a message that closed its turn. The engine
-// has the final word: it refuses results for calls it does not wait for.
-func waitingCalls(journal []agentik.Message) map[string]bool {
-	last := -1
-	for i := len(journal) - 1; i >= 0; i-- {
-		if journal[i].Type == agentik.MsgToolCall {
-			last = i
-			break
-		}
-	}
-	if last < 0 {
-		return nil
-	}
-	turn := journal[last].ReplyTo
-	waiting := map[string]bool{}
-	for i := last; i >= 0 && journal[i].Type == agentik.MsgToolCall; i-- {
-		waiting[journal[i].CallID] = true
-	}
-	for _, m := range journal[last+1:] {
-		switch {
-		case m.Type == agentik.MsgUser:
-			return nil
-		case m.ReplyTo == turn && m.ClosesTurn():
-			return nil
-		case m.Type == agentik.MsgToolResult:
-			delete(waiting, m.CallID)
-		}
-	}
-	return waiting
-}
-
-// behind reports whether the client's messages end at a user message the
-// journal already holds something to show after: the client lacks the
-// answer. It dropped it (CopilotKit's Regenerate cuts the thread after the
-// user message and runs again) or never got it (a run lost on the way, a
-// stale tab). AG-UI has no regenerate signal, so the two cannot be told
-// apart; either way the run has nothing new to answer, and the client is
-// sent the journal (MESSAGES_SNAPSHOT) instead of an empty run, without a
-// model call. (AG-UI's own LangGraph integration treats this input as a
-// client that is behind, too.)
-func behind(journal []agentik.Message, in RunInput) bool {
-	if len(in.Messages) == 0 {
-		return false
-	}
-	last := in.Messages[len(in.Messages)-1]
-	if last.Role != RoleUser {
-		return false
-	}
-	at := -1
-	for i, m := range journal {
-		if m.Type != agentik.MsgUser {
-			continue
-		}
-		if m.ID == last.ID || m.Context != nil && m.Context.Metadata[MetaMessageID] == last.ID {
-			at = i
-		}
-		for _, s := range sentMessages(m) {
-			if s.ID == last.ID {
-				at = i
-			}
-		}
-	}
-	if at < 0 {
-		return false
-	}
-	for _, m := range journal[at+1:] {
-		if m.Type != agentik.MsgError { // errors are not in a snapshot
-			return true
-		}
-	}
-	return false
 }
 
 // snapshotMessages renders a journal as AG-UI messages for

@@ -73,7 +73,6 @@ func (t *translator) event(ev agentik.Event) []Event {
 	if t.done {
 		return nil
 	}
-	var out []Event
 	if t.rejoining {
 		if out, ok := t.rejoin(ev); ok {
 			return out
@@ -82,96 +81,23 @@ func (t *translator) event(ev agentik.Event) []Event {
 	switch ev.Type {
 	case agentik.EvWorking:
 		t.current, t.ours = ev.ReplyTo, t.isOurs(ev.ReplyTo)
-		out = t.closeAll(out)
 		t.parentID = ""
+		return t.closeAll(nil)
 	case agentik.EvStartReasoning, agentik.EvStartResponse:
-		t.current, t.ours = ev.ReplyTo, t.isOurs(ev.ReplyTo)
-		if !t.ours {
-			return nil
-		}
-		out = t.closeAll(out)
-		if ev.Type == agentik.EvStartReasoning {
-			t.reasonID = t.newID()
-			out = append(out,
-				Event{Type: ReasoningStart, MessageID: t.reasonID},
-				Event{Type: ReasoningMessageStart, MessageID: t.reasonID, Role: RoleReasoning})
-			t.parentID = ""
-		} else {
-			t.textID = t.newID()
-			t.text.Reset()
-			out = append(out, Event{Type: TextMessageStart, MessageID: t.textID, Role: RoleAssistant})
-			t.parentID = t.textID
-		}
+		return t.startPhase(ev)
 	case agentik.EvAppendText:
-		// Online deltas carry no turn: they belong to the phase opened last,
-		// and only if that phase is ours. Empty deltas are never sent.
-		switch {
-		case !t.ours || ev.Text == "":
-		case t.textID != "":
-			t.text.WriteString(ev.Text)
-			out = append(out, Event{Type: TextMessageContent, MessageID: t.textID, Delta: ev.Text})
-		case t.reasonID != "":
-			t.reason.WriteString(ev.Text)
-			out = append(out, Event{Type: ReasoningMessageContent, MessageID: t.reasonID, Delta: ev.Text})
-		}
+		return t.appendText(ev.Text)
 	case agentik.EvAssistantMessage:
+		return t.assistantMessage(ev.Message)
+	case agentik.EvToolCall:
+		return t.toolCall(ev.Message)
+	case agentik.EvToolResult, agentik.EvToolFailed:
+		return t.toolResult(ev.Message)
+	case agentik.EvError:
 		if !t.isOurs(ev.Message.ReplyTo) {
 			return nil
 		}
-		out = t.closeReasoning(out)
-		full := agentik.JoinText(ev.Message.Content)
-		if t.textID != "" {
-			// Deltas may have been dropped for a slow reader; the durable
-			// message completes the text when what was shown is a prefix.
-			if shown := t.text.String(); len(full) > len(shown) && strings.HasPrefix(full, shown) {
-				out = append(out, Event{Type: TextMessageContent, MessageID: t.textID, Delta: full[len(shown):]})
-			}
-			t.parentID = t.textID
-			out = t.closeText(out)
-		} else if full != "" {
-			// Nothing was streamed (a resubscribe lost the start): show the
-			// answer whole under its journal id.
-			out = append(out,
-				Event{Type: TextMessageStart, MessageID: ev.Message.ID, Role: RoleAssistant},
-				Event{Type: TextMessageContent, MessageID: ev.Message.ID, Delta: full},
-				Event{Type: TextMessageEnd, MessageID: ev.Message.ID})
-			t.parentID = ev.Message.ID
-		}
-	case agentik.EvToolCall:
-		m := ev.Message
-		if !t.isOurs(m.ReplyTo) {
-			return nil
-		}
-		out = t.closeAll(out)
-		if t.parentID == "" {
-			t.parentID = t.newID()
-		}
-		out = append(out, Event{Type: ToolCallStart, ToolCallID: m.CallID, ToolCallName: m.Name, ParentMessageID: t.parentID})
-		if len(m.Arguments) > 0 {
-			out = append(out, Event{Type: ToolCallArgs, ToolCallID: m.CallID, Delta: string(m.Arguments)})
-		}
-		out = append(out, Event{Type: ToolCallEnd, ToolCallID: m.CallID})
-		t.started = append(t.started, m.CallID)
-		t.called[m.ReplyTo] = true
-	case agentik.EvToolResult, agentik.EvToolFailed:
-		m := ev.Message
-		if !t.isOurs(m.ReplyTo) {
-			return nil
-		}
-		t.parentID = "" // the round's calls are all out; a new round follows
-		t.results[m.CallID] = true
-		if t.skipResults[m.CallID] {
-			return nil // the client sent this result; it has it already
-		}
-		out = t.closeAll(out)
-		out = append(out, Event{Type: ToolCallResult, MessageID: m.ID, ToolCallID: m.CallID,
-			Content: strPtr(agentik.JoinText(m.Content)), Role: RoleTool})
-	case agentik.EvError:
-		m := ev.Message
-		if !t.isOurs(m.ReplyTo) {
-			return nil
-		}
-		out = t.fail(out, agentik.TurnErrorMessage(m.Code, m.Details), m.Code)
+		return t.fail(nil, agentik.TurnErrorMessage(ev.Message.Code, ev.Message.Details), ev.Message.Code)
 	case agentik.EvApprovalRequested:
 		if t.isOurs(ev.ReplyTo) && !slices.ContainsFunc(t.asking, func(p agentik.PendingApproval) bool { return p.CallID == ev.CallID }) {
 			t.asking = append(t.asking, pendingOfEvent(ev))
@@ -179,63 +105,170 @@ func (t *translator) event(ev agentik.Event) []Event {
 	case agentik.EvApprovalResolved:
 		t.asking = slices.DeleteFunc(t.asking, func(p agentik.PendingApproval) bool { return p.CallID == ev.CallID })
 	case agentik.EvAwaitingApproval:
-		// The turn parked: it has run every call it may and waits for
-		// answers. The run ends here with an interrupt (AG-UI 1.0); the
-		// answers start a new run (resume), which follows the same turn.
-		if !t.isOurs(ev.ReplyTo) || len(t.asking) == 0 {
-			return nil
-		}
-		out = t.closeAll(out)
-		if t.finalErr != nil {
-			code, msg := edge.Public(t.finalErr)
-			return t.fail(out, msg, code)
-		}
-		t.done = true
-		out = append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: interruptOutcome(t.asking)})
+		return t.awaitingApproval(ev)
 	case agentik.EvInterrupted:
 		if t.isOurs(ev.ReplyTo) {
 			t.cancelled = true
 		}
 	case agentik.EvEnd:
-		if !t.isOurs(ev.ReplyTo) {
-			return nil
+		return t.end(ev)
+	}
+	return nil
+}
+
+// startPhase opens the reasoning or the text of one of the run's turns.
+func (t *translator) startPhase(ev agentik.Event) []Event {
+	t.current, t.ours = ev.ReplyTo, t.isOurs(ev.ReplyTo)
+	if !t.ours {
+		return nil
+	}
+	out := t.closeAll(nil)
+	if ev.Type == agentik.EvStartReasoning {
+		t.reasonID = t.newID()
+		t.parentID = ""
+		return append(out,
+			Event{Type: ReasoningStart, MessageID: t.reasonID},
+			Event{Type: ReasoningMessageStart, MessageID: t.reasonID, Role: RoleReasoning})
+	}
+	t.textID = t.newID()
+	t.text.Reset()
+	t.parentID = t.textID
+	return append(out, Event{Type: TextMessageStart, MessageID: t.textID, Role: RoleAssistant})
+}
+
+// appendText continues the open phase. Online deltas carry no turn: they
+// belong to the phase opened last, and only if that phase is ours. Empty
+// deltas are never sent.
+func (t *translator) appendText(text string) []Event {
+	switch {
+	case !t.ours || text == "":
+	case t.textID != "":
+		t.text.WriteString(text)
+		return []Event{{Type: TextMessageContent, MessageID: t.textID, Delta: text}}
+	case t.reasonID != "":
+		t.reason.WriteString(text)
+		return []Event{{Type: ReasoningMessageContent, MessageID: t.reasonID, Delta: text}}
+	}
+	return nil
+}
+
+// assistantMessage closes the answer of one of the run's turns.
+func (t *translator) assistantMessage(m *agentik.Message) []Event {
+	if !t.isOurs(m.ReplyTo) {
+		return nil
+	}
+	out := t.closeReasoning(nil)
+	full := agentik.JoinText(m.Content)
+	if t.textID != "" {
+		// Deltas may have been dropped for a slow reader; the durable
+		// message completes the text when what was shown is a prefix.
+		if shown := t.text.String(); len(full) > len(shown) && strings.HasPrefix(full, shown) {
+			out = append(out, Event{Type: TextMessageContent, MessageID: t.textID, Delta: full[len(shown):]})
 		}
-		if ev.Reason == agentik.EndClientTools && !t.called[ev.ReplyTo] {
-			// A turn waits for client tools only after calling them in this
-			// run: this is the end of the round the run posted results for,
-			// published before the run subscribed, which reached this
-			// process late (from another, with that round's other online
-			// events). The continuation is yet to come.
-			return nil
-		}
-		t.ended[ev.ReplyTo] = true
-		out = t.closeAll(out)
-		if ev.Reason == agentik.EndError {
-			// The error record normally comes first and ends the run; this
-			// covers an error that could not even be recorded.
-			return t.fail(out, "the turn failed", agentik.EInternal)
-		}
-		if ev.Reason == agentik.EndInterrupted {
-			t.cancelled = true
-		}
-		if !t.allEnded() {
-			return out
-		}
-		if t.finalErr != nil {
-			code, msg := edge.Public(t.finalErr)
-			return t.fail(out, msg, code)
-		}
-		fin := Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID}
-		switch {
-		case ev.Reason == agentik.EndClientTools:
-			fin.Outcome = &Outcome{Type: OutcomeSuccess, PendingToolCallIDs: t.pending()}
-		case t.cancelled:
-			fin.Outcome = &Outcome{Type: OutcomeCancelled}
-		}
-		t.done = true
-		out = append(out, fin)
+		t.parentID = t.textID
+		return t.closeText(out)
+	}
+	if full != "" {
+		// Nothing was streamed (a resubscribe lost the start): show the
+		// answer whole under its journal id.
+		out = append(out,
+			Event{Type: TextMessageStart, MessageID: m.ID, Role: RoleAssistant},
+			Event{Type: TextMessageContent, MessageID: m.ID, Delta: full},
+			Event{Type: TextMessageEnd, MessageID: m.ID})
+		t.parentID = m.ID
 	}
 	return out
+}
+
+// toolCall shows a call of one of the run's turns, whole.
+func (t *translator) toolCall(m *agentik.Message) []Event {
+	if !t.isOurs(m.ReplyTo) {
+		return nil
+	}
+	out := t.closeAll(nil)
+	if t.parentID == "" {
+		t.parentID = t.newID()
+	}
+	out = append(out, Event{Type: ToolCallStart, ToolCallID: m.CallID, ToolCallName: m.Name, ParentMessageID: t.parentID})
+	if len(m.Arguments) > 0 {
+		out = append(out, Event{Type: ToolCallArgs, ToolCallID: m.CallID, Delta: string(m.Arguments)})
+	}
+	t.started = append(t.started, m.CallID)
+	t.called[m.ReplyTo] = true
+	return append(out, Event{Type: ToolCallEnd, ToolCallID: m.CallID})
+}
+
+// toolResult shows the result of a call of one of the run's turns, unless
+// the client sent it.
+func (t *translator) toolResult(m *agentik.Message) []Event {
+	if !t.isOurs(m.ReplyTo) {
+		return nil
+	}
+	t.parentID = "" // the round's calls are all out; a new round follows
+	t.results[m.CallID] = true
+	if t.skipResults[m.CallID] {
+		return nil // the client sent this result; it has it already
+	}
+	return append(t.closeAll(nil), Event{Type: ToolCallResult, MessageID: m.ID, ToolCallID: m.CallID,
+		Content: strPtr(agentik.JoinText(m.Content)), Role: RoleTool})
+}
+
+// awaitingApproval ends the run when one of its turns parked: the turn has
+// run every call it may and waits for answers. The run ends here with an
+// interrupt (AG-UI 1.0); the answers start a new run (resume), which follows
+// the same turn.
+func (t *translator) awaitingApproval(ev agentik.Event) []Event {
+	if !t.isOurs(ev.ReplyTo) || len(t.asking) == 0 {
+		return nil
+	}
+	out := t.closeAll(nil)
+	if t.finalErr != nil {
+		code, msg := edge.Public(t.finalErr)
+		return t.fail(out, msg, code)
+	}
+	t.done = true
+	return append(out, Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID, Outcome: interruptOutcome(t.asking)})
+}
+
+// end closes one of the run's turns; the last one ends the run.
+func (t *translator) end(ev agentik.Event) []Event {
+	if !t.isOurs(ev.ReplyTo) {
+		return nil
+	}
+	if ev.Reason == agentik.EndClientTools && !t.called[ev.ReplyTo] {
+		// A turn waits for client tools only after calling them in this
+		// run: this is the end of the round the run posted results for,
+		// published before the run subscribed, which reached this
+		// process late (from another, with that round's other online
+		// events). The continuation is yet to come.
+		return nil
+	}
+	t.ended[ev.ReplyTo] = true
+	out := t.closeAll(nil)
+	if ev.Reason == agentik.EndError {
+		// The error record normally comes first and ends the run; this
+		// covers an error that could not even be recorded.
+		return t.fail(out, "the turn failed", agentik.EInternal)
+	}
+	if ev.Reason == agentik.EndInterrupted {
+		t.cancelled = true
+	}
+	if !t.allEnded() {
+		return out
+	}
+	if t.finalErr != nil {
+		code, msg := edge.Public(t.finalErr)
+		return t.fail(out, msg, code)
+	}
+	fin := Event{Type: RunFinished, ThreadID: t.threadID, RunID: t.runID}
+	switch {
+	case ev.Reason == agentik.EndClientTools:
+		fin.Outcome = &Outcome{Type: OutcomeSuccess, PendingToolCallIDs: t.pending()}
+	case t.cancelled:
+		fin.Outcome = &Outcome{Type: OutcomeCancelled}
+	}
+	t.done = true
+	return append(out, fin)
 }
 
 // resubscribed tells the translator that the event stream was replaced by a

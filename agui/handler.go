@@ -492,28 +492,17 @@ func (h *Handler) disconnected(conv agentik.Conversation, tr *translator) {
 	if h.opts.OnDisconnect != DisconnectInterrupt || tr.done {
 		return
 	}
-	if ti, ok := conv.(agentik.TurnInterrupter); ok {
-		// Each turn gets its own deadline: withdrawing one never eats the
-		// time of the next.
-		for _, id := range tr.turns {
-			if tr.ended[id] {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if _, err := ti.InterruptTurn(ctx, id); err != nil {
-				h.log.Warn("agui: interrupt after disconnect", "conversation", conv.ID(), "turn", id, "err", err)
-			}
-			cancel()
+	// Each turn gets its own deadline: withdrawing one never eats the time
+	// of the next.
+	for _, id := range tr.turns {
+		if tr.ended[id] {
+			continue
 		}
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if !tr.running() {
-		return
-	}
-	if _, err := conv.Interrupt(ctx); err != nil {
-		h.log.Warn("agui: interrupt after disconnect", "conversation", conv.ID(), "err", err)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if _, err := conv.InterruptTurn(ctx, id); err != nil {
+			h.log.Warn("agui: interrupt after disconnect", "conversation", conv.ID(), "turn", id, "err", err)
+		}
+		cancel()
 	}
 }
 

@@ -64,10 +64,6 @@ func (t *translator) isOurs(turn string) bool {
 	return false
 }
 
-// running reports whether one of the run's turns is running now, as far as
-// the events fed so far tell.
-func (t *translator) running() bool { return !t.done && t.ours && !t.ended[t.current] }
-
 // event translates one core event. It returns nothing once the run is done.
 func (t *translator) event(ev agentik.Event) []Event {
 	if t.done {

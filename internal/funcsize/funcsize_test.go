@@ -20,7 +20,6 @@ var over = map[string]bool{
 	"translator.event":   true,
 	"runner.memory":      true,
 	"LLM.appendBody":     true,
-	"Store.Commit":       true,
 	"concurrentCommits":  true,
 	"DecodeInput":        true,
 	"runner.level":       true,

@@ -19,7 +19,6 @@ var over = map[string]bool{
 	"Handler.run":        true,
 	"translator.event":   true,
 	"runner.memory":      true,
-	"LLM.appendBody":     true,
 	"concurrentCommits":  true,
 	"DecodeInput":        true,
 	"runner.level":       true,

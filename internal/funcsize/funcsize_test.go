@@ -24,7 +24,6 @@ var over = map[string]bool{
 	"runner.level":       true,
 	"loader.resolve":     true,
 	"watch.handle":       true,
-	"otlpConfigFrom":     true,
 	"shapeScanner.token": true,
 	"conv.send":          true,
 }

@@ -330,7 +330,7 @@ type decoded[T any] struct {
 }
 
 func decodedMessages() *decoded[agentik.Message] {
-	return &decoded[agentik.Message]{list: []agentik.Message{}, decode: ScanMessage,
+	return &decoded[agentik.Message]{list: []agentik.Message{}, decode: scanMessage,
 		content: func(m *agentik.Message) []agentik.Content { return m.Content }}
 }
 
@@ -340,7 +340,7 @@ func decodedEvents() *decoded[agentik.Event] {
 }
 
 func decodedMemory() *decoded[agentik.MemoryEntry] {
-	return &decoded[agentik.MemoryEntry]{list: []agentik.MemoryEntry{}, decode: ScanMemory,
+	return &decoded[agentik.MemoryEntry]{list: []agentik.MemoryEntry{}, decode: scanMemory,
 		content: func(e *agentik.MemoryEntry) []agentik.Content { return e.Message.Content }}
 }
 
@@ -373,10 +373,10 @@ func (r *EventRows) scan(row Scanner) error {
 	return r.AddString(cursor, typ, payload, refs.String)
 }
 
-// ScanMessage reads a message row (payload, images) and returns the
+// scanMessage reads a message row (payload, images) and returns the
 // message as stored and its images column ("" when its content is all
 // inline).
-func ScanMessage(row Scanner) (agentik.Message, string, error) {
+func scanMessage(row Scanner) (agentik.Message, string, error) {
 	var payload []byte
 	var refs sql.NullString
 	if err := row.Scan(&payload, &refs); err != nil {
@@ -389,27 +389,29 @@ func ScanMessage(row Scanner) (agentik.Message, string, error) {
 // ScanEvent reads an event row (cursor, payload, images) and returns the
 // event as stored and its images column.
 func ScanEvent(row Scanner) (agentik.Event, string, error) {
-	var cursor int64
-	var payload []byte
-	var refs sql.NullString
-	if err := row.Scan(&cursor, &payload, &refs); err != nil {
-		return agentik.Event{}, "", err
-	}
-	ev, err := DecodeEvent(cursor, payload, refs.String)
-	return ev, refs.String, err
+	return scanNumbered(row, DecodeEvent)
 }
 
-// ScanMemory reads a working-memory row (order, payload, images) and
+// scanMemory reads a working-memory row (order, payload, images) and
 // returns the entry as stored and its images column.
-func ScanMemory(row Scanner) (agentik.MemoryEntry, string, error) {
-	var ord int64
+func scanMemory(row Scanner) (agentik.MemoryEntry, string, error) {
+	return scanNumbered(row, func(ord int64, payload []byte, _ string) (agentik.MemoryEntry, error) {
+		return DecodeMemory(ord, payload)
+	})
+}
+
+// scanNumbered reads a row of a number (cursor or order), a payload and an
+// images column, and decodes it.
+func scanNumbered[T any](row Scanner, decode func(n int64, payload []byte, refs string) (T, error)) (T, string, error) {
+	var n int64
 	var payload []byte
 	var refs sql.NullString
-	if err := row.Scan(&ord, &payload, &refs); err != nil {
-		return agentik.MemoryEntry{}, "", err
+	if err := row.Scan(&n, &payload, &refs); err != nil {
+		var zero T
+		return zero, "", err
 	}
-	e, err := DecodeMemory(ord, payload)
-	return e, refs.String, err
+	v, err := decode(n, payload, refs.String)
+	return v, refs.String, err
 }
 
 // ScanAgentEvent reads an agent-event row (cursor, owner, payload).

@@ -2,34 +2,44 @@ package agentik
 
 import "context"
 
-type principalKey struct{}
+// ctxKey is the context key of a value of type T. A key is a pointer, so
+// that using it allocates nothing, to a struct with a name, so that no two
+// keys are equal.
+type ctxKey[T any] struct{ name string }
+
+var (
+	principalKey    = &ctxKey[string]{"principal"}
+	conversationKey = &ctxKey[string]{"conversation"}
+	stateKey        = &ctxKey[ConversationState]{"conversation state"}
+	facadeKey       = &ctxKey[string]{"facade"}
+)
+
+func (k *ctxKey[T]) with(ctx context.Context, v T) context.Context {
+	return context.WithValue(ctx, k, v)
+}
+
+// from returns the value ctx carries under k (the zero value when none).
+func (k *ctxKey[T]) from(ctx context.Context) T {
+	v, _ := ctx.Value(k).(T)
+	return v
+}
 
 // WithPrincipal returns a context acting for principal p. The empty principal
 // is the anonymous caller of an open (unauthenticated) server.
-func WithPrincipal(ctx context.Context, p string) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
-}
+func WithPrincipal(ctx context.Context, p string) context.Context { return principalKey.with(ctx, p) }
 
 // PrincipalFrom returns the principal ctx acts for ("" when none).
-func PrincipalFrom(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
-	return p
-}
-
-type conversationKey struct{}
+func PrincipalFrom(ctx context.Context) string { return principalKey.from(ctx) }
 
 // WithConversation returns a context carrying the conversation a turn runs
 // for; the engine sets it on every tool call, so tool sources that keep state
 // per conversation (a remote A2A context, say) can find it.
 func WithConversation(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, conversationKey{}, id)
+	return conversationKey.with(ctx, id)
 }
 
 // ConversationFrom returns the conversation id ctx carries ("" when none).
-func ConversationFrom(ctx context.Context) string {
-	id, _ := ctx.Value(conversationKey{}).(string)
-	return id
-}
+func ConversationFrom(ctx context.Context) string { return conversationKey.from(ctx) }
 
 // ConversationState is durable state kept with one conversation, by key,
 // and deleted with it: what a tool remembers per conversation (a remote A2A
@@ -45,21 +55,14 @@ type ConversationState interface {
 	SetState(ctx context.Context, key string, value RawJSON) error
 }
 
-type stateKey struct{}
-
 // WithConversationState returns a context carrying s.
 func WithConversationState(ctx context.Context, s ConversationState) context.Context {
-	return context.WithValue(ctx, stateKey{}, s)
+	return stateKey.with(ctx, s)
 }
 
 // ConversationStateFrom returns the conversation state ctx carries (nil
 // when none).
-func ConversationStateFrom(ctx context.Context) ConversationState {
-	s, _ := ctx.Value(stateKey{}).(ConversationState)
-	return s
-}
-
-type facadeKey struct{}
+func ConversationStateFrom(ctx context.Context) ConversationState { return stateKey.from(ctx) }
 
 // WithFacade returns ctx marked as a request of facade ("sse", "agui",
 // "a2a", "ws", "mcp", "irc"): the engine labels the event streams asked
@@ -67,12 +70,12 @@ type facadeKey struct{}
 // requests; the IRC and MCP facades, whose core calls do not run on an
 // HTTP request's context, mark their own.
 func WithFacade(ctx context.Context, facade string) context.Context {
-	return context.WithValue(ctx, facadeKey{}, facade)
+	return facadeKey.with(ctx, facade)
 }
 
 // FacadeFrom returns the facade of WithFacade, or "other".
 func FacadeFrom(ctx context.Context) string {
-	if f, ok := ctx.Value(facadeKey{}).(string); ok && f != "" {
+	if f := facadeKey.from(ctx); f != "" {
 		return f
 	}
 	return "other"

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"encoding/json"
 	"log/slog"
 	"math"
@@ -17,35 +18,47 @@ const (
 	CodeRequestTimeout   = "request_timeout"    // HTTP 408: the body did not arrive in time
 )
 
-// Status is the one place that maps the core's error codes to HTTP statuses.
-func Status(code string) int {
-	switch code {
-	case agentik.EMalformed:
-		return http.StatusBadRequest
-	case agentik.EInvalid:
-		return http.StatusUnprocessableEntity
-	case agentik.EUnauthorized:
-		return http.StatusUnauthorized
-	case agentik.ENotFound:
-		return http.StatusNotFound
-	case agentik.EBusy, agentik.EConflict:
-		return http.StatusConflict
-	case agentik.ETooLarge:
-		return http.StatusRequestEntityTooLarge
-	case agentik.EUnsupportedMed:
-		return http.StatusUnsupportedMediaType
-	case agentik.ERateLimited:
-		return http.StatusTooManyRequests
-	case agentik.EUnavailable:
-		return http.StatusServiceUnavailable
-	case CodeMethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	case CodeRequestTimeout:
-		return http.StatusRequestTimeout
-	default:
-		return http.StatusInternalServerError
+// Status is the one place that maps the core's error codes to HTTP statuses:
+// a code not in the table is a 500.
+func Status(code string) int { return cmp.Or(statuses[code], http.StatusInternalServerError) }
+
+// CodeOf is the client's inverse of Status, for an error response that
+// carries no usable error body (a proxy's HTML page, say): it also knows
+// the statuses only proxies answer with, and a status not in the table is
+// internal.
+func CodeOf(status int) string { return cmp.Or(codes[status], agentik.EInternal) }
+
+var (
+	statuses = map[string]int{
+		agentik.EMalformed:      http.StatusBadRequest,
+		agentik.EInvalid:        http.StatusUnprocessableEntity,
+		agentik.EUnauthorized:   http.StatusUnauthorized,
+		agentik.ENotFound:       http.StatusNotFound,
+		agentik.EBusy:           http.StatusConflict,
+		agentik.EConflict:       http.StatusConflict,
+		agentik.ETooLarge:       http.StatusRequestEntityTooLarge,
+		agentik.EUnsupportedMed: http.StatusUnsupportedMediaType,
+		agentik.ERateLimited:    http.StatusTooManyRequests,
+		agentik.EUnavailable:    http.StatusServiceUnavailable,
+		CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
+		CodeRequestTimeout:      http.StatusRequestTimeout,
 	}
-}
+	codes = map[int]string{
+		http.StatusBadRequest:            agentik.EMalformed,
+		http.StatusUnprocessableEntity:   agentik.EInvalid,
+		http.StatusUnauthorized:          agentik.EUnauthorized,
+		http.StatusForbidden:             agentik.EUnauthorized,
+		http.StatusNotFound:              agentik.ENotFound,
+		http.StatusGone:                  agentik.ENotFound,
+		http.StatusConflict:              agentik.EConflict,
+		http.StatusRequestEntityTooLarge: agentik.ETooLarge,
+		http.StatusUnsupportedMediaType:  agentik.EUnsupportedMed,
+		http.StatusTooManyRequests:       agentik.ERateLimited,
+		http.StatusServiceUnavailable:    agentik.EUnavailable,
+		http.StatusBadGateway:            agentik.EUnavailable,
+		http.StatusGatewayTimeout:        agentik.EUnavailable,
+	}
+)
 
 // JSON-RPC error codes: the standard ones and those of the server-error
 // range that A2A names (the same numbers in A2A 0.3 and 1.0).
@@ -97,12 +110,15 @@ func Public(err error) (code, message string) {
 // Challenge is the WWW-Authenticate value of every 401.
 const Challenge = `Bearer realm="agentik"`
 
-// errorBody is the HTTP JSON form of every error response.
-type errorBody struct {
-	Error errorDetail `json:"error"`
+// ErrorBody is the HTTP JSON form of every error response (WriteError), as
+// clients read it too.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
 }
 
-type errorDetail struct {
+// ErrorDetail is the error of an ErrorBody: a core error code (or one of
+// the edge's Code constants) and a message safe to show.
+type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
@@ -125,7 +141,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		log.DebugContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path, "code", code, "err", err)
 	}
 	PrepareError(w, r, err)
-	WriteJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+	WriteJSON(w, status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
 }
 
 // PrepareError sets the headers every error response of any format carries:

@@ -4,47 +4,18 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
 )
 
-// codeOf is the client's inverse of edge.Status, used only when an error
-// response carries no usable error body (a proxy's HTML page, say).
-func codeOf(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return agentik.EMalformed
-	case http.StatusUnprocessableEntity:
-		return agentik.EInvalid
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return agentik.EUnauthorized
-	case http.StatusNotFound, http.StatusGone:
-		return agentik.ENotFound
-	case http.StatusConflict:
-		return agentik.EConflict
-	case http.StatusRequestEntityTooLarge:
-		return agentik.ETooLarge
-	case http.StatusUnsupportedMediaType:
-		return agentik.EUnsupportedMed
-	case http.StatusTooManyRequests:
-		return agentik.ERateLimited
-	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
-		return agentik.EUnavailable
-	default:
-		return agentik.EInternal
-	}
-}
+// codeOf is edge.CodeOf, the client's inverse of edge.Status, used only
+// when an error response carries no usable error body.
+func codeOf(status int) string { return edge.CodeOf(status) }
 
 // errorBody is the wire form of every error response (written by
 // edge.WriteError, read by the client).
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
+type errorBody = edge.ErrorBody
 
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+type errorDetail = edge.ErrorDetail
 
 // writeError answers err as an error body. Internal errors get a generic
 // message; their detail is logged for the operator.

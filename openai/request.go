@@ -41,132 +41,171 @@ func (l *LLM) appendBody(b []byte, req agentik.ModelRequest) ([]byte, error) {
 		b = strconv.AppendInt(b, int64(l.opts.MaxTokens), 10)
 	}
 	b = append(b, `,"messages":[`...)
-	n := 0 // messages written
-	open := func(role string) {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		b = append(b, `{"role":"`...)
-		b = append(b, role...)
-		b = append(b, `","content":`...)
-	}
-	var toolImages []agentik.Content // tool image parts, with their captions as text parts
-	flush := func() {
-		if len(toolImages) > 0 {
-			open("user")
-			b = l.appendParts(b, toolImages)
-			b = append(b, '}')
-			toolImages = toolImages[:0]
-		}
-	}
+	w := messagesWriter{l: l, b: b}
 	if req.System != "" {
-		open("system")
-		b = appendString(b, req.System)
-		b = append(b, '}')
+		w.open("system")
+		w.b = appendString(w.b, req.System)
+		w.b = append(w.b, '}')
 	}
-	for i, m := range req.Messages {
-		if m.Role != "tool" {
-			flush()
-		}
-		switch m.Role {
-		case "user":
-			open("user")
-			if agentik.HasImage(m.Content) {
-				b = l.appendParts(b, m.Content)
-			} else {
-				b = appendString(b, agentik.JoinText(m.Content))
-			}
-			b = append(b, '}')
-		case "assistant":
-			open("assistant")
-			b = appendString(b, agentik.JoinText(m.Content))
-			if len(m.ToolCalls) > 0 {
-				b = append(b, `,"tool_calls":[`...)
-				for j, tc := range m.ToolCalls {
-					if j > 0 {
-						b = append(b, ',')
-					}
-					args := string(tc.Arguments)
-					if args == "" {
-						args = "{}"
-					}
-					b = append(b, `{"id":`...)
-					b = appendString(b, tc.ID)
-					b = append(b, `,"type":"function","function":{"name":`...)
-					b = appendString(b, tc.Name)
-					b = append(b, `,"arguments":`...)
-					b = appendString(b, args)
-					b = append(b, `}}`...)
-				}
-				b = append(b, ']')
-			}
-			if l.opts.SendReasoning && m.Reasoning != "" {
-				b = append(b, `,"reasoning_content":`...)
-				b = appendString(b, m.Reasoning)
-			}
-			b = append(b, '}')
-		case "tool":
-			text := agentik.JoinText(m.Content)
-			if m.IsError {
-				text = "Error: " + text
-			}
-			if text == "" {
-				text = "(no output)" // some servers reject empty tool content
-			}
-			open("tool")
-			b = appendString(b, text)
-			b = append(b, `,"tool_call_id":`...)
-			b = appendString(b, m.CallID)
-			b = append(b, '}')
-			if agentik.HasImage(m.Content) {
-				if len(toolImages) == 0 {
-					toolImages = append(toolImages, agentik.Text("Images returned by the tool calls above:"))
-				}
-				toolImages = append(toolImages, agentik.Text(fmt.Sprintf("From %s (%s):", m.Name, m.CallID)))
-				for _, c := range m.Content {
-					if c.Type == agentik.ContentImage {
-						toolImages = append(toolImages, c)
-					}
-				}
-			}
-		case "summary":
-			open("system")
-			b = appendString(b, summaryPrefix+agentik.JoinText(m.Content))
-			b = append(b, '}')
-		default:
-			return nil, fmt.Errorf("message %d has unknown role %q", i, m.Role)
+	for i := range req.Messages {
+		if err := w.message(i, &req.Messages[i]); err != nil {
+			return nil, err
 		}
 	}
-	flush()
-	b = append(b, ']')
-	if len(req.Tools) > 0 {
-		b = append(b, `,"tools":[`...)
-		for i, t := range req.Tools {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"type":"function","function":{"name":`...)
-			b = appendString(b, t.Name)
-			if t.Description != "" {
-				b = append(b, `,"description":`...)
-				b = appendString(b, t.Description)
-			}
-			b = append(b, `,"parameters":`...)
-			schema := bytes.TrimSpace(t.Parameters)
-			switch {
-			case len(schema) == 0 || string(schema) == "null":
-				b = append(b, `{"type":"object","properties":{}}`...)
-			case schema[0] == '{' && json.Valid(schema):
-				b = append(b, schema...)
-			default:
-				return nil, fmt.Errorf("tool %s: parameters are not a JSON object", t.Name)
-			}
-			b = append(b, `}}`...)
-		}
-		b = append(b, ']')
+	w.flush()
+	b = append(w.b, ']')
+	b, err := appendTools(b, req.Tools)
+	if err != nil {
+		return nil, err
 	}
 	return append(b, '}'), nil
+}
+
+// messagesWriter writes the messages array of a request.
+type messagesWriter struct {
+	l          *LLM
+	b          []byte
+	n          int               // messages written
+	toolImages []agentik.Content // tool image parts, with their captions as text parts
+}
+
+// open starts a message of role, up to its content.
+func (w *messagesWriter) open(role string) {
+	if w.n > 0 {
+		w.b = append(w.b, ',')
+	}
+	w.n++
+	w.b = append(w.b, `{"role":"`...)
+	w.b = append(w.b, role...)
+	w.b = append(w.b, `","content":`...)
+}
+
+// flush writes the images of the run of tool messages just written as one
+// user message.
+func (w *messagesWriter) flush() {
+	if len(w.toolImages) > 0 {
+		w.open("user")
+		w.b = w.l.appendParts(w.b, w.toolImages)
+		w.b = append(w.b, '}')
+		w.toolImages = w.toolImages[:0]
+	}
+}
+
+// message writes message i, m.
+func (w *messagesWriter) message(i int, m *agentik.ModelMessage) error {
+	if m.Role != "tool" {
+		w.flush()
+	}
+	switch m.Role {
+	case "user":
+		w.open("user")
+		if agentik.HasImage(m.Content) {
+			w.b = w.l.appendParts(w.b, m.Content)
+		} else {
+			w.b = appendString(w.b, agentik.JoinText(m.Content))
+		}
+		w.b = append(w.b, '}')
+	case "assistant":
+		w.assistant(m)
+	case "tool":
+		w.tool(m)
+	case "summary":
+		w.open("system")
+		w.b = appendString(w.b, summaryPrefix+agentik.JoinText(m.Content))
+		w.b = append(w.b, '}')
+	default:
+		return fmt.Errorf("message %d has unknown role %q", i, m.Role)
+	}
+	return nil
+}
+
+func (w *messagesWriter) assistant(m *agentik.ModelMessage) {
+	w.open("assistant")
+	w.b = appendString(w.b, agentik.JoinText(m.Content))
+	if len(m.ToolCalls) > 0 {
+		w.b = append(w.b, `,"tool_calls":[`...)
+		for j, tc := range m.ToolCalls {
+			if j > 0 {
+				w.b = append(w.b, ',')
+			}
+			args := string(tc.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			w.b = append(w.b, `{"id":`...)
+			w.b = appendString(w.b, tc.ID)
+			w.b = append(w.b, `,"type":"function","function":{"name":`...)
+			w.b = appendString(w.b, tc.Name)
+			w.b = append(w.b, `,"arguments":`...)
+			w.b = appendString(w.b, args)
+			w.b = append(w.b, `}}`...)
+		}
+		w.b = append(w.b, ']')
+	}
+	if w.l.opts.SendReasoning && m.Reasoning != "" {
+		w.b = append(w.b, `,"reasoning_content":`...)
+		w.b = appendString(w.b, m.Reasoning)
+	}
+	w.b = append(w.b, '}')
+}
+
+// tool writes a tool message, and keeps its images for the user message
+// that follows the run of tool messages (flush).
+func (w *messagesWriter) tool(m *agentik.ModelMessage) {
+	text := agentik.JoinText(m.Content)
+	if m.IsError {
+		text = "Error: " + text
+	}
+	if text == "" {
+		text = "(no output)" // some servers reject empty tool content
+	}
+	w.open("tool")
+	w.b = appendString(w.b, text)
+	w.b = append(w.b, `,"tool_call_id":`...)
+	w.b = appendString(w.b, m.CallID)
+	w.b = append(w.b, '}')
+	if agentik.HasImage(m.Content) {
+		if len(w.toolImages) == 0 {
+			w.toolImages = append(w.toolImages, agentik.Text("Images returned by the tool calls above:"))
+		}
+		w.toolImages = append(w.toolImages, agentik.Text(fmt.Sprintf("From %s (%s):", m.Name, m.CallID)))
+		for _, c := range m.Content {
+			if c.Type == agentik.ContentImage {
+				w.toolImages = append(w.toolImages, c)
+			}
+		}
+	}
+}
+
+// appendTools appends the tools field, if there are tools.
+func appendTools(b []byte, tools []agentik.ToolSpec) ([]byte, error) {
+	if len(tools) == 0 {
+		return b, nil
+	}
+	b = append(b, `,"tools":[`...)
+	for i, t := range tools {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":"function","function":{"name":`...)
+		b = appendString(b, t.Name)
+		if t.Description != "" {
+			b = append(b, `,"description":`...)
+			b = appendString(b, t.Description)
+		}
+		b = append(b, `,"parameters":`...)
+		schema := bytes.TrimSpace(t.Parameters)
+		switch {
+		case len(schema) == 0 || string(schema) == "null":
+			b = append(b, `{"type":"object","properties":{}}`...)
+		case schema[0] == '{' && json.Valid(schema):
+			b = append(b, schema...)
+		default:
+			return nil, fmt.Errorf("tool %s: parameters are not a JSON object", t.Name)
+		}
+		b = append(b, `}}`...)
+	}
+	return append(b, ']'), nil
 }
 
 // appendParts writes content as an array of text and image_url parts.

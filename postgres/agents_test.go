@@ -20,7 +20,7 @@ import (
 func TestMigrationFromBeforeAgents(t *testing.T) {
 	dsn := freshSchema(t)
 	ctx := context.Background()
-	ms, err := migrations()
+	ms, err := storeutil.Migrations(migrationFS, "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	if err := w.Validate(); err != nil {
 		return nil, nil, err
 	}
-	c := &commit{w: &w, images: storeutil.ExtractImages(&w),
-		out: make([]agentik.Event, len(w.Events)), seqs: make([]int64, len(w.Events)), orders: make([]int64, len(w.Memory))}
+	c := &commit{w: &w, images: storeutil.ExtractImages(&w)}
 	guess, known := s.states.get(w.ConversationID)
 	st := guess
 	err := errStateMoved
@@ -98,25 +97,12 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	// event in the conversation.
 	next := c.next
 	next.sure, next.misses, next.reads = st.sure, st.misses, st.reads
-	if n := len(c.out); n > 0 {
-		next.lastCursor = c.out[n-1].Cursor
+	if evs := c.n.Events; len(evs) > 0 {
+		next.lastCursor = evs[len(evs)-1].Cursor
 	}
 	s.states.put(w.ConversationID, next)
-	out := c.out
+	out := c.n.Committed()
 	s.chain.add(st.lastCursor, out)
-	for i, ev := range w.Events {
-		cursor := out[i].Cursor
-		ev.ConversationID = w.ConversationID
-		ev.Cursor = cursor
-		if ev.Message != nil {
-			ev.Message.ConversationID = w.ConversationID
-			ev.Message.Seq = c.seqs[i]
-		}
-		out[i] = ev
-	}
-	for i := range w.Memory {
-		w.Memory[i].Order = c.orders[i]
-	}
 	return out, c.touched, nil
 }
 
@@ -127,10 +113,8 @@ type commit struct {
 	w      *agentik.Write
 	images *storeutil.WriteImages
 
-	out     []agentik.Event // their cursors, once committed
-	seqs    []int64         // the seq given to each event's message
-	orders  []int64         // the order given to each memory entry
-	next    commitState     // the counters after the write (lastCursor aside)
+	n       *storeutil.Numbered // the write numbered; its events' cursors once committed
+	next    commitState         // the counters after the write (lastCursor aside)
 	touched *agentik.AgentEvent
 }
 
@@ -138,56 +122,24 @@ type commit struct {
 // predecessors: the counters' update and the touched agent event.
 func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 	w := c.w
-	nextSeq, nextOrd := st.nextSeq, st.nextOrd
-	c.touched = nil
-	payloads := make([]string, len(w.Events))
-	evImages := make([]*string, len(w.Events))
-	for i, ev := range w.Events {
-		ev.ConversationID = w.ConversationID
-		ev.Cursor = 0
-		if ev.Message != nil {
-			// A copy: the caller's Message is only updated after the
-			// transaction commits.
-			m := *ev.Message
-			m.ConversationID = w.ConversationID
-			m.Seq = nextSeq
-			c.seqs[i] = nextSeq
-			nextSeq++
-			// The message and its event are stored without image data.
-			var refs string
-			m.Content, refs = c.images.Message(i, &m)
-			evImages[i] = column(refs)
-			mp, err := storeutil.EncodeMessage(&m)
-			if err != nil {
-				return err
-			}
-			batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, string(mp), evImages[i])
-			ev.Message = &m
+	n, err := storeutil.Number(w, c.images, st.nextSeq, st.nextOrd)
+	if err != nil {
+		return err
+	}
+	c.n = n
+	for _, e := range n.Events {
+		if m := e.Event.Message; m != nil {
+			batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, e.MessagePayload, column(e.Images))
 		}
-		if replyTo := storeutil.Closes(&ev); replyTo != "" {
-			batch.Queue(qCloseTurn, replyTo, w.ConversationID)
+		if e.Closes != "" {
+			batch.Queue(qCloseTurn, e.Closes, w.ConversationID)
 		}
-		p, err := agentik.MarshalEvent(&ev)
-		if err != nil {
-			return agentik.WrapError(agentik.EInternal, "encode event", err)
-		}
-		payloads[i] = string(p)
 	}
 	if w.DropMemoryThrough > 0 {
 		batch.Queue(qDropMemory, w.ConversationID, w.DropMemoryThrough)
 	}
-	for i, e := range w.Memory {
-		e.Order = nextOrd
-		c.orders[i] = nextOrd
-		nextOrd++
-		var r string
-		e.Message.Content, r = c.images.Memory(i, &e)
-		refs := column(r)
-		p, err := agentik.MarshalMemoryEntry(&e)
-		if err != nil {
-			return agentik.WrapError(agentik.EInternal, "encode memory entry", err)
-		}
-		batch.Queue(qInsertMemory, w.ConversationID, e.Order, string(p), refs)
+	for _, e := range n.Memory {
+		batch.Queue(qInsertMemory, w.ConversationID, e.Order, e.Payload, column(e.Images))
 	}
 	// Image rows are locked in hash order.
 	queueImages(batch, c.images, w.ConversationID)
@@ -198,28 +150,19 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 			batch.Queue(qSetState, w.ConversationID, k, string(v))
 		}
 	}
-	for i, ev := range w.Events {
-		batch.Queue(qInsertEvent, w.ConversationID, ev.Type, ev.Date.Time, payloads[i], evImages[i]).QueryRow(func(row pgx.Row) error {
-			return row.Scan(&c.out[i].Cursor)
+	for i := range n.Events {
+		e := &n.Events[i]
+		batch.Queue(qInsertEvent, w.ConversationID, e.Event.Type, e.Event.Date.Time, e.Payload, column(e.Images)).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&e.Cursor)
 		})
 	}
 	c.next = st
-	c.next.nextSeq, c.next.nextOrd = nextSeq, nextOrd
+	c.next.nextSeq, c.next.nextOrd = n.NextSeq, n.NextOrd
 	touch := !w.Touch.IsZero()
-	batch.Queue(qUpdateAfterCommit, nextSeq, nextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID,
+	batch.Queue(qUpdateAfterCommit, n.NextSeq, n.NextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID,
 		len(w.Events) > 0)
-	if touch {
-		at := agentik.TimeOf(w.Touch.Time)
-		c.touched = &agentik.AgentEvent{
-			Date:           at,
-			Type:           agentik.AgentEvTouched,
-			ConversationID: w.ConversationID,
-			UpdatedAt:      at,
-			Owner:          st.owner,
-		}
-		if err := queueAgentEvent(batch, st.agent, c.touched); err != nil {
-			return err
-		}
+	if c.touched = storeutil.Touched(w, st.owner); c.touched != nil {
+		return queueAgentEvent(batch, st.agent, c.touched)
 	}
 	return nil
 }

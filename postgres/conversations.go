@@ -13,19 +13,11 @@ import (
 // CreateConversation stores c and its created agent event in one transaction.
 // An id that already exists is EConflict.
 func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRecord) (agentik.AgentEvent, error) {
-	if c.ID == "" {
-		return agentik.AgentEvent{}, agentik.Errorf(agentik.EInvalid, "create conversation: empty id")
+	ev, err := storeutil.Created(&c)
+	if err != nil {
+		return agentik.AgentEvent{}, err
 	}
-	c.CreatedAt = agentik.TimeOf(c.CreatedAt.Time)
-	c.UpdatedAt = agentik.TimeOf(c.UpdatedAt.Time)
-	ev := agentik.AgentEvent{
-		Date:           c.CreatedAt,
-		Type:           agentik.AgentEvCreated,
-		Conversation:   storeutil.ConversationInfo(c),
-		ConversationID: c.ID,
-		Owner:          c.Owner,
-	}
-	err := s.write(ctx, "create conversation "+c.ID, func(tx pgx.Tx) error {
+	err = s.write(ctx, "create conversation "+c.ID, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, qInsertConversation,
 			c.ID, c.Owner, c.Title, c.Temporal, c.CreatedAt.Time, c.UpdatedAt.Time, c.Tokens.Input, c.Tokens.Output, s.agent); err != nil {
 			return err
@@ -55,7 +47,7 @@ func (s *Store) GetConversation(ctx context.Context, id string) (agentik.Convers
 	return c, err
 }
 
-func scanConversation(row pgx.Row) (agentik.ConversationRecord, error) {
+func scanConversation(row storeutil.Scanner) (agentik.ConversationRecord, error) {
 	var c agentik.ConversationRecord
 	var created, updated time.Time
 	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Temporal, &created, &updated, &c.Tokens.Input, &c.Tokens.Output)
@@ -80,19 +72,11 @@ func (s *Store) ListConversations(ctx context.Context, owner string, limit int, 
 	}
 	list := []agentik.ConversationRecord{}
 	err := s.read(ctx, "list conversations", func(q querier) error {
-		rows, err := q.Query(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return queryEach(ctx, q, func(rows pgx.Rows) error {
 			c, err := scanConversation(rows)
-			if err != nil {
-				return err
-			}
 			list = append(list, c)
-		}
-		return rows.Err()
+			return err
+		}, query, args...)
 	})
 	if err != nil {
 		return nil, "", err
@@ -115,13 +99,7 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 		if err != nil {
 			return err
 		}
-		ev = agentik.AgentEvent{
-			Date:           agentik.TimeOf(at.Time),
-			Type:           agentik.AgentEvRenamed,
-			ConversationID: id,
-			Title:          title,
-			Owner:          c.Owner,
-		}
+		ev = storeutil.Renamed(id, title, c.Owner, at)
 		return insertAgentEvent(ctx, tx, s.agent, &ev)
 	})
 	if err != nil {
@@ -158,12 +136,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 		if err != nil {
 			return err
 		}
-		ev = agentik.AgentEvent{
-			Date:           agentik.TimeOf(at.Time),
-			Type:           agentik.AgentEvDeleted,
-			ConversationID: id,
-			Owner:          owner,
-		}
+		ev = storeutil.Deleted(id, owner, at)
 		return insertAgentEvent(ctx, tx, s.agent, &ev)
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/base64"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/storeutil"
@@ -55,36 +54,7 @@ func queueImages(b *pgx.Batch, wi *storeutil.WriteImages, conv string) {
 // of result i. It returns the results whose images are gone — their
 // conversation was deleted after the rows were read.
 func restoreImages(ctx context.Context, q querier, rows []storeutil.Pending, parts func(i int) []agentik.Content) (missing []int, err error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	hashes := storeutil.Wanted(rows)
-	data := make(map[string]string, len(hashes))
-	err = queryEach(ctx, q, func(r pgx.Rows) error {
-		var h string
-		var raw []byte
-		if err := r.Scan(&h, &raw); err != nil {
-			return err
-		}
-		data[h] = base64.StdEncoding.EncodeToString(raw)
-		return nil
-	}, qImages, hashes)
-	if err != nil {
-		return nil, err
-	}
-	return storeutil.Restore(rows, data, parts)
-}
-
-// restoreConversation restores the images of rows of one conversation. A
-// missing image means the conversation was deleted meanwhile: ENotFound,
-// what the read would have answered a moment later.
-func restoreConversation(ctx context.Context, q querier, conv string, rows []storeutil.Pending, parts func(i int) []agentik.Content) error {
-	missing, err := restoreImages(ctx, q, rows, parts)
-	if err != nil || len(missing) == 0 {
-		return err
-	}
-	if err := exists(ctx, q, conv); err != nil {
-		return err
-	}
-	return storeutil.ErrImageMissing
+	return storeutil.RestoreImages(rows, parts, func(hashes []string) (map[string]string, error) {
+		return readConn{q}.Images(ctx, hashes)
+	})
 }

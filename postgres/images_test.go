@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/storetest"
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -215,7 +216,7 @@ func TestImagesConcurrentDeletes(t *testing.T) {
 func TestImagesBeforeMigration(t *testing.T) {
 	dsn := freshSchema(t)
 	ctx := t.Context()
-	migs, err := migrations()
+	migs, err := storeutil.Migrations(migrationFS, "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,18 +19,8 @@ var migrationFS embed.FS
 // version of the program: running old code on it could corrupt it.
 var ErrSchemaTooNew = storeutil.ErrSchemaTooNew
 
-func migrations() ([]storeutil.Migration, error) {
-	return storeutil.Migrations(migrationFS, "migrations")
-}
-
 // SchemaVersion is the schema version this program creates and understands.
-func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil {
-		return 0
-	}
-	return len(ms)
-}
+func SchemaVersion() int { return storeutil.SchemaVersion(migrationFS, "migrations") }
 
 // migrate brings the schema to the newest known version. Several processes
 // may start at once on a fresh database: a session advisory lock (keyed by
@@ -39,7 +29,7 @@ func SchemaVersion() int {
 // with its schema_migrations row, so a failed one leaves the previous
 // version intact.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	ms, err := migrations()
+	ms, err := storeutil.Migrations(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -66,13 +67,16 @@ type Options struct {
 // a view serves that agent's agent events and open turns.
 type Store struct {
 	*shared
-	agent string
-	view  bool // a ForAgent view: Close leaves the pool open
+	storeutil.Reads // Messages, Events, Memory, State, OpenTurns, …
+	agent           string
+	view            bool // a ForAgent view: Close leaves the pool open
 }
 
 // ForAgent returns the view of agent id on the same pool. Closing a view
 // does nothing: close the Store Open returned, after its views are done.
-func (s *Store) ForAgent(id string) *Store { return &Store{shared: s.shared, agent: id, view: true} }
+func (s *Store) ForAgent(id string) *Store {
+	return &Store{shared: s.shared, Reads: s.Reads.ForAgent(id), agent: id, view: true}
+}
 
 // Agent is the id of the agent s is the view of.
 func (s *Store) Agent() string { return s.agent }
@@ -142,13 +146,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", unavailable(err))
 	}
-	s := &Store{shared: &shared{
+	sh := &shared{
 		pool:    pool,
 		cfg:     pc.ConnConfig.Copy(),
 		node:    agentik.NewID(),
 		timeout: opts.StatementTimeout,
 		closed:  make(chan struct{}),
-	}}
+	}
+	s := &Store{shared: sh, Reads: storeutil.NewReads(readDB{sh}, &reads, "")}
 	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&s.schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", classify(err))
@@ -179,7 +184,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func (s *Store) isClosed() bool {
+func (s *shared) isClosed() bool {
 	select {
 	case <-s.closed:
 		return true
@@ -200,20 +205,14 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// unavailable marks a database failure: the caller sees "the store is
-// unavailable" (503), operators see the driver's error in the chain.
-func unavailable(err error) error {
-	return agentik.WrapError(agentik.EUnavailable, "the store is unavailable", err)
-}
+// unavailable marks a database failure (storeutil.Unavailable).
+func unavailable(err error) error { return storeutil.Unavailable(err) }
 
 // classify turns an error from a store operation into one with a code from
-// the agentik vocabulary, keeping errors that already carry one and the
-// context's own errors (a caller that gave up is not a database failure).
+// the agentik vocabulary (storeutil.Classify): a unique violation is a
+// conflict, and the context's own errors stay as they are (a caller that
+// gave up is not a database failure).
 func classify(err error) error {
-	var ae *agentik.Error
-	if errors.As(err, &ae) {
-		return err
-	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		var ne net.Error
 		if !errors.As(err, &ne) { // a dial timeout is the database's fault
@@ -221,10 +220,7 @@ func classify(err error) error {
 		}
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation
-		return agentik.WrapError(agentik.EConflict, "already exists", err)
-	}
-	return unavailable(err)
+	return storeutil.Classify(err, errors.As(err, &pe) && pe.Code == "23505") // unique_violation
 }
 
 // write runs fn in one transaction; any error rolls everything back. op
@@ -249,7 +245,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) 
 
 // read runs fn on the pool. Reads are single statements (a page query
 // fetches one extra row for has_more), each seeing one consistent snapshot.
-func (s *Store) read(ctx context.Context, op string, fn func(q querier) error) error {
+func (s *shared) read(ctx context.Context, op string, fn func(q querier) error) error {
 	if s.isClosed() {
 		return fmt.Errorf("%s: %w", op, unavailable(errors.New("store closed")))
 	}
@@ -266,16 +262,4 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func notFound(id string) error {
-	return agentik.Errorf(agentik.ENotFound, "conversation %s not found", id)
-}
-
-// exists returns ENotFound unless the conversation exists.
-func exists(ctx context.Context, q querier, id string) error {
-	var one int
-	err := q.QueryRow(ctx, qExists, id).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound(id)
-	}
-	return err
-}
+func notFound(id string) error { return storeutil.NotFound(id) }

@@ -1,5 +1,7 @@
 package postgres
 
+import "github.com/agentik/agentik/storeutil"
+
 // Every statement the store runs. pgx prepares each once per connection and
 // caches it. Reads are answered from an index without a sort step
 // (TestQueryPlans checks it), so their cost does not grow with the journal.
@@ -8,7 +10,6 @@ const conversationColumns = "id, owner, title, temporal, created_at, updated_at,
 
 // Reads.
 const (
-	qExists = `SELECT 1 FROM conversations WHERE id = $1`
 	// Conversations are scoped to one agent (the Store's view, see ForAgent).
 	qGetConversation = "SELECT " + conversationColumns + " FROM conversations WHERE id = $1 AND agent_id = $2"
 	qList            = "SELECT " + conversationColumns + ` FROM conversations WHERE agent_id = $1 AND owner = $2
@@ -18,31 +19,15 @@ const (
 	qListBefore = "SELECT " + conversationColumns + ` FROM conversations
 		WHERE agent_id = $1 AND owner = $2 AND (updated_at, id) < ($3, $4)
 		ORDER BY updated_at DESC, id DESC LIMIT $5`
-	qMessagesAfter = `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2
-		ORDER BY seq LIMIT $3 OFFSET $4`
-	qMessagesBefore = `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2 AND seq < $3
-		ORDER BY seq DESC LIMIT $4 OFFSET $5`
-	qMessage    = `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`
-	qEvents     = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
-	qEventsJSON = `SELECT cursor, type, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`
-	qState      = `SELECT value FROM conversation_state WHERE conversation_id = $1 AND key = $2`
-	qSetState   = `INSERT INTO conversation_state (conversation_id, key, value) VALUES ($1, $2, $3)
+	qSetState = `INSERT INTO conversation_state (conversation_id, key, value) VALUES ($1, $2, $3)
 		ON CONFLICT (conversation_id, key) DO UPDATE SET value = excluded.value`
-	qDeleteState    = `DELETE FROM conversation_state WHERE conversation_id = $1 AND key = $2`
-	qApprovalEvents = `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2
-		AND type IN ('approval_requested', 'approval_resolved') ORDER BY cursor`
+	qDeleteState = `DELETE FROM conversation_state WHERE conversation_id = $1 AND key = $2`
 	qLastCursor  = `SELECT last_cursor FROM conversations WHERE id = $1`
 	qAgentEvents = `SELECT cursor, owner, payload FROM agent_events WHERE agent_id = $3 AND cursor > $1 ORDER BY cursor LIMIT $2`
 	// The agent-event counter: every numbered agent event has a cursor up
 	// to it, and every event committed before the last sequencer run is
 	// numbered (see qSequence).
 	qAgentCounter = `SELECT last FROM cursors WHERE name = 'agent_events'`
-	qMemory       = `SELECT ord, payload, images FROM memory WHERE conversation_id = $1 ORDER BY ord`
-	qOpenTurns    = `SELECT m.payload, m.images FROM messages m JOIN conversations c ON c.id = m.conversation_id
-		WHERE m.type = 'user_message' AND NOT m.closed AND c.agent_id = $1 ORDER BY m.conversation_id, m.seq`
-	// Used by the Coordinator: one conversation's open turns, in seq order.
-	qOpenTurnsOf = `SELECT payload, images FROM messages
-		WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed ORDER BY seq`
 	// The Coordinator's queue in one round trip: the ids of the open turns
 	// after the first (part 0) in seq order, then the first open turn and
 	// the journal entries answering it (part 1) in seq order. Only the
@@ -69,6 +54,28 @@ const (
 	qAgentEventsRange = `SELECT cursor, owner, payload FROM agent_events
 		WHERE agent_id = $4 AND cursor > $1 AND cursor <= $2 ORDER BY cursor LIMIT $3`
 )
+
+// The SQL of the reads every store makes alike (storeutil.Reads).
+var reads = storeutil.ReadQueries{
+	Exists: `SELECT 1 FROM conversations WHERE id = $1`,
+	MessagesAfter: `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2
+		ORDER BY seq LIMIT $3 OFFSET $4`,
+	MessagesBefore: `SELECT payload, images FROM messages WHERE conversation_id = $1 AND seq > $2 AND seq < $3
+		ORDER BY seq DESC LIMIT $4 OFFSET $5`,
+	Message:    `SELECT payload, images FROM messages WHERE id = $1 AND conversation_id = $2`,
+	Events:     `SELECT cursor, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`,
+	EventsJSON: `SELECT cursor, type, payload, images FROM events WHERE conversation_id = $1 AND cursor > $2 ORDER BY cursor LIMIT $3`,
+	ApprovalEvents: `SELECT cursor, payload FROM events WHERE conversation_id = $1 AND cursor > $2
+		AND type IN ('approval_requested', 'approval_resolved') ORDER BY cursor`,
+	Memory: `SELECT ord, payload, images FROM memory WHERE conversation_id = $1 ORDER BY ord`,
+	OpenTurns: `SELECT m.payload, m.images FROM messages m JOIN conversations c ON c.id = m.conversation_id
+		WHERE m.type = 'user_message' AND NOT m.closed AND c.agent_id = $1 ORDER BY m.conversation_id, m.seq`,
+	// Used by the Coordinator: one conversation's open turns, in seq order.
+	OpenTurnsOf: `SELECT payload, images FROM messages
+		WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed ORDER BY seq`,
+	State: `SELECT value FROM conversation_state WHERE conversation_id = $1 AND key = $2`,
+	All:   nil, // LIMIT NULL is no limit
+}
 
 // Writes.
 const (

@@ -2,11 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"encoding/base64"
-	"errors"
 
-	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/storeutil"
 )
 
@@ -42,41 +38,4 @@ func storeImages(ctx context.Context, tx *wtx, wi *storeutil.WriteImages, conv s
 		}
 	}
 	return nil
-}
-
-// restoreImages puts the stored images back into the rows of one read;
-// parts(i) is the content of result i. It returns the results whose images
-// are gone — their conversation was deleted after the rows were read.
-func restoreImages(ctx context.Context, q queryer, rows []storeutil.Pending, parts func(i int) []agentik.Content) (missing []int, err error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	hashes := storeutil.Wanted(rows)
-	data := make(map[string]string, len(hashes))
-	for _, h := range hashes {
-		var raw []byte
-		err := q.QueryRowContext(ctx, qImage, h).Scan(&raw)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		data[h] = base64.StdEncoding.EncodeToString(raw)
-	}
-	return storeutil.Restore(rows, data, parts)
-}
-
-// restoreConversation restores the images of rows of one conversation. A
-// missing image means the conversation was deleted meanwhile: ENotFound,
-// what the read would have answered a moment later.
-func restoreConversation(ctx context.Context, q queryer, conv string, rows []storeutil.Pending, parts func(i int) []agentik.Content) error {
-	missing, err := restoreImages(ctx, q, rows, parts)
-	if err != nil || len(missing) == 0 {
-		return err
-	}
-	if err := exists(ctx, q, conv); err != nil {
-		return err
-	}
-	return storeutil.ErrImageMissing
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/storetest"
+	"github.com/agentik/agentik/storeutil"
 )
 
 // bigImage is a PNG of n bytes, distinct per call.
@@ -145,7 +146,7 @@ func TestImagesBeforeMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	migs, err := migrations()
+	migs, err := storeutil.Migrations(migrationFS, "migrations")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,18 +20,8 @@ var migrationFS embed.FS
 // version of the program: running old code on it could corrupt it.
 var ErrSchemaTooNew = storeutil.ErrSchemaTooNew
 
-func migrations() ([]storeutil.Migration, error) {
-	return storeutil.Migrations(migrationFS, "migrations")
-}
-
 // SchemaVersion is the schema version this program creates and understands.
-func SchemaVersion() int {
-	ms, err := migrations()
-	if err != nil {
-		return 0
-	}
-	return len(ms)
-}
+func SchemaVersion() int { return storeutil.SchemaVersion(migrationFS, "migrations") }
 
 // migrate brings the database to the newest known schema. Each migration runs
 // in its own write transaction together with its schema_migrations row, so a
@@ -39,7 +29,7 @@ func SchemaVersion() int {
 // inside that transaction: two processes opening the same new file do not
 // both apply a migration.
 func migrate(ctx context.Context, db *sql.DB) error {
-	ms, err := migrations()
+	ms, err := storeutil.Migrations(migrationFS, "migrations")
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ import (
 	"sync"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storeutil"
 	driver "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -52,8 +53,9 @@ const readers = 4
 // Memory, …) do not check its agent again.
 type Store struct {
 	*db
-	agent string
-	view  bool // a ForAgent view: Close leaves the database open
+	storeutil.Reads // Messages, Events, Memory, State, OpenTurns, …
+	agent           string
+	view            bool // a ForAgent view: Close leaves the database open
 }
 
 // db is the database every view of one Open shares.
@@ -74,7 +76,9 @@ type db struct {
 // ForAgent returns the view of agent id on the same database. Closing a
 // view does nothing: close the Store Open returned, after its views are
 // done.
-func (s *Store) ForAgent(id string) *Store { return &Store{db: s.db, agent: id, view: true} }
+func (s *Store) ForAgent(id string) *Store {
+	return &Store{db: s.db, Reads: s.Reads.ForAgent(id), agent: id, view: true}
+}
 
 // Agent is the id of the agent s is the view of.
 func (s *Store) Agent() string { return s.agent }
@@ -185,7 +189,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	c.SetMaxOpenConns(1)
 	d := &db{w: w, wc: wc, r: r, ws: ws, rs: rs}
 	d.cp = newCheckpointer(c)
-	return &Store{db: d}, nil
+	return &Store{db: d, Reads: storeutil.NewReads(readDB{d}, &reads, "")}, nil
 }
 
 // dsn builds a file: URI so that any path (with '?', '#', spaces) survives,
@@ -229,54 +233,33 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// unavailable marks a database failure: the caller sees "the store is
-// unavailable" (503), operators see the driver's error in the chain.
-func unavailable(err error) error {
-	return agentik.WrapError(agentik.EUnavailable, "the store is unavailable", err)
-}
+// unavailable marks a database failure (storeutil.Unavailable).
+func unavailable(err error) error { return storeutil.Unavailable(err) }
 
 // classify turns an error from a store operation into one with a code from
-// the agentik vocabulary, keeping errors that already carry one.
+// the agentik vocabulary (storeutil.Classify): a constraint violation is a
+// conflict.
 func classify(err error) error {
-	var ae *agentik.Error
-	if errors.As(err, &ae) {
-		return err
-	}
 	var se *driver.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
-		return agentik.WrapError(agentik.EConflict, "already exists", err)
-	}
-	return unavailable(err)
+	return storeutil.Classify(err, errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT)
 }
 
 // read runs fn on the reader pool. Reads are single statements (a page query
 // fetches one extra row for has_more), so they need no transaction: each
 // statement sees one consistent snapshot on its own.
-func (s *Store) read(ctx context.Context, op string, fn func(r *reader) error) error {
-	if err := fn(&reader{db: s.r, st: s.rs}); err != nil {
+func (d *db) read(ctx context.Context, op string, fn func(r *reader) error) error {
+	if err := fn(&reader{db: d.r, st: d.rs}); err != nil {
 		return fmt.Errorf("%s: %w", op, classify(err))
 	}
 	return nil
 }
 
-func notFound(id string) error {
-	return agentik.Errorf(agentik.ENotFound, "conversation %s not found", id)
-}
+func notFound(id string) error { return storeutil.NotFound(id) }
 
 // queryer is what both a write transaction and the reader pool offer.
 type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// exists returns ENotFound unless the conversation exists.
-func exists(ctx context.Context, q queryer, id string) error {
-	var one int
-	err := q.QueryRowContext(ctx, qExists, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notFound(id)
-	}
-	return err
 }
 
 // stmts are statements prepared once per pool: parsing SQL costs about as

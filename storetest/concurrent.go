@@ -71,51 +71,10 @@ func concurrentCommits(t *testing.T, writers []agentik.Store, reader agentik.Sto
 	for i := range ids {
 		ids[i] = newConversation(t, writers[0]).ID
 	}
-	startAgent := lastAgentCursor(t, reader)
-
-	done := make(chan struct{})
-	tailed := map[string][]int64{}
-	var tailedAgent []int64
-	var tailErr error
+	tl := &tailer{s: reader, ids: ids, agentAfter: lastAgentCursor(t, reader), done: make(chan struct{})}
+	startAgent := tl.agentAfter
 	var tail sync.WaitGroup
-	tail.Go(func() {
-		after := map[string]int64{}
-		agentAfter := startAgent
-		for {
-			var finished bool
-			select {
-			case <-done:
-				finished = true // one last pass sees everything
-			default:
-			}
-			for _, id := range ids {
-				evs, err := reader.Events(t.Context(), id, after[id], 0)
-				if err != nil {
-					tailErr = err
-					return
-				}
-				for _, ev := range evs {
-					tailed[id] = append(tailed[id], ev.Cursor)
-					after[id] = ev.Cursor
-				}
-			}
-			aevs, err := reader.AgentEvents(t.Context(), agentAfter, 0)
-			if err != nil {
-				tailErr = err
-				return
-			}
-			for _, ev := range aevs {
-				if slices.Contains(ids, ev.ConversationID) {
-					tailedAgent = append(tailedAgent, ev.Cursor)
-				}
-				agentAfter = ev.Cursor
-			}
-			if finished {
-				return
-			}
-			runtime.Gosched()
-		}
-	})
+	tail.Go(func() { tl.run(t) })
 
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines*commits)
@@ -123,33 +82,119 @@ func concurrentCommits(t *testing.T, writers []agentik.Store, reader agentik.Sto
 		s := writers[g%len(writers)]
 		wg.Go(func() {
 			for i := range commits {
-				conv := ids[(g+i)%convs]
-				u := userMsg(conv, fmt.Sprintf("w%d-%d", g, i))
-				ans := reply(conv, agentik.MsgAssistant, u.ID)
-				_, _, err := s.Commit(t.Context(), agentik.Write{ConversationID: conv,
-					Events: events(u, ans), Touch: agentik.Now(), Tokens: agentik.TurnTokens{Input: 1},
-					Memory: []agentik.MemoryEntry{entry(agentik.RoleUser, "m")}})
-				if err != nil {
+				if err := commitTurn(t, s, ids[(g+i)%convs], fmt.Sprintf("w%d-%d", g, i)); err != nil {
 					errs <- err
 					return
-				}
-				if ans.Seq != u.Seq+1 {
-					errs <- fmt.Errorf("one write got seqs %d and %d", u.Seq, ans.Seq)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	close(done)
+	close(tl.done)
 	tail.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatalf("concurrent commit: %v", err)
 	}
-	if tailErr != nil {
-		t.Fatalf("tailing reader: %v", tailErr)
+	if tl.err != nil {
+		t.Fatalf("tailing reader: %v", tl.err)
 	}
 
+	total := checkCommitted(t, reader, ids, tl.tailed)
+	if total != 2*goroutines*commits {
+		t.Fatalf("%d messages stored, want %d", total, 2*goroutines*commits)
+	}
+	agent := agentEventsOf(t, reader, startAgent, ids...)
+	var agentCursors []int64
+	for _, ev := range agent {
+		agentCursors = append(agentCursors, ev.Cursor)
+	}
+	if len(agent) != goroutines*commits || !slices.Equal(tl.tailedAgent, agentCursors) {
+		t.Fatalf("touched events: %d stored, tailing reader saw %d of them in order: %v",
+			len(agent), len(tl.tailedAgent), slices.Equal(tl.tailedAgent, agentCursors))
+	}
+}
+
+// commitTurn commits a user message and its answer, with a touch, a token
+// and a memory entry, in one write; the two messages must get consecutive
+// seqs.
+func commitTurn(t *testing.T, s agentik.Store, conv, text string) error {
+	u := userMsg(conv, text)
+	ans := reply(conv, agentik.MsgAssistant, u.ID)
+	_, _, err := s.Commit(t.Context(), agentik.Write{ConversationID: conv,
+		Events: events(u, ans), Touch: agentik.Now(), Tokens: agentik.TurnTokens{Input: 1},
+		Memory: []agentik.MemoryEntry{entry(agentik.RoleUser, "m")}})
+	if err != nil {
+		return err
+	}
+	if ans.Seq != u.Seq+1 {
+		return fmt.Errorf("one write got seqs %d and %d", u.Seq, ans.Seq)
+	}
+	return nil
+}
+
+// tailer follows the events of conversations ids, and the agent events
+// about them, by cursor, as a client resuming from its last cursor does,
+// until done is closed; then it makes one last pass.
+type tailer struct {
+	s          agentik.Store
+	ids        []string
+	agentAfter int64
+	done       chan struct{}
+
+	// Set by run; read once it returned.
+	tailed      map[string][]int64 // the cursors seen, per conversation
+	tailedAgent []int64
+	err         error
+}
+
+func (tl *tailer) run(t *testing.T) {
+	tl.tailed = map[string][]int64{}
+	after := map[string]int64{}
+	for {
+		var finished bool
+		select {
+		case <-tl.done:
+			finished = true // one last pass sees everything
+		default:
+		}
+		if tl.err = tl.pass(t, after); tl.err != nil || finished {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// pass reads what came after the cursors seen so far.
+func (tl *tailer) pass(t *testing.T, after map[string]int64) error {
+	for _, id := range tl.ids {
+		evs, err := tl.s.Events(t.Context(), id, after[id], 0)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			tl.tailed[id] = append(tl.tailed[id], ev.Cursor)
+			after[id] = ev.Cursor
+		}
+	}
+	aevs, err := tl.s.AgentEvents(t.Context(), tl.agentAfter, 0)
+	if err != nil {
+		return err
+	}
+	for _, ev := range aevs {
+		if slices.Contains(tl.ids, ev.ConversationID) {
+			tl.tailedAgent = append(tl.tailedAgent, ev.Cursor)
+		}
+		tl.agentAfter = ev.Cursor
+	}
+	return nil
+}
+
+// checkCommitted checks what concurrent commitTurn calls left in
+// conversations ids — gap-free seqs, one event per message with unique
+// cursors in journal order, what the tailer saw, memory and tokens — and
+// returns the number of messages stored.
+func checkCommitted(t *testing.T, reader agentik.Store, ids []string, tailed map[string][]int64) int {
 	seen := map[int64]bool{}
 	total := 0
 	for _, id := range ids {
@@ -182,16 +227,5 @@ func concurrentCommits(t *testing.T, writers []agentik.Store, reader agentik.Sto
 		}
 		total += len(msgs)
 	}
-	if total != 2*goroutines*commits {
-		t.Fatalf("%d messages stored, want %d", total, 2*goroutines*commits)
-	}
-	agent := agentEventsOf(t, reader, startAgent, ids...)
-	var agentCursors []int64
-	for _, ev := range agent {
-		agentCursors = append(agentCursors, ev.Cursor)
-	}
-	if len(agent) != goroutines*commits || !slices.Equal(tailedAgent, agentCursors) {
-		t.Fatalf("touched events: %d stored, tailing reader saw %d of them in order: %v",
-			len(agent), len(tailedAgent), slices.Equal(tailedAgent, agentCursors))
-	}
+	return total
 }

@@ -62,6 +62,17 @@ func Migrations(fsys fs.FS, dir string) ([]Migration, error) {
 	return ms, nil
 }
 
+// SchemaVersion is the number of migrations in dir of fsys: the schema
+// version a store with them creates and understands (0 when they cannot be
+// read).
+func SchemaVersion(fsys fs.FS, dir string) int {
+	ms, err := Migrations(fsys, dir)
+	if err != nil {
+		return 0
+	}
+	return len(ms)
+}
+
 // TooNew is the error for a database at schema version current when the
 // program knows up to known.
 func TooNew(current, known int) error {

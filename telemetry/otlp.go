@@ -65,29 +65,74 @@ const (
 // error naming its variable (never its value: headers hold API keys), so a
 // mistake stops start-up instead of losing every span.
 func otlpConfigFrom(getenv func(string) string, readFile func(string) ([]byte, error)) (otlpConfig, error) {
-	get := func(name string) (string, string) {
-		for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_" + name, "OTEL_EXPORTER_OTLP_" + name} {
-			if s := strings.TrimSpace(getenv(v)); s != "" {
-				return v, s
-			}
-		}
-		return "", ""
-	}
-	bad := func(v, why string) (otlpConfig, error) {
-		return otlpConfig{}, fmt.Errorf("%s: %s", v, why)
-	}
+	e := otlpEnv{getenv: getenv, readFile: readFile}
 	cfg := otlpConfig{headers: http.Header{}, timeout: otlpDefaultTimeout}
+	var err error
+	if cfg.url, err = e.endpoint(); err != nil {
+		return otlpConfig{}, err
+	}
+	if v, s := e.get("PROTOCOL"); s != "" && s != "http/protobuf" {
+		return otlpConfig{}, badVar(v, `only "http/protobuf" is supported`)
+	}
+	if err := e.headers(cfg.headers); err != nil {
+		return otlpConfig{}, err
+	}
+	if v, s := e.get("TIMEOUT"); s != "" {
+		ms, err := strconv.Atoi(s)
+		if err != nil || ms < 0 {
+			return otlpConfig{}, badVar(v, "not a number of milliseconds")
+		}
+		cfg.timeout = time.Duration(ms) * time.Millisecond
+	}
+	if v, s := e.get("COMPRESSION"); s != "" {
+		switch s {
+		case "gzip":
+			cfg.gzip = true
+		case "none":
+		default:
+			return otlpConfig{}, badVar(v, `not "gzip" or "none"`)
+		}
+	}
+	if cfg.tls, err = e.tls(); err != nil {
+		return otlpConfig{}, err
+	}
+	return cfg, nil
+}
 
-	// The per-signal URL is used as it is (an empty path is /); the base URL
-	// gets /v1/traces appended to its path.
-	v, s := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+// otlpEnv reads the exporter's variables.
+type otlpEnv struct {
+	getenv   func(string) string
+	readFile func(string) ([]byte, error)
+}
+
+// get returns the variable that sets name, OTEL_EXPORTER_OTLP_TRACES_name
+// or else OTEL_EXPORTER_OTLP_name, and its value ("" when neither is set).
+func (e otlpEnv) get(name string) (string, string) {
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_TRACES_" + name, "OTEL_EXPORTER_OTLP_" + name} {
+		if s := strings.TrimSpace(e.getenv(v)); s != "" {
+			return v, s
+		}
+	}
+	return "", ""
+}
+
+// badVar is the error for variable v's value, which is never quoted.
+func badVar(v, why string) error {
+	return fmt.Errorf("%s: %s", v, why)
+}
+
+// endpoint is the URL spans are posted to. The per-signal URL is used as it
+// is (an empty path is /); the base URL gets /v1/traces appended to its
+// path.
+func (e otlpEnv) endpoint() (string, error) {
+	v, s := "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", strings.TrimSpace(e.getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
 	perSignal := s != ""
 	if !perSignal {
-		v, s = "OTEL_EXPORTER_OTLP_ENDPOINT", strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+		v, s = "OTEL_EXPORTER_OTLP_ENDPOINT", strings.TrimSpace(e.getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return bad(v, "not an http:// or https:// URL")
+		return "", badVar(v, "not an http:// or https:// URL")
 	}
 	// As the official exporter: scheme, host and path only. A user:password
 	// or a query would also end up in every export error logged.
@@ -99,84 +144,87 @@ func otlpConfigFrom(getenv func(string) string, readFile func(string) ([]byte, e
 		u.Path = path.Join("/", u.Path, "v1/traces")
 		u.RawPath = ""
 	}
-	cfg.url = u.String()
+	return u.String(), nil
+}
 
-	if v, s := get("PROTOCOL"); s != "" && s != "http/protobuf" {
-		return bad(v, `only "http/protobuf" is supported`)
+// headers adds the headers to send with each export to h.
+func (e otlpEnv) headers(h http.Header) error {
+	v, s := e.get("HEADERS")
+	if s == "" {
+		return nil
 	}
-	if v, s := get("HEADERS"); s != "" {
-		for _, pair := range strings.Split(s, ",") {
-			if strings.TrimSpace(pair) == "" {
-				continue // "a=b," and the like
-			}
-			k, val, ok := strings.Cut(pair, "=")
-			k = strings.TrimSpace(k)
-			if !ok || !validHeaderName(k) {
-				return bad(v, "not a list of name=value")
-			}
-			if val, err = url.PathUnescape(val); err != nil {
-				return bad(v, "a value is not percent-encoded properly")
-			}
-			cfg.headers.Set(k, strings.TrimSpace(val))
+	for _, pair := range strings.Split(s, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue // "a=b," and the like
 		}
-	}
-	if v, s := get("TIMEOUT"); s != "" {
-		ms, err := strconv.Atoi(s)
-		if err != nil || ms < 0 {
-			return bad(v, "not a number of milliseconds")
+		k, val, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || !validHeaderName(k) {
+			return badVar(v, "not a list of name=value")
 		}
-		cfg.timeout = time.Duration(ms) * time.Millisecond
-	}
-	if v, s := get("COMPRESSION"); s != "" {
-		switch s {
-		case "gzip":
-			cfg.gzip = true
-		case "none":
-		default:
-			return bad(v, `not "gzip" or "none"`)
-		}
-	}
-
-	var tc tls.Config
-	if v, s := get("CERTIFICATE"); s != "" {
-		pem, err := readFile(s)
+		val, err := url.PathUnescape(val)
 		if err != nil {
-			return bad(v, "cannot read the file: "+err.Error())
+			return badVar(v, "a value is not percent-encoded properly")
+		}
+		h.Set(k, strings.TrimSpace(val))
+	}
+	return nil
+}
+
+// tls is the TLS configuration the variables ask for: nil for the system's
+// roots and no client certificate.
+func (e otlpEnv) tls() (*tls.Config, error) {
+	var tc tls.Config
+	if v, s := e.get("CERTIFICATE"); s != "" {
+		pem, err := e.readFile(s)
+		if err != nil {
+			return nil, badVar(v, "cannot read the file: "+err.Error())
 		}
 		tc.RootCAs = x509.NewCertPool()
 		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return bad(v, "no PEM certificate in the file")
+			return nil, badVar(v, "no PEM certificate in the file")
 		}
 	}
 	// A client certificate and its key come as a pair of one prefix.
 	for _, prefix := range []string{"OTEL_EXPORTER_OTLP_TRACES_", "OTEL_EXPORTER_OTLP_"} {
-		cv, kv := prefix+"CLIENT_CERTIFICATE", prefix+"CLIENT_KEY"
-		cert, key := strings.TrimSpace(getenv(cv)), strings.TrimSpace(getenv(kv))
-		if cert == "" && key == "" {
-			continue
-		}
-		if cert == "" || key == "" {
-			return bad(cv, "a client certificate needs both "+cv+" and "+kv)
-		}
-		c, err := readFile(cert)
+		pair, ok, err := e.clientCert(prefix+"CLIENT_CERTIFICATE", prefix+"CLIENT_KEY")
 		if err != nil {
-			return bad(cv, "cannot read the file: "+err.Error())
+			return nil, err
 		}
-		k, err := readFile(key)
-		if err != nil {
-			return bad(kv, "cannot read the file: "+err.Error())
+		if ok {
+			tc.Certificates = []tls.Certificate{pair}
+			break
 		}
-		pair, err := tls.X509KeyPair(c, k)
-		if err != nil {
-			return bad(cv, "not a certificate and key pair: "+err.Error())
-		}
-		tc.Certificates = []tls.Certificate{pair}
-		break
 	}
-	if tc.RootCAs != nil || tc.Certificates != nil {
-		cfg.tls = &tc
+	if tc.RootCAs == nil && tc.Certificates == nil {
+		return nil, nil
 	}
-	return cfg, nil
+	return &tc, nil
+}
+
+// clientCert reads the client certificate and key the variables cv and kv
+// name; ok is false when neither is set.
+func (e otlpEnv) clientCert(cv, kv string) (pair tls.Certificate, ok bool, err error) {
+	cert, key := strings.TrimSpace(e.getenv(cv)), strings.TrimSpace(e.getenv(kv))
+	if cert == "" && key == "" {
+		return tls.Certificate{}, false, nil
+	}
+	if cert == "" || key == "" {
+		return tls.Certificate{}, false, badVar(cv, "a client certificate needs both "+cv+" and "+kv)
+	}
+	c, err := e.readFile(cert)
+	if err != nil {
+		return tls.Certificate{}, false, badVar(cv, "cannot read the file: "+err.Error())
+	}
+	k, err := e.readFile(key)
+	if err != nil {
+		return tls.Certificate{}, false, badVar(kv, "cannot read the file: "+err.Error())
+	}
+	pair, err = tls.X509KeyPair(c, k)
+	if err != nil {
+		return tls.Certificate{}, false, badVar(cv, "not a certificate and key pair: "+err.Error())
+	}
+	return pair, true, nil
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110).
@@ -542,20 +590,13 @@ func spanFlags(tf trace.TraceFlags, parent trace.SpanContext) uint32 {
 	return f
 }
 
+// spanKind: trace.SpanKind's values are the protocol's (as its
+// documentation says); any other value is unspecified.
 func spanKind(k trace.SpanKind) tracepb.Span_SpanKind {
-	switch k {
-	case trace.SpanKindInternal:
-		return tracepb.Span_SPAN_KIND_INTERNAL
-	case trace.SpanKindServer:
-		return tracepb.Span_SPAN_KIND_SERVER
-	case trace.SpanKindClient:
-		return tracepb.Span_SPAN_KIND_CLIENT
-	case trace.SpanKindProducer:
-		return tracepb.Span_SPAN_KIND_PRODUCER
-	case trace.SpanKindConsumer:
-		return tracepb.Span_SPAN_KIND_CONSUMER
+	if k < trace.SpanKindInternal || k > trace.SpanKindConsumer {
+		return tracepb.Span_SPAN_KIND_UNSPECIFIED
 	}
-	return tracepb.Span_SPAN_KIND_UNSPECIFIED
+	return tracepb.Span_SpanKind(k)
 }
 
 func statusCode(c codes.Code) tracepb.Status_StatusCode {

@@ -493,114 +493,129 @@ func (r *runner) level(ctx context.Context, t target, a *api, n int) (Concurrenc
 			w.close()
 		}
 	}()
-	// The window opens after the warm-up and once every conversation has
-	// finished its first turn (at 1,000 conversations the first round alone
-	// can outlast the warm-up), then stays open for LevelDuration.
-	start := time.Now()
-	var (
-		fromNs, endNs atomic.Int64 // unix nanoseconds; 0 until the window is known
-		windowNs      atomic.Int64
-		started       atomic.Int64 // workers past their first turn
-		mu            sync.Mutex
-		lat           []time.Duration
-		completed     atomic.Int64
-		all           atomic.Int64 // every completed turn, warm-up included
-		failed        atomic.Int64
-		firstErr      error
-		wg            sync.WaitGroup
-	)
-	firstDone := func() {
-		if started.Add(1) == int64(n) {
-			from := start.Add(r.plan.LevelWarmup)
-			if now := time.Now(); now.After(from) {
-				from = now
-			}
-			// A window shorter than a few turn latencies counts mostly
-			// the turns that happen to straddle its edges: stretch it to
-			// three times the first round.
-			window := max(r.plan.LevelDuration, 3*time.Since(start))
-			fromNs.Store(from.UnixNano())
-			endNs.Store(from.Add(window).UnixNano())
-			windowNs.Store(int64(window))
-		}
-	}
+	win := &levelWindow{n: n, start: time.Now(), warmup: r.plan.LevelWarmup, duration: r.plan.LevelDuration}
+	var wg sync.WaitGroup
 	for _, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			first := true
-			defer func() {
-				if first {
-					firstDone() // a worker that died must not hold the window shut
-				}
-				mu.Lock()
-				lat = append(lat, mine...)
-				mu.Unlock()
-			}()
-			for {
-				t0 := time.Now()
-				if e := endNs.Load(); e != 0 && t0.UnixNano() >= e {
-					return
-				}
-				err := w.turn(ctx, promptPlain)
-				t1 := time.Now()
-				if first {
-					first = false
-					firstDone()
-				}
-				if err != nil {
-					failed.Add(1)
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					if errors.Is(err, errTurnFailed) {
-						continue
-					}
-					return // a broken connection: this worker is done
-				}
-				all.Add(1)
-				from, end := fromNs.Load(), endNs.Load()
-				if from == 0 {
-					continue
-				}
-				if t0.UnixNano() >= from {
-					mine = append(mine, t1.Sub(t0))
-				}
-				if t1.UnixNano() >= from && t1.UnixNano() < end {
-					completed.Add(1)
-				}
-			}
-		}()
+		wg.Go(func() { win.drive(ctx, w) })
 	}
 	wg.Wait()
 	cpu1, err := t.CPU()
 	if err != nil {
 		return ConcurrencyLevel{}, err
 	}
-	if windowNs.Load() == 0 {
-		return ConcurrencyLevel{}, fmt.Errorf("no conversation finished a turn: %v", firstErr)
+	if win.windowNs.Load() == 0 {
+		return ConcurrencyLevel{}, fmt.Errorf("no conversation finished a turn: %v", win.firstErr)
 	}
+	window := time.Duration(win.windowNs.Load())
 	lvl := ConcurrencyLevel{
 		Conversations: n,
-		Seconds:       round3(time.Duration(windowNs.Load()).Seconds()),
-		Turns:         int(completed.Load()),
-		TurnsPerSec:   round3(float64(completed.Load()) / time.Duration(windowNs.Load()).Seconds()),
-		Latency:       dist(lat).rounded(),
-		Errors:        int(failed.Load()),
+		Seconds:       round3(window.Seconds()),
+		Turns:         int(win.completed.Load()),
+		TurnsPerSec:   round3(float64(win.completed.Load()) / window.Seconds()),
+		Latency:       dist(win.lat).rounded(),
+		Errors:        int(win.failed.Load()),
 	}
-	if n := all.Load(); n > 0 {
+	if n := win.all.Load(); n > 0 {
 		lvl.ServerCPUPerTurnMs = round3(ms(cpu1-cpu0) / float64(n))
 	}
-	if firstErr != nil {
-		r.logf("  first error at %d conversations: %v", n, firstErr)
+	if win.firstErr != nil {
+		r.logf("  first error at %d conversations: %v", n, win.firstErr)
 	}
 	if lvl.Turns == 0 {
-		return lvl, fmt.Errorf("no turn completed: %v", firstErr)
+		return lvl, fmt.Errorf("no turn completed: %v", win.firstErr)
 	}
 	return lvl, nil
+}
+
+// levelWindow is the measuring window of a concurrency level and what its
+// workers count in it. The window opens after the warm-up and once every
+// conversation has finished its first turn (at 1,000 conversations the
+// first round alone can outlast the warm-up), then stays open for the
+// level's duration.
+type levelWindow struct {
+	n                int // workers
+	start            time.Time
+	warmup, duration time.Duration
+
+	fromNs, endNs atomic.Int64 // unix nanoseconds; 0 until the window is known
+	windowNs      atomic.Int64
+	started       atomic.Int64 // workers past their first turn
+	completed     atomic.Int64
+	all           atomic.Int64 // every completed turn, warm-up included
+	failed        atomic.Int64
+
+	mu       sync.Mutex
+	lat      []time.Duration
+	firstErr error
+}
+
+// firstDone counts a worker past its first turn; the last one opens the
+// window.
+func (win *levelWindow) firstDone() {
+	if win.started.Add(1) != int64(win.n) {
+		return
+	}
+	from := win.start.Add(win.warmup)
+	if now := time.Now(); now.After(from) {
+		from = now
+	}
+	// A window shorter than a few turn latencies counts mostly the turns
+	// that happen to straddle its edges: stretch it to three times the
+	// first round.
+	window := max(win.duration, 3*time.Since(win.start))
+	win.fromNs.Store(from.UnixNano())
+	win.endNs.Store(from.Add(window).UnixNano())
+	win.windowNs.Store(int64(window))
+}
+
+// drive runs w's turns in a closed loop until the window ends or w's
+// connection breaks.
+func (win *levelWindow) drive(ctx context.Context, w *worker) {
+	var mine []time.Duration
+	first := true
+	defer func() {
+		if first {
+			win.firstDone() // a worker that died must not hold the window shut
+		}
+		win.mu.Lock()
+		win.lat = append(win.lat, mine...)
+		win.mu.Unlock()
+	}()
+	for {
+		t0 := time.Now()
+		if e := win.endNs.Load(); e != 0 && t0.UnixNano() >= e {
+			return
+		}
+		err := w.turn(ctx, promptPlain)
+		t1 := time.Now()
+		if first {
+			first = false
+			win.firstDone()
+		}
+		if err != nil {
+			win.failed.Add(1)
+			win.mu.Lock()
+			if win.firstErr == nil {
+				win.firstErr = err
+			}
+			win.mu.Unlock()
+			if errors.Is(err, errTurnFailed) {
+				continue
+			}
+			return // a broken connection: this worker is done
+		}
+		win.all.Add(1)
+		from, end := win.fromNs.Load(), win.endNs.Load()
+		if from == 0 {
+			continue
+		}
+		if t0.UnixNano() >= from {
+			mine = append(mine, t1.Sub(t0))
+		}
+		if t1.UnixNano() >= from && t1.UnixNano() < end {
+			win.completed.Add(1)
+		}
+	}
 }
 
 // memory (6) and relay (3) share one server: RSS idle, after IdleConvs
@@ -625,6 +640,54 @@ func (r *runner) memory(ctx context.Context) (err error) {
 	}
 	m := &Memory{IdleConversations: r.plan.IdleConvs, SSEClients: r.plan.RelayClients}
 	r.res.Memory = m
+	if err := r.memoryIdle(ctx, t, a, m, settle); err != nil {
+		return err
+	}
+	if err := r.relayOne(ctx, a); err != nil {
+		return err
+	}
+
+	// Many clients of one conversation: RSS per client, then the relay.
+	conv, err := a.createConversation(ctx, "relay")
+	if err != nil {
+		return err
+	}
+	before, err := settle()
+	if err != nil {
+		return err
+	}
+	clients, err := openClients(ctx, a, conv, r.plan.RelayClients)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	if m.RSSWithClientsKB, err = settle(); err != nil {
+		return err
+	}
+	m.PerSSEClientKB = round3(float64(m.RSSWithClientsKB-before) / float64(r.plan.RelayClients))
+	r.logf("%d SSE clients: RSS %d KiB, %.2f KiB each", r.plan.RelayClients, m.RSSWithClientsKB, m.PerSSEClientKB)
+	if err := r.memoryWS(ctx, a, conv, m, settle); err != nil {
+		return err
+	}
+	many, err := r.relay(ctx, a, r.plan.RelayClients, r.plan.RelayDeltasMany, &relayConv{id: conv, clients: clients})
+	if err != nil {
+		return err
+	}
+	r.res.Relay = append(r.res.Relay, many)
+	r.logf("relay to %d clients: %.0f deltas/s in total, %.0f per client, min delivered %d/%d",
+		many.Clients, many.DeltasPerSec, many.PerClientDeltasPerSec, many.DeliveredMin, many.DeltasSent)
+	m.RSSAfterBurstKB, _ = t.RSSKB()
+
+	return nil
+}
+
+// memoryIdle measures the idle server, the server warmed up, and the
+// server with IdleConvs conversations answered once each.
+func (r *runner) memoryIdle(ctx context.Context, t target, a *api, m *Memory, settle func() (int64, error)) (err error) {
 	if m.IdleRSSKB, err = settle(); err != nil {
 		return err
 	}
@@ -657,7 +720,20 @@ func (r *runner) memory(ctx context.Context) (err error) {
 		return err
 	}
 
-	// Idle conversations: created, answered once, then left alone.
+	if err := r.idleConversations(ctx, a); err != nil {
+		return err
+	}
+	if m.RSSWithConvsKB, err = settle(); err != nil {
+		return err
+	}
+	m.PerConversationKB = round3(float64(m.RSSWithConvsKB-m.WarmRSSKB) / float64(r.plan.IdleConvs))
+	r.logf("%d idle conversations: RSS %d KiB, %.2f KiB each", r.plan.IdleConvs, m.RSSWithConvsKB, m.PerConversationKB)
+	return nil
+}
+
+// idleConversations creates IdleConvs conversations, answers each once,
+// then leaves them alone.
+func (r *runner) idleConversations(ctx context.Context, a *api) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, r.plan.IdleConvs)
 	sem := make(chan struct{}, 20)
@@ -680,16 +756,12 @@ func (r *runner) memory(ctx context.Context) (err error) {
 	}
 	wg.Wait()
 	close(errs)
-	if err := <-errs; err != nil {
-		return err
-	}
-	if m.RSSWithConvsKB, err = settle(); err != nil {
-		return err
-	}
-	m.PerConversationKB = round3(float64(m.RSSWithConvsKB-m.WarmRSSKB) / float64(r.plan.IdleConvs))
-	r.logf("%d idle conversations: RSS %d KiB, %.2f KiB each", r.plan.IdleConvs, m.RSSWithConvsKB, m.PerConversationKB)
+	return <-errs
+}
 
-	// Relay to one client, and the model's own rate for the same answer.
+// relayOne relays an answer to one client, and times the model's own rate
+// for the same answer.
+func (r *runner) relayOne(ctx context.Context, a *api) error {
 	one, err := r.relay(ctx, a, 1, r.plan.RelayDeltasOne, nil)
 	if err != nil {
 		return err
@@ -703,34 +775,14 @@ func (r *runner) memory(ctx context.Context) (err error) {
 	r.res.Relay = append(r.res.Relay, one)
 	r.logf("relay to 1 client: %.0f deltas/s (model alone: %.0f deltas/s), %d/%d delivered",
 		one.DeltasPerSec, one.ModelDeltasPerSec, one.DeliveredMin, one.DeltasSent)
+	return nil
+}
 
-	// Many clients of one conversation: RSS per client, then the relay.
-	conv, err := a.createConversation(ctx, "relay")
-	if err != nil {
-		return err
-	}
-	before, err := settle()
-	if err != nil {
-		return err
-	}
-	clients, err := openClients(ctx, a, conv, r.plan.RelayClients)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	if m.RSSWithClientsKB, err = settle(); err != nil {
-		return err
-	}
-	m.PerSSEClientKB = round3(float64(m.RSSWithClientsKB-before) / float64(r.plan.RelayClients))
-	r.logf("%d SSE clients: RSS %d KiB, %.2f KiB each", r.plan.RelayClients, m.RSSWithClientsKB, m.PerSSEClientKB)
-
-	// WebSocket clients attached to the same conversation: RSS per client
-	// (before the relay burst, whose garbage would hide them).
-	before = m.RSSWithClientsKB
+// memoryWS measures WebSocket clients attached to conversation conv: RSS
+// per client (before the relay burst, whose garbage would hide them). They
+// are gone when it returns, before the relay, which they would slow down.
+func (r *runner) memoryWS(ctx context.Context, a *api, conv string, m *Memory, settle func() (int64, error)) error {
+	before := m.RSSWithClientsKB
 	wsURL := "ws" + strings.TrimPrefix(a.base, "http") + "/agentik/ws"
 	conns := make([]*wsclient.Conn, 0, r.plan.RelayClients)
 	defer func() {
@@ -753,19 +805,6 @@ func (r *runner) memory(ctx context.Context) (err error) {
 	m.RSSWithWSClientsKB = after
 	m.PerWSClientKB = round3(float64(after-before) / float64(len(conns)))
 	r.logf("%d WebSocket clients: RSS %d KiB, %.2f KiB each", len(conns), after, m.PerWSClientKB)
-	for _, c := range conns {
-		c.Close() // gone before the relay, which they would slow down
-	}
-	conns = nil
-	many, err := r.relay(ctx, a, r.plan.RelayClients, r.plan.RelayDeltasMany, &relayConv{id: conv, clients: clients})
-	if err != nil {
-		return err
-	}
-	r.res.Relay = append(r.res.Relay, many)
-	r.logf("relay to %d clients: %.0f deltas/s in total, %.0f per client, min delivered %d/%d",
-		many.Clients, many.DeltasPerSec, many.PerClientDeltasPerSec, many.DeliveredMin, many.DeltasSent)
-	m.RSSAfterBurstKB, _ = t.RSSKB()
-
 	return nil
 }
 

@@ -45,7 +45,7 @@ func (s *server) resolveApproval(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, agentik.Errorf(agentik.EInvalid, "bad call id"))
 		return
 	}
-	b, err := readBody(w, r, s.maxBody)
+	b, err := readBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -48,40 +48,27 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// server holds one mounted agent.
+// server holds one mounted agent and its options, defaults applied.
 type server struct {
-	agent        agentik.Agent
-	maxBody      int64
-	keepAlive    time.Duration
-	writeTimeout time.Duration
-	readyFn      func(ctx context.Context) error
-	guardFn      func(h http.Handler, access edge.Access) http.Handler
-	log          *slog.Logger
+	agent agentik.Agent
+	opts  Options
+	log   *slog.Logger
 }
 
 func newServer(agent agentik.Agent, opts Options) *server {
-	s := &server{
-		agent:        agent,
-		maxBody:      opts.MaxBodyBytes,
-		keepAlive:    opts.KeepAlive,
-		writeTimeout: opts.WriteTimeout,
-		readyFn:      opts.Ready,
-		guardFn:      opts.Guard,
-		log:          opts.Logger,
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if s.maxBody <= 0 {
-		s.maxBody = DefaultMaxBodyBytes
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
 	}
-	if s.keepAlive <= 0 {
-		s.keepAlive = DefaultKeepAlive
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
-	if s.writeTimeout <= 0 {
-		s.writeTimeout = DefaultWriteTimeout
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	return s
+	return &server{agent: agent, opts: opts, log: opts.Logger}
 }
 
 // NewHandler serves agent at DefaultPrefix, plus GET /health and
@@ -114,10 +101,10 @@ func MountHealth(mux *http.ServeMux, ready func(ctx context.Context) error) {
 
 // guard puts an endpoint behind the edge, if there is one.
 func (s *server) guard(h http.Handler, access edge.Access) http.Handler {
-	if s.guardFn == nil {
+	if s.opts.Guard == nil {
 		return h
 	}
-	return s.guardFn(h, access)
+	return s.opts.Guard(h, access)
 }
 
 type status struct {
@@ -129,10 +116,10 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) ready(w http.ResponseWriter, r *http.Request) {
-	if s.readyFn != nil {
+	if s.opts.Ready != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
-		if err := s.readyFn(ctx); err != nil {
+		if err := s.opts.Ready(ctx); err != nil {
 			s.writeError(w, r, agentik.WrapError(agentik.EUnavailable, "not ready", err))
 			return
 		}
@@ -149,7 +136,7 @@ func (s *server) agentInfo(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) createConversation(w http.ResponseWriter, r *http.Request) {
-	b, err := readBody(w, r, s.maxBody)
+	b, err := readBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -205,7 +192,7 @@ func (s *server) renameConversation(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errBadID(id))
 		return
 	}
-	b, err := readBody(w, r, s.maxBody)
+	b, err := readBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -242,7 +229,7 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errBadID(id))
 		return
 	}
-	b, err := readBody(w, r, s.maxBody)
+	b, err := readBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -57,7 +57,7 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 		cp = &chanPull[T]{c: stream.C(), meta: meta}
 		next, in = cp.next, stream.C()
 	}
-	keepAlive := time.NewTicker(s.keepAlive)
+	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
 	for {
 		// Events already waiting go out in one write and one flush (a
@@ -71,7 +71,7 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 			return
 		}
 		if wrote {
-			keepAlive.Reset(s.keepAlive) // keep-alives only fill silences
+			keepAlive.Reset(s.opts.KeepAlive) // keep-alives only fill silences
 			if !ended {
 				continue // more may wait
 			}
@@ -199,7 +199,7 @@ func appendEvent(buf *bytes.Buffer, cursor int64, typ string, data []byte) {
 
 // writeFlush writes b and flushes it to the client within writeTimeout.
 func (s *server) writeFlush(w http.ResponseWriter, rc *http.ResponseController, b []byte) error {
-	if err := rc.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	if err := rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	if len(b) > 0 {

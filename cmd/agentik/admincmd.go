@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,12 +39,9 @@ func adminCommand(ctx context.Context, cfg config.Config, args []string, getenv 
 	rawURL := fs.String("url", "", "")
 	token := fs.String("token", "", "")
 	asJSON := fs.Bool("json", false, "")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitConfig
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	want := map[string]int{"turns": 0, "cancel": 1, "stats": 0}
 	if len(pos) == 0 {

@@ -148,6 +148,20 @@ func isTerminal(w any) bool {
 
 // parseInterspersed parses flags that may come before, between or after
 // positional arguments (Go's flag package stops at the first positional).
+// parseArgs is parseInterspersed for a command: ok false means the command
+// ends now with code (exitOK after -h, exitConfig after a bad flag; the
+// flag set has said why).
+func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	pos, err := parseInterspersed(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, exitOK, false
+	case err != nil:
+		return nil, exitConfig, false
+	}
+	return pos, 0, true
+}
+
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -174,12 +188,9 @@ func chat(ctx context.Context, cfg config.Config, args []string, getenv func(str
 	title := fs.String("title", "", "title of the new conversation")
 	temporal := fs.Bool("temporal", false, "the new conversation lives in memory only")
 	plain := fs.Bool("plain", false, "plain output even on a terminal (no colours)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitConfig
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(stderr, "agentik chat: unexpected argument %q\n", pos[0])
@@ -653,12 +664,9 @@ func conversations(ctx context.Context, cfg config.Config, args []string, getenv
 	agentID := fs.String("agent", "", "")
 	asJSON := fs.Bool("json", false, "")
 	limit := fs.Int("limit", 50, "")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitConfig
+	pos, code, ok := parseArgs(fs, args)
+	if !ok {
+		return code
 	}
 	want := map[string]int{"list": 0, "show": 1, "rename": 2, "delete": 1}
 	if len(pos) == 0 {

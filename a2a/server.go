@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
+	"github.com/agentik/agentik/internal/defaults"
 )
 
 // CardPath is where the agent card is served (A2A 0.3 and 1.0).
@@ -78,19 +79,11 @@ type Server struct {
 
 // NewServer returns the facade for agent.
 func NewServer(agent agentik.Agent, opts Options) *Server {
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = DefaultKeepAlive
-	}
-	if opts.Path == "" {
-		opts.Path = "/a2a"
-	}
+	defaults.Positive(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Positive(&opts.KeepAlive, DefaultKeepAlive)
+	defaults.String(&opts.Path, "/a2a")
 	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	defaults.Logger(&log)
 	return &Server{agent: agent, opts: opts, log: log}
 }
 

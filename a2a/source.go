@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/defaults"
 	"github.com/agentik/agentik/internal/httpx"
 )
 
@@ -61,17 +62,11 @@ func NewSource(ctx context.Context, opts SourceOptions) *Source {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Transport: httpx.PooledTransport()} // concurrent calls to one agent reuse their connections
 	}
-	if opts.RetryInterval <= 0 {
-		opts.RetryInterval = 30 * time.Second
-	}
-	if opts.MaxContexts <= 0 {
-		opts.MaxContexts = 10000
-	}
+	defaults.Positive(&opts.RetryInterval, 30*time.Second)
+	defaults.Positive(&opts.MaxContexts, 10000)
 	s := &Source{opts: opts, log: opts.Logger, stop: make(chan struct{})}
 	s.base, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	if s.log == nil {
-		s.log = slog.Default()
-	}
+	defaults.Logger(&s.log)
 	var wg sync.WaitGroup
 	for _, r := range opts.Agents {
 		a := &remoteAgent{src: s, remote: r, contexts: map[string]string{}}
@@ -135,9 +130,7 @@ func (s *Source) Tools(ctx context.Context) []agentik.Tool {
 	if s.opts.ConversationKey != nil {
 		key = s.opts.ConversationKey(ctx)
 	}
-	if key == "" {
-		key = fmt.Sprintf("turn:%p", ctx)
-	}
+	defaults.String(&key, fmt.Sprintf("turn:%p", ctx))
 	var out []agentik.Tool
 	for _, a := range s.agents {
 		if a.get() != nil {
@@ -183,9 +176,7 @@ var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
 // toolName makes a card name a valid function name for OpenAI-style APIs.
 func toolName(s string) string {
 	n := strings.Trim(unsafeName.ReplaceAllString(s, "_"), "_")
-	if n == "" {
-		n = "remote_agent"
-	}
+	defaults.String(&n, "remote_agent")
 	if len(n) > 64 {
 		n = n[:64]
 	}

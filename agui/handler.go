@@ -14,6 +14,7 @@ import (
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/history"
+	"github.com/agentik/agentik/internal/defaults"
 )
 
 // DefaultPath is where the facade is usually mounted.
@@ -85,37 +86,23 @@ type threadLock struct {
 // HTTP edge (package edge): the run acts for the principal in the request's
 // context, the anonymous "" when there is none.
 func NewHandler(agent agentik.Agent, opts Options) *Handler {
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = DefaultKeepAlive
-	}
-	if opts.WriteTimeout <= 0 {
-		opts.WriteTimeout = DefaultWriteTimeout
-	}
-	if opts.MaxRunMessages <= 0 {
-		opts.MaxRunMessages = DefaultMaxRunMessages
-	}
-	if opts.OnDisconnect == "" {
-		opts.OnDisconnect = DisconnectInterrupt
-	}
+	defaults.Positive(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Positive(&opts.KeepAlive, DefaultKeepAlive)
+	defaults.Positive(&opts.WriteTimeout, DefaultWriteTimeout)
+	defaults.Positive(&opts.MaxRunMessages, DefaultMaxRunMessages)
+	defaults.String(&opts.OnDisconnect, DisconnectInterrupt)
 	if opts.newID == nil {
 		opts.newID = agentik.NewID
 	}
 	h := &Handler{agent: agent, opts: opts, log: opts.Logger, threads: map[string]*threadLock{}}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
+	defaults.Logger(&h.log)
 	return h
 }
 
 // Mount registers "POST path" on mux for agent (path "" is DefaultPath), so
 // that several agents can each have their own AG-UI endpoint.
 func Mount(mux *http.ServeMux, path string, agent agentik.Agent, opts Options) {
-	if path == "" {
-		path = DefaultPath
-	}
+	defaults.String(&path, DefaultPath)
 	mux.Handle("POST /"+strings.Trim(path, "/"), NewHandler(agent, opts))
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
+	"github.com/agentik/agentik/internal/defaults"
 )
 
 // DefaultPrefix is where NewHandler mounts the agent.
@@ -56,18 +57,10 @@ type server struct {
 }
 
 func newServer(agent agentik.Agent, opts Options) *server {
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.KeepAlive <= 0 {
-		opts.KeepAlive = DefaultKeepAlive
-	}
-	if opts.WriteTimeout <= 0 {
-		opts.WriteTimeout = DefaultWriteTimeout
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	defaults.Positive(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Positive(&opts.KeepAlive, DefaultKeepAlive)
+	defaults.Positive(&opts.WriteTimeout, DefaultWriteTimeout)
+	defaults.Logger(&opts.Logger)
 	return &server{agent: agent, opts: opts, log: opts.Logger}
 }
 

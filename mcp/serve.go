@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
+	"github.com/agentik/agentik/internal/defaults"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -121,37 +122,19 @@ type front struct {
 
 // NewHandler returns the MCP endpoint of agent.
 func NewHandler(agent agentik.Agent, opts ServeOptions) *Handler {
-	if opts.Name == "" {
-		opts.Name = agent.Info().Name
-	}
-	if opts.Name == "" {
-		opts.Name = "agentik"
-	}
-	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = DefaultSessionTimeout
-	}
-	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = DefaultMaxSessions
-	}
-	if opts.MaxSessionsPerPrincipal <= 0 {
-		opts.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
-	}
-	if opts.SessionsPerMinute <= 0 {
-		opts.SessionsPerMinute = DefaultSessionsPerMinute
-	}
-	if opts.SessionBurst <= 0 {
-		opts.SessionBurst = DefaultSessionBurst
-	}
+	defaults.String(&opts.Name, agent.Info().Name)
+	defaults.String(&opts.Name, "agentik")
+	defaults.Positive(&opts.SessionTimeout, DefaultSessionTimeout)
+	defaults.Positive(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Positive(&opts.MaxSessions, DefaultMaxSessions)
+	defaults.Positive(&opts.MaxSessionsPerPrincipal, DefaultMaxSessionsPerPrincipal)
+	defaults.Positive(&opts.SessionsPerMinute, DefaultSessionsPerMinute)
+	defaults.Positive(&opts.SessionBurst, DefaultSessionBurst)
 	if opts.now == nil {
 		opts.now = time.Now
 	}
 	h := &Handler{agent: agent, opts: opts, log: opts.Logger, fronts: map[string]*front{}, schemas: sdk.NewSchemaCache()}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
+	defaults.Logger(&h.log)
 	h.sdkLog = quieter(h.log)
 	return h
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/defaults"
 )
 
 // Options tune the supervision; zero values take the defaults below.
@@ -46,24 +47,14 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.ClientName == "" {
-		o.ClientName = "agentik"
-	}
-	if o.ClientVersion == "" {
-		o.ClientVersion = "dev"
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = 30 * time.Second
-	}
+	defaults.String(&o.ClientName, "agentik")
+	defaults.String(&o.ClientVersion, "dev")
+	defaults.Positive(&o.ConnectTimeout, 30*time.Second)
 	if o.StartupWait == 0 {
 		o.StartupWait = 10 * time.Second
 	}
-	if o.CloseTimeout <= 0 {
-		o.CloseTimeout = 3 * time.Second
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = 500 * time.Millisecond
-	}
+	defaults.Positive(&o.CloseTimeout, 3*time.Second)
+	defaults.Positive(&o.MinBackoff, 500*time.Millisecond)
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = max(time.Minute, o.MinBackoff)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
+	"github.com/agentik/agentik/internal/defaults"
 )
 
 // Defaults of Options.
@@ -64,27 +65,13 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = DefaultIdleTimeout
-	}
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if o.PingInterval <= 0 {
-		o.PingInterval = DefaultPingInterval
-	}
-	if o.PingTimeout <= 0 {
-		o.PingTimeout = DefaultPingTimeout
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	if o.IfBusy == "" {
-		o.IfBusy = agentik.BusyEnqueue
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	defaults.Positive(&o.IdleTimeout, DefaultIdleTimeout)
+	defaults.Positive(&o.MaxMessageBytes, DefaultMaxMessageBytes)
+	defaults.Positive(&o.PingInterval, DefaultPingInterval)
+	defaults.Positive(&o.PingTimeout, DefaultPingTimeout)
+	defaults.Positive(&o.WriteTimeout, DefaultWriteTimeout)
+	defaults.String(&o.IfBusy, agentik.BusyEnqueue)
+	defaults.Logger(&o.Logger)
 }
 
 // Server serves the protocol over an agentik.Agent. Mount it at GET
@@ -599,9 +586,7 @@ func (ss *session) handle(ctx context.Context, m ClientMessage) error {
 			return agentik.Errorf(agentik.EUnavailable, "the server is shutting down")
 		}
 		ifBusy := m.IfBusy
-		if ifBusy == "" {
-			ifBusy = ss.srv.opts.IfBusy
-		}
+		defaults.String(&ifBusy, ss.srv.opts.IfBusy)
 		_, err := ss.conv.Send(ctx, agentik.SendRequest{
 			Content: []agentik.Content{agentik.Text(m.Text)},
 			Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "websocket", User: agentik.PrincipalFrom(ctx)}},

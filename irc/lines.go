@@ -157,7 +157,9 @@ func (v view) message(m *agentik.Message, history bool) []ircmsg.Message {
 		}
 		out := textLines(src, target, prefix, text, m.ID, at, bot)
 		if history && m.Type == agentik.MsgAssistant && m.Interrupted {
-			out = append(out, v.ctcp(prefix, "INTERRUPTED", "", "", at, map[string]string{
+			// The journal keeps that the answer was cut, not why: the
+			// reason is only on the live line.
+			out = append(out, v.ctcp(prefix, "INTERRUPTED", "", eventID(m.ID, "interrupted"), at, map[string]string{
 				"event": agentik.EvInterrupted, "reply-to": m.ReplyTo}))
 		}
 		return out
@@ -171,9 +173,24 @@ func (v view) message(m *agentik.Message, history bool) []ircmsg.Message {
 	return nil
 }
 
+// eventID is the msgid of a line that stands for an event rather than a
+// journal message (INTERRUPTED, COMPACTION): "<anchor>~<what>", where the
+// anchor is the id of the journal message the event follows. It is the
+// same live and in every replay, so clients de-duplicate the line, and
+// CHATHISTORY resolves it (as the anchor) like a line's "<id>~<n>".
+// Without an anchor the line has no msgid.
+func eventID(anchor, what string) string {
+	if anchor == "" {
+		return ""
+	}
+	return anchor + "~" + what
+}
+
 // ctcp builds a CTCP AGENTIK line from the agent: "\x01AGENTIK <kind>
 // <text>\x01", the text cut to fit, with the vendor tags (names without
-// the vendor prefix) for clients with message-tags.
+// the vendor prefix) for clients with message-tags. msgid is derived from
+// what the line stands for (a journal message, eventID), never made up:
+// the line must carry the same id whenever it is sent.
 func (v view) ctcp(prefix, kind, text, msgid string, at time.Time, tags map[string]string) ircmsg.Message {
 	src, target := v.agentSource(), v.agentTarget()
 	head := prefix + "\x01AGENTIK " + kind
@@ -181,9 +198,6 @@ func (v view) ctcp(prefix, kind, text, msgid string, at time.Time, tags map[stri
 	if text != "" {
 		room := budget(src, "PRIVMSG", target, len(head)+2) // " " and the closing \x01
 		body += " " + oneLine(text, room)
-	}
-	if msgid == "" {
-		msgid = agentik.NewID()
 	}
 	m := privmsg(src, target, body+"\x01", msgid, at, true)
 	for k, val := range tags {

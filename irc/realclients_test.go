@@ -83,3 +83,36 @@ func TestInterruptedLineHasAStableID(t *testing.T) {
 		t.Fatalf("after the cut turn: %q %v", got, fail)
 	}
 }
+
+// RPL_LOGGEDIN (900) is "<nick> <nick>!<ident>@<host> <account> :…": a
+// client that logs in with SASL before it sends NICK (irc-go's ircevent,
+// WeeChat) has no nick yet, so both are "*", as ergo sends them; once it
+// has one, the mask is its own.
+func TestLoggedInBeforeNickNamesNoEmptyNick(t *testing.T) {
+	s := newStack(t, Options{}, twoUsers)
+	c := s.dial()
+	c.send("CAP LS 302")
+	c.until(is("CAP", "", "LS"))
+	c.send("CAP REQ :sasl", "AUTHENTICATE PLAIN")
+	c.until(is("AUTHENTICATE", "+"))
+	c.send("AUTHENTICATE " + b64("\x00alice\x00tok-alice-1"))
+	in := c.until(is(rplSASLSuccess))
+	got := params(in, rplLoggedIn)
+	if len(got) != 1 || strings.Join(got[0], " ") != "* * alice You are now logged in as alice" {
+		t.Fatalf("900 before NICK: %q", got)
+	}
+	c.send("NICK alice", "USER alice 0 * :Alice", "CAP END")
+	c.until(is(rplEndOfMOTD))
+
+	// After NICK, before registration: its nick and mask.
+	d := s.dial()
+	d.send("CAP LS 302", "NICK alicia", "USER al 0 * :Alice")
+	d.until(is("CAP", "", "LS"))
+	d.send("CAP REQ :sasl", "AUTHENTICATE PLAIN")
+	d.until(is("AUTHENTICATE", "+"))
+	d.send("AUTHENTICATE " + b64("\x00alice\x00tok-alice-1"))
+	got = params(d.until(is(rplSASLSuccess)), rplLoggedIn)
+	if len(got) != 1 || got[0][0] != "alicia" || got[0][1] != "alicia!al@127.0.0.1" || got[0][2] != "alice" {
+		t.Fatalf("900 after NICK: %q", got)
+	}
+}

@@ -303,7 +303,15 @@ func (c *conn) topic(r *reply, j *joined, info agentik.ConversationInfo) {
 		return
 	}
 	r.add(c.numeric(rplTopic, j.name, oneLine(info.Title, maxTopicLen)))
-	r.add(c.numeric(rplTopicWhoTime, j.name, j.agent.nick, strconv.FormatInt(info.UpdatedAt.Unix(), 10)))
+	// Who set the title and when, if this server saw it change; else the
+	// agent, at the conversation's creation — exact for the title it was
+	// created with (every channel made by JOIN). Conversation info keeps
+	// no time of a rename (its updated_at is the last activity).
+	set, ok := c.srv.topicOf(info.ID, info.Title)
+	if !ok {
+		set = topicSet{by: j.agent.source(c.srv.opts.ServerName), at: info.CreatedAt.Time}
+	}
+	r.add(c.numeric(rplTopicWhoTime, j.name, set.by, strconv.FormatInt(set.at.Unix(), 10)))
 }
 
 // names sends NAMES of j: the agent (an operator) and every client of the
@@ -445,7 +453,9 @@ func (c *conn) cmdTOPIC(r *reply, m ircmsg.Message) bool {
 	c.mu.Lock()
 	c.topics[id] = title
 	c.mu.Unlock()
+	undo := c.srv.settingTopic(id, title, c.source())
 	if _, err := j.conv.Rename(ctx, title); err != nil {
+		undo()
 		c.mu.Lock()
 		delete(c.topics, id)
 		c.mu.Unlock()

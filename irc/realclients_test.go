@@ -4,11 +4,15 @@ package irc
 // driven here through the real interface: raw lines on a real listener.
 
 import (
+	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ergochat/irc-go/ircmsg"
 
+	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -114,5 +118,94 @@ func TestLoggedInBeforeNickNamesNoEmptyNick(t *testing.T) {
 	got = params(d.until(is(rplSASLSuccess)), rplLoggedIn)
 	if len(got) != 1 || got[0][0] != "alicia" || got[0][1] != "alicia!al@127.0.0.1" || got[0][2] != "alice" {
 		t.Fatalf("900 after NICK: %q", got)
+	}
+}
+
+// laterActivity is an agent whose conversations had activity an hour after
+// their creation, so that RPL_TOPICWHOTIME can tell the two times apart
+// without a test that waits.
+type laterActivity struct{ agentik.Agent }
+
+func (a laterActivity) Conversation(ctx context.Context, id string) (agentik.Conversation, error) {
+	conv, err := a.Agent.Conversation(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return laterConv{conv}, nil
+}
+
+type laterConv struct{ agentik.Conversation }
+
+func (c laterConv) Info(ctx context.Context) (agentik.ConversationInfo, error) {
+	info, err := c.Conversation.Info(ctx)
+	info.UpdatedAt = agentik.TimeOf(info.UpdatedAt.Add(time.Hour))
+	return info, err
+}
+
+// topicWhoTime returns the params of the 333 among lines (nil if none).
+func topicWhoTime(t *testing.T, lines []ircmsg.Message) []string {
+	t.Helper()
+	got := params(lines, rplTopicWhoTime)
+	if len(got) != 1 {
+		t.Fatalf("want one 333, got %q", got)
+	}
+	return got[0]
+}
+
+// within reports whether the unix time s lies in [from, to] (seconds).
+func within(s string, from, to time.Time) bool {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && from.Unix() <= n && n <= to.Unix()
+}
+
+// RPL_TOPICWHOTIME (333) names who set the topic — the client that renamed
+// the conversation, or the agent for a title it was created with or one
+// set elsewhere — with a full mask, and when: the creation for a title the
+// conversation was created with, the rename for a later one; never the
+// time of the last message. A TOPIC relayed to the principal's other
+// clients comes from the same setter.
+func TestTopicWhoTimeNamesTheSetterAndTheTimeItWasSet(t *testing.T) {
+	eng, llm := newEngine(t, "agentik")
+	s := newStackFor(t, eng, llm, Options{Agents: []Agent{{ID: "agentik", Agent: laterActivity{eng}}}}, twoUsers, nil)
+	a := s.dial()
+	a.register("alice", "tok-alice-1")
+	joined := a.join("#t")
+	info := s.conversations("alice")[0]
+	if got := topicWhoTime(t, joined); got[2] != "agentik!agentik@agentik" || got[3] != strconv.FormatInt(info.CreatedAt.Unix(), 10) {
+		t.Fatalf("333 of a new channel: %q, created %d", got, info.CreatedAt.Unix())
+	}
+	a2 := s.dial()
+	a2.register("alice2", "tok-alice-1")
+	a2.join("#t")
+	a.until(is("JOIN"))
+
+	before := time.Now()
+	a.send("TOPIC #t :Planning the trip")
+	a.until(is("TOPIC"))
+	after := time.Now()
+	relayed := a2.until(is("TOPIC"))
+	if m := relayed[len(relayed)-1]; m.Source != "alice!alice@127.0.0.1" || m.Params[1] != "Planning the trip" {
+		t.Fatalf("TOPIC relayed to alice2: %v", m)
+	}
+	for _, c := range []*client{a, a2} {
+		c.send("TOPIC #t")
+		got := topicWhoTime(t, c.until(is(rplTopicWhoTime)))
+		if got[2] != "alice!alice@127.0.0.1" || !within(got[3], before, after) {
+			t.Fatalf("333 after alice's TOPIC: %q", got)
+		}
+	}
+
+	before = time.Now()
+	if _, err := s.eng.RenameConversation(agentik.WithPrincipal(testCtx(t), "alice"), info.ID, "Renamed on the web"); err != nil {
+		t.Fatal(err)
+	}
+	after = time.Now()
+	a.until(is("TOPIC"))
+	a2.until(is("TOPIC"))
+	a3 := s.dial()
+	a3.register("alice3", "tok-alice-1")
+	got := topicWhoTime(t, a3.join("#t"))
+	if got[2] != "agentik!agentik@agentik" || !within(got[3], before, after) {
+		t.Fatalf("333 after a rename on the web: %q", got)
 	}
 }

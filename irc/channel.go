@@ -80,6 +80,9 @@ func (c *conn) openChannel(ctx context.Context, name string, create bool) (*agen
 		return nil, nil, agentik.Errorf(agentik.ENotFound, "no such agent")
 	}
 	conv, err := c.openNamed(ctx, a, channelID(a.id, principal, base), name, create)
+	if err == nil {
+		c.srv.rememberName(conv.ID(), name) // listed under it once renamed
+	}
 	return a, conv, err
 }
 
@@ -102,7 +105,8 @@ func (c *conn) openNamed(ctx context.Context, a *agentUser, id, title string, cr
 
 // channelName is how a conversation is shown as a channel to this client:
 // the name it joined it under, else its named form when the title still
-// derives to its id, else "#<id>".
+// derives to its id, else the name the server remembers it by (a named
+// conversation renamed since), else "#<id>".
 func (c *conn) channelName(principal string, a *agentUser, info agentik.ConversationInfo) string {
 	c.mu.Lock()
 	for _, j := range c.channels {
@@ -119,8 +123,12 @@ func (c *conn) channelName(principal string, a *agentUser, info agentik.Conversa
 			owner = c.srv.byNick[agentNick]
 		}
 		if owner == a && validChannel(base) && channelID(a.id, principal, base) == info.ID {
+			c.srv.rememberName(info.ID, t)
 			return t
 		}
+	}
+	if name := c.srv.nameOf(info.ID); name != "" {
+		return name
 	}
 	return "#" + info.ID
 }

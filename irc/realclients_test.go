@@ -209,3 +209,47 @@ func TestTopicWhoTimeNamesTheSetterAndTheTimeItWasSet(t *testing.T) {
 		t.Fatalf("333 after a rename on the web: %q", got)
 	}
 }
+
+// listed returns the channel → topic pairs of a LIST.
+func listed(c *client) map[string]string {
+	c.t.Helper()
+	c.send("LIST")
+	out := map[string]string{}
+	for _, p := range params(c.until(is(rplListEnd)), rplList) {
+		out[p[1]] = p[3]
+	}
+	return out
+}
+
+// A named channel keeps its name when its conversation is renamed: LIST
+// and CHATHISTORY TARGETS show it as #<name> (which JOIN reaches), not as
+// #<conversation-id> — for the client that left it and for another client
+// of the principal that never joined it.
+func TestRenamedNamedChannelIsListedUnderItsName(t *testing.T) {
+	s := newStack(t, Options{}, twoUsers)
+	a := s.dial()
+	a.register("alice", "tok-alice-1", allCaps...)
+	a.join("#trip")
+	a.send("TOPIC #trip :Planning the trip")
+	a.until(is("TOPIC"))
+	a.send("PART #trip")
+	a.until(is("PART"))
+	if got := listed(a); len(got) != 1 || got["#trip"] != "Planning the trip" {
+		t.Fatalf("LIST after a rename: %q", got)
+	}
+	a2 := s.dial()
+	a2.register("alice2", "tok-alice-1", allCaps...)
+	if got := listed(a2); len(got) != 1 || got["#trip"] != "Planning the trip" {
+		t.Fatalf("LIST of another client: %q", got)
+	}
+	a2.send("CHATHISTORY TARGETS timestamp=2000-01-01T00:00:00.000Z timestamp=2100-01-01T00:00:00.000Z 10")
+	targets := a2.until(is("BATCH"))
+	targets = a2.until(is("BATCH"))
+	if got := params(targets, "CHATHISTORY"); len(got) != 1 || got[0][1] != "#trip" {
+		t.Fatalf("TARGETS %q", got)
+	}
+	// The name joins the same conversation, whose topic is the new title.
+	if got := params(a2.join("#trip"), rplTopic); len(got) != 1 || got[0][2] != "Planning the trip" {
+		t.Fatalf("JOIN #trip: %q", got)
+	}
+}

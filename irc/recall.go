@@ -3,11 +3,14 @@ package irc
 import "time"
 
 // What the server remembers of conversations beyond what their info holds:
-// who last changed a title and when (conversation info keeps neither), as
-// seen by this server since it started. It is a memory, not a record: a
-// change made before the server started, or while no client of the
-// principal was connected to it, is not in it, and it forgets its oldest
-// entries past maxRecalled.
+// the channel name a named conversation is reached by (its id derives from
+// the name, and the name cannot be had back from the id once the title
+// that carried it is renamed), and who last changed its title and when
+// (conversation info keeps neither). It is a memory of what this server
+// saw since it started, not a record: a name no client of this server used
+// since, a change made before the server started or while no client of the
+// principal was connected to it, are not in it; past maxRecalled
+// conversations it forgets some.
 
 // maxRecalled bounds the conversations the server remembers.
 const maxRecalled = 10000
@@ -21,28 +24,24 @@ type topicSet struct {
 
 // recalled is what the server remembers of one conversation.
 type recalled struct {
+	name  string // "#name" or "#name@agent" of a named conversation
 	topic topicSet
-	seq   uint64 // when it was last written, for forgetting the oldest
 }
 
-// recallLocked returns the entry of conversation id, making it (and
-// forgetting the oldest entry when full). s.mu is held.
+// recallLocked returns the entry of conversation id, making it; when the
+// server remembers maxRecalled conversations already, one of them, taken
+// at random, is forgotten. s.mu is held.
 func (s *Server) recallLocked(id string) *recalled {
-	s.recallSeq++
 	if r := s.recalled[id]; r != nil {
-		r.seq = s.recallSeq
 		return r
 	}
 	if len(s.recalled) >= maxRecalled {
-		oldest, low := "", ^uint64(0)
-		for k, r := range s.recalled {
-			if r.seq < low {
-				oldest, low = k, r.seq
-			}
+		for k := range s.recalled { // map order is random
+			delete(s.recalled, k)
+			break
 		}
-		delete(s.recalled, oldest)
 	}
-	r := &recalled{seq: s.recallSeq}
+	r := &recalled{}
 	s.recalled[id] = r
 	return r
 }
@@ -90,4 +89,23 @@ func (s *Server) topicOf(id, title string) (topicSet, bool) {
 		return topicSet{}, false
 	}
 	return r.topic, true
+}
+
+// rememberName records that conversation id is the named channel name.
+func (s *Server) rememberName(id, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.recalled[id]; r == nil || r.name != name {
+		s.recallLocked(id).name = name
+	}
+}
+
+// nameOf returns the channel name of conversation id, if remembered.
+func (s *Server) nameOf(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.recalled[id]; r != nil {
+		return r.name
+	}
+	return ""
 }

@@ -217,7 +217,6 @@ type Server struct {
 	refusing  chan struct{}                 // one per connection being refused (maxRefusing)
 	members   map[string]map[*conn]struct{} // conversation id → clients in its channel
 	recalled  map[string]*recalled          // conversation id → what the server remembers of it (recall.go)
-	recallSeq uint64
 	closing   bool
 	nextID    uint64
 	wg        sync.WaitGroup

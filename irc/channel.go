@@ -700,8 +700,9 @@ func (c *conn) privmsg(r *reply, target, text string) {
 	c.mu.Unlock()
 	_, err := j.conv.Send(c.pctx(), agentik.SendRequest{
 		Content: []agentik.Content{agentik.Text(text)},
-		Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "irc", User: principal, DisplayName: nick}},
-		IfBusy:  c.srv.opts.IfBusy,
+		Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "irc", User: principal, DisplayName: nick},
+			Metadata: map[string]string{metaSource: c.source()}},
+		IfBusy: c.srv.opts.IfBusy,
 	})
 	if err != nil {
 		c.mu.Lock()

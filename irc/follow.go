@@ -326,11 +326,8 @@ func (f *follower) userMessage(m *agentik.Message) {
 	}
 	switch {
 	case own != nil && echo:
-		target := j.name
-		if j.direct {
-			target = j.agent.nick
-		}
-		lines := textLines(c.source(), target, "", agentik.JoinText(m.Content), m.ID, m.Date.Time, false)
+		src, target := f.v.userLine(m)
+		lines := textLines(src, target, "", agentik.JoinText(m.Content), m.ID, m.Date.Time, false)
 		f.sendAll(labeled(c, own.label, lines))
 	case own != nil, j.direct && !echo:
 	default:

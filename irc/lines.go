@@ -40,29 +40,70 @@ func (v view) agentTarget() string {
 	return v.target
 }
 
-// userLine returns the source and target of a user message: the client
-// itself for its own messages (and in direct conversations, where every
-// user message is the principal's), else a nick made from the origin.
+// metaSource is the metadata key of the user messages stored from IRC
+// that holds the sender's mask ("nick!user@host") when it sent them: the
+// message is shown from that mask live and in every replay, as it was
+// (after a change of nick too, as ergo's history does).
+const metaSource = "irc_source"
+
+// userLine returns the source and target of a user message. In a direct
+// conversation every user message is the principal's: it is shown as the
+// client's own. In a channel it comes from the mask it was sent from
+// (metaSource), else from a nick made from its origin ("<nick>!<nick>@<server>":
+// a message of another facade, or stored before masks were); both are the
+// same whenever the message is sent.
 func (v view) userLine(m *agentik.Message) (src, target string) {
 	if v.target == "" {
 		return v.c.source(), v.agent.nick
 	}
-	nick := "user"
-	if o := originOf(m); o != nil {
-		switch {
-		case o.DisplayName != "":
-			nick = nickOf(o.DisplayName)
-		case o.User != "":
-			nick = nickOf(o.User)
+	nick, rest := sentFrom(m)
+	if nick == "" {
+		nick = "user"
+		if o := originOf(m); o != nil {
+			switch {
+			case o.DisplayName != "":
+				nick = nickOf(o.DisplayName)
+			case o.User != "":
+				nick = nickOf(o.User)
+			}
 		}
-	}
-	if fold(nick) == fold(v.c.currentNick()) {
-		return v.c.source(), v.target
+		rest = "!" + nick + "@" + v.c.srv.opts.ServerName
 	}
 	if v.c.agentNamed(nick) != nil {
 		nick += "_" // never looks like an agent (of those the client sees)
 	}
-	return nick + "!" + nick + "@" + v.c.srv.opts.ServerName, v.target
+	return nick + rest, v.target
+}
+
+// sentFrom splits the mask an IRC user message was sent from into the
+// nick and "!user@host"; "" when it has none (or not one that makes a
+// line: the metadata of a message sent through another facade is the
+// client's to set).
+func sentFrom(m *agentik.Message) (nick, rest string) {
+	o := originOf(m)
+	if o == nil || o.Channel != "irc" {
+		return "", ""
+	}
+	mask := m.Context.Metadata[metaSource]
+	nick, uh, ok1 := strings.Cut(mask, "!")
+	user, host, ok2 := strings.Cut(uh, "@")
+	if !ok1 || !ok2 || !validNick(nick) || !maskPart(user, maxUserLen+1) || !maskPart(host, 255) {
+		return "", ""
+	}
+	return nick, "!" + uh
+}
+
+// maskPart reports whether s can be the user or host of a mask.
+func maskPart(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == '!' || c == '@' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func originOf(m *agentik.Message) *agentik.Origin {

@@ -253,3 +253,57 @@ func TestRenamedNamedChannelIsListedUnderItsName(t *testing.T) {
 		t.Fatalf("JOIN #trip: %q", got)
 	}
 }
+
+// sourceOf returns the source of the first PRIVMSG with text among lines.
+func sourceOf(t *testing.T, lines []ircmsg.Message, text string) string {
+	t.Helper()
+	for _, m := range lines {
+		if m.Command == "PRIVMSG" && m.Params[len(m.Params)-1] == text {
+			return m.Source
+		}
+	}
+	t.Fatalf("no PRIVMSG %q in %v", text, lines)
+	return ""
+}
+
+// A nick has one hostmask on every line: a client's message comes from
+// the mask its JOIN came from, live (echoed to itself, relayed to the
+// principal's other clients) and in every CHATHISTORY replay — also after
+// the client changed its nick (history shows who said it then, as ergo
+// does).
+func TestSameNickSameHostmaskLiveAndInHistory(t *testing.T) {
+	s := newStack(t, Options{}, twoUsers)
+	s.llm.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Text("hi") })
+	a2 := s.dial()
+	a2.register("alice2", "tok-alice-1", allCaps...)
+	a2.join("#h")
+	a := s.dial()
+	a.register("alice", "tok-alice-1", allCaps...)
+	a.join("#h")
+	joins := a2.until(is("JOIN"))
+	mask := joins[len(joins)-1].Source
+	if mask != "alice!alice@127.0.0.1" {
+		t.Fatalf("JOIN from %s", mask)
+	}
+	a.send("PRIVMSG #h :hello")
+	if got := sourceOf(t, a.until(is("PRIVMSG", "#h", "hello")), "hello"); got != mask {
+		t.Fatalf("echo from %s, JOIN from %s", got, mask)
+	}
+	if got := sourceOf(t, a2.until(is("PRIVMSG", "#h", "hello")), "hello"); got != mask {
+		t.Fatalf("relayed from %s, JOIN from %s", got, mask)
+	}
+	a.until(typingDone)
+	a2.until(typingDone)
+	a.send("NICK alicia")
+	a.until(is("NICK"))
+	a2.until(is("NICK"))
+	for _, c := range []*client{a, a2} {
+		_, lines, fail := history(t, c, "CHATHISTORY LATEST #h * 10")
+		if fail != nil {
+			t.Fatal(fail)
+		}
+		if got := sourceOf(t, lines, "hello"); got != mask {
+			t.Fatalf("replayed from %s, live from %s", got, mask)
+		}
+	}
+}

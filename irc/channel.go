@@ -787,13 +787,22 @@ func (c *conn) whichCall(cmd string, pending []agentik.PendingApproval) string {
 	return fmt.Sprintf("%s for approval (%s): say which, %s <call id>", n, oneLine(strings.Join(ids, ", "), 300), cmd)
 }
 
-// echoCommand echoes a !command to a client with echo-message (it is not
-// stored, so it has a fresh msgid).
+// echoCommand echoes a !command to a client with echo-message. The
+// command is not stored; its msgid is still one CHATHISTORY resolves
+// (clients page from the last msgid they saw): the last stored message's
+// id with a unique suffix ("<id>~cmd-<random>"), so a client that pages
+// from it gets what followed. In a conversation with no message yet the
+// echo has no msgid.
 func (c *conn) echoCommand(r *reply, j *joined, target, text string) {
 	if !c.capSet().has(capEcho) {
 		return
 	}
-	r.add(privmsg(c.source(), target, text, agentik.NewID(), agentik.Now().Time, false))
+	var anchor string
+	if page, err := j.conv.Messages(c.pctx(), agentik.MessagesRequest{Before: maxInt64, Limit: 1}); err == nil && len(page.Messages) > 0 {
+		anchor = page.Messages[0].ID
+	}
+	id := agentik.NewID()
+	r.add(privmsg(c.source(), target, text, eventID(anchor, "cmd-"+id[len(id)-12:]), agentik.Now().Time, false))
 }
 
 // agentNotice sends a NOTICE from j's agent to the client, in j.

@@ -307,3 +307,34 @@ func TestSameNickSameHostmaskLiveAndInHistory(t *testing.T) {
 		}
 	}
 }
+
+// The echo of a !command (!stop, !approve, !deny) is not a stored message,
+// but its msgid is one CHATHISTORY resolves: the last stored message
+// before it, so that a client paging from the last line it saw (often
+// that echo) gets what followed.
+func TestCommandEchoMsgidResolves(t *testing.T) {
+	s := newStack(t, Options{}, nil)
+	s.llm.Enqueue(llmtest.Stream().Role().Content("partial line\n").Hang())
+	c := s.dial()
+	c.register("alice", "", allCaps...)
+	c.join("#s")
+	c.send("PRIVMSG #s :talk")
+	c.answer("#s", "partial line")
+	c.send("PRIVMSG #s :!stop")
+	echo := c.until(is("PRIVMSG", "#s", "!stop"))
+	e := echo[len(echo)-1]
+	if tag(e, "msgid") == "" || tag(e, "time") == "" {
+		t.Fatalf("echo %v", e)
+	}
+	c.until(isInterrupted)
+	c.until(typingDone)
+	got, _, fail := history(t, c, "CHATHISTORY AFTER #s msgid="+tag(e, "msgid")+" 10")
+	if fail != nil {
+		t.Fatalf("the echo's msgid does not resolve: %v", fail)
+	}
+	// The echo came after the user message: what follows it is the cut
+	// answer and its INTERRUPTED line.
+	if len(got) != 2 || got[0] != "partial line" || !strings.HasPrefix(got[1], "\x01AGENTIK INTERRUPTED") {
+		t.Fatalf("after the echo: %q", got)
+	}
+}

@@ -195,24 +195,8 @@ func (f *follower) handle(ev agentik.Event) {
 		if ev.Message != nil {
 			f.sendAll(v.message(ev.Message, false))
 		}
-	case agentik.EvInterrupted:
-		// The line follows the cut answer when there is one (as in
-		// history, where it is replayed after that message), else the
-		// user message the turn answered.
-		anchor := ev.ReplyTo
-		if f.cut.replyTo == ev.ReplyTo && f.cut.id != "" {
-			anchor = f.cut.id
-		}
-		f.put(v.ctcp("", "INTERRUPTED", ev.Reason, eventID(anchor, "interrupted"), eventTime(ev), map[string]string{
-			"event": agentik.EvInterrupted, "reason": ev.Reason, "reply-to": ev.ReplyTo}))
-	case agentik.EvCompactionTriggered:
-		anchor := ev.ReplyTo
-		if anchor == "" {
-			anchor = f.replyTo
-		}
-		f.put(v.ctcp("", "COMPACTION", "dropped="+strconv.Itoa(ev.Dropped)+" summary_tokens="+strconv.Itoa(ev.SummaryTokens),
-			eventID(anchor, "compaction-"+strconv.FormatInt(ev.Cursor, 10)), eventTime(ev),
-			map[string]string{"event": agentik.EvCompactionTriggered, "dropped": strconv.Itoa(ev.Dropped), "summary-tokens": strconv.Itoa(ev.SummaryTokens)}))
+	case agentik.EvInterrupted, agentik.EvCompactionTriggered:
+		f.put(f.eventLine(ev))
 	case agentik.EvApprovalRequested:
 		// SPEC §10: a NOTICE stating the call and how to answer (handled
 		// in conn.approval). A subscriber that (re)connects is told again.
@@ -224,6 +208,29 @@ func (f *follower) handle(ev agentik.Event) {
 		f.stopTyping(true)
 		f.phase = ""
 	}
+}
+
+// eventLine is the CTCP line of an interrupted or compaction_triggered
+// event, its msgid derived from the event (eventID). An INTERRUPTED line
+// follows the cut answer when there is one (as in history, where it is
+// replayed after that message), else the user message the turn answered.
+func (f *follower) eventLine(ev agentik.Event) ircmsg.Message {
+	if ev.Type == agentik.EvInterrupted {
+		anchor := ev.ReplyTo
+		if f.cut.replyTo == ev.ReplyTo && f.cut.id != "" {
+			anchor = f.cut.id
+		}
+		return f.v.ctcp("", "INTERRUPTED", ev.Reason, eventID(anchor, "interrupted"), eventTime(ev), map[string]string{
+			"event": agentik.EvInterrupted, "reason": ev.Reason, "reply-to": ev.ReplyTo})
+	}
+	anchor := ev.ReplyTo
+	if anchor == "" {
+		anchor = f.replyTo
+	}
+	dropped, tokens := strconv.Itoa(ev.Dropped), strconv.Itoa(ev.SummaryTokens)
+	return f.v.ctcp("", "COMPACTION", "dropped="+dropped+" summary_tokens="+tokens,
+		eventID(anchor, "compaction-"+strconv.FormatInt(ev.Cursor, 10)), eventTime(ev),
+		map[string]string{"event": agentik.EvCompactionTriggered, "dropped": dropped, "summary-tokens": tokens})
 }
 
 // approvalNotice states a call that waits for approval in one line of at

@@ -23,23 +23,29 @@ func isInterrupted(m ircmsg.Message) bool {
 
 func typingDone(m ircmsg.Message) bool { return m.Command == "TAGMSG" && tag(m, "+typing") == "done" }
 
-// The INTERRUPTED line has one msgid and one time, live and in every
-// CHATHISTORY replay, so a client that de-duplicates by msgid shows it
-// once; and its msgid is a selector CHATHISTORY resolves. A turn cut
-// before any text (no journal message to replay) still gets an id that
-// resolves, at the user message it answered.
-func TestInterruptedLineHasAStableID(t *testing.T) {
+// stopped is an open server whose model answers with replies, and a
+// client with every capability in #s that said "talk", saw the answer's
+// first line "partial line" and sent !stop.
+func stopped(t *testing.T, replies ...llmtest.Reply) (*stack, *client) {
+	t.Helper()
 	s := newStack(t, Options{}, nil)
-	s.llm.Enqueue(
-		llmtest.Stream().Role().Content("partial line\n", "and more").Hang(),
-		llmtest.Stream().Role().Hang(),
-	)
+	s.llm.Enqueue(replies...)
 	c := s.dial()
 	c.register("alice", "", allCaps...)
 	c.join("#s")
 	c.send("PRIVMSG #s :talk")
 	c.answer("#s", "partial line")
 	c.send("PRIVMSG #s :!stop")
+	return s, c
+}
+
+// The INTERRUPTED line has one msgid and one time, live and in every
+// CHATHISTORY replay, so a client that de-duplicates by msgid shows it
+// once; and its msgid is a selector CHATHISTORY resolves. A turn cut
+// before any text (no journal message to replay) still gets an id that
+// resolves, at the user message it answered.
+func TestInterruptedLineHasAStableID(t *testing.T) {
+	s, c := stopped(t, llmtest.Stream().Role().Content("partial line\n", "and more").Hang(), llmtest.Stream().Role().Hang())
 	lines := c.until(isInterrupted)
 	live := lines[len(lines)-1]
 	if live.Params[1] != "\x01AGENTIK INTERRUPTED user\x01" || tag(live, vendor+"reason") != "user" {
@@ -243,8 +249,8 @@ func TestRenamedNamedChannelIsListedUnderItsName(t *testing.T) {
 		t.Fatalf("LIST of another client: %q", got)
 	}
 	a2.send("CHATHISTORY TARGETS timestamp=2000-01-01T00:00:00.000Z timestamp=2100-01-01T00:00:00.000Z 10")
+	a2.until(is("BATCH"))
 	targets := a2.until(is("BATCH"))
-	targets = a2.until(is("BATCH"))
 	if got := params(targets, "CHATHISTORY"); len(got) != 1 || got[0][1] != "#trip" {
 		t.Fatalf("TARGETS %q", got)
 	}
@@ -313,14 +319,7 @@ func TestSameNickSameHostmaskLiveAndInHistory(t *testing.T) {
 // before it, so that a client paging from the last line it saw (often
 // that echo) gets what followed.
 func TestCommandEchoMsgidResolves(t *testing.T) {
-	s := newStack(t, Options{}, nil)
-	s.llm.Enqueue(llmtest.Stream().Role().Content("partial line\n").Hang())
-	c := s.dial()
-	c.register("alice", "", allCaps...)
-	c.join("#s")
-	c.send("PRIVMSG #s :talk")
-	c.answer("#s", "partial line")
-	c.send("PRIVMSG #s :!stop")
+	_, c := stopped(t, llmtest.Stream().Role().Content("partial line\n").Hang())
 	echo := c.until(is("PRIVMSG", "#s", "!stop"))
 	e := echo[len(echo)-1]
 	if tag(e, "msgid") == "" || tag(e, "time") == "" {

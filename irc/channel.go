@@ -80,6 +80,9 @@ func (c *conn) openChannel(ctx context.Context, name string, create bool) (*agen
 		return nil, nil, agentik.Errorf(agentik.ENotFound, "no such agent")
 	}
 	conv, err := c.openNamed(ctx, a, channelID(a.id, principal, base), name, create)
+	if err == nil {
+		c.srv.rememberName(conv.ID(), name) // listed under it once renamed
+	}
 	return a, conv, err
 }
 
@@ -102,7 +105,8 @@ func (c *conn) openNamed(ctx context.Context, a *agentUser, id, title string, cr
 
 // channelName is how a conversation is shown as a channel to this client:
 // the name it joined it under, else its named form when the title still
-// derives to its id, else "#<id>".
+// derives to its id, else the name the server remembers it by (a named
+// conversation renamed since), else "#<id>".
 func (c *conn) channelName(principal string, a *agentUser, info agentik.ConversationInfo) string {
 	c.mu.Lock()
 	for _, j := range c.channels {
@@ -119,8 +123,12 @@ func (c *conn) channelName(principal string, a *agentUser, info agentik.Conversa
 			owner = c.srv.byNick[agentNick]
 		}
 		if owner == a && validChannel(base) && channelID(a.id, principal, base) == info.ID {
+			c.srv.rememberName(info.ID, t)
 			return t
 		}
+	}
+	if name := c.srv.nameOf(info.ID); name != "" {
+		return name
 	}
 	return "#" + info.ID
 }
@@ -303,7 +311,15 @@ func (c *conn) topic(r *reply, j *joined, info agentik.ConversationInfo) {
 		return
 	}
 	r.add(c.numeric(rplTopic, j.name, oneLine(info.Title, maxTopicLen)))
-	r.add(c.numeric(rplTopicWhoTime, j.name, j.agent.nick, strconv.FormatInt(info.UpdatedAt.Unix(), 10)))
+	// Who set the title and when, if this server saw it change; else the
+	// agent, at the conversation's creation — exact for the title it was
+	// created with (every channel made by JOIN). Conversation info keeps
+	// no time of a rename (its updated_at is the last activity).
+	set, ok := c.srv.topicOf(info.ID, info.Title)
+	if !ok {
+		set = topicSet{by: j.agent.source(c.srv.opts.ServerName), at: info.CreatedAt.Time}
+	}
+	r.add(c.numeric(rplTopicWhoTime, j.name, set.by, strconv.FormatInt(set.at.Unix(), 10)))
 }
 
 // names sends NAMES of j: the agent (an operator) and every client of the
@@ -445,7 +461,9 @@ func (c *conn) cmdTOPIC(r *reply, m ircmsg.Message) bool {
 	c.mu.Lock()
 	c.topics[id] = title
 	c.mu.Unlock()
+	undo := c.srv.settingTopic(id, title, c.source())
 	if _, err := j.conv.Rename(ctx, title); err != nil {
+		undo()
 		c.mu.Lock()
 		delete(c.topics, id)
 		c.mu.Unlock()
@@ -682,8 +700,9 @@ func (c *conn) privmsg(r *reply, target, text string) {
 	c.mu.Unlock()
 	_, err := j.conv.Send(c.pctx(), agentik.SendRequest{
 		Content: []agentik.Content{agentik.Text(text)},
-		Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "irc", User: principal, DisplayName: nick}},
-		IfBusy:  c.srv.opts.IfBusy,
+		Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "irc", User: principal, DisplayName: nick},
+			Metadata: map[string]string{metaSource: c.source()}},
+		IfBusy: c.srv.opts.IfBusy,
 	})
 	if err != nil {
 		c.mu.Lock()
@@ -768,13 +787,22 @@ func (c *conn) whichCall(cmd string, pending []agentik.PendingApproval) string {
 	return fmt.Sprintf("%s for approval (%s): say which, %s <call id>", n, oneLine(strings.Join(ids, ", "), 300), cmd)
 }
 
-// echoCommand echoes a !command to a client with echo-message (it is not
-// stored, so it has a fresh msgid).
+// echoCommand echoes a !command to a client with echo-message. The
+// command is not stored; its msgid is still one CHATHISTORY resolves
+// (clients page from the last msgid they saw): the last stored message's
+// id with a unique suffix ("<id>~cmd-<random>"), so a client that pages
+// from it gets what followed. In a conversation with no message yet the
+// echo has no msgid.
 func (c *conn) echoCommand(r *reply, j *joined, target, text string) {
 	if !c.capSet().has(capEcho) {
 		return
 	}
-	r.add(privmsg(c.source(), target, text, agentik.NewID(), agentik.Now().Time, false))
+	var anchor string
+	if page, err := j.conv.Messages(c.pctx(), agentik.MessagesRequest{Before: maxInt64, Limit: 1}); err == nil && len(page.Messages) > 0 {
+		anchor = page.Messages[0].ID
+	}
+	id := agentik.NewID()
+	r.add(privmsg(c.source(), target, text, eventID(anchor, "cmd-"+id[len(id)-12:]), agentik.Now().Time, false))
 }
 
 // agentNotice sends a NOTICE from j's agent to the client, in j.

@@ -234,6 +234,9 @@ func (c *conn) loggedIn(r *reply, p, token string) {
 	c.principal, c.authed = p, true
 	registered := c.registered
 	src := c.sourceLocked()
+	if c.nick == "" {
+		src = "*" // no nick yet (SASL before NICK): "*", as ergo
+	}
 	c.mu.Unlock()
 	c.watchCredential(token, p)
 	r.add(c.numeric(rplLoggedIn, src, p, "You are now logged in as "+p))

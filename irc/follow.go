@@ -45,8 +45,23 @@ type follower struct {
 	waited   bool             // a line waited for room since the response began
 	final    bool             // sending from the message: live lines wait
 	replyTo  string
+	cut      cutAnswer // the last answer stored as interrupted
 	cursor   int64
 	typing   *time.Ticker
+}
+
+// cutAnswer is an answer stored as interrupted: the INTERRUPTED line that
+// follows it takes its msgid from it.
+type cutAnswer struct{ id, replyTo string }
+
+// eventTime is the time of an event's line: the event's date (for an
+// interrupted turn, that of the cut answer), so that it is the same live
+// and in history.
+func eventTime(ev agentik.Event) time.Time {
+	if ev.Date.IsZero() {
+		return time.Now()
+	}
+	return ev.Date.Time
 }
 
 // follow runs until j is stopped, the connection ends, or the conversation
@@ -148,6 +163,9 @@ func (f *follower) handle(ev agentik.Event) {
 		if ev.Message == nil {
 			return
 		}
+		if ev.Message.Interrupted {
+			f.cut = cutAnswer{id: ev.Message.ID, replyTo: ev.Message.ReplyTo}
+		}
 		if f.sawDelta {
 			// What the deltas did not bring (a lagging response, or one
 			// resumed after it was stored) is in the message: its lines
@@ -177,12 +195,8 @@ func (f *follower) handle(ev agentik.Event) {
 		if ev.Message != nil {
 			f.sendAll(v.message(ev.Message, false))
 		}
-	case agentik.EvInterrupted:
-		f.put(v.ctcp("", "INTERRUPTED", ev.Reason, "", time.Now(), map[string]string{
-			"event": agentik.EvInterrupted, "reason": ev.Reason, "reply-to": ev.ReplyTo}))
-	case agentik.EvCompactionTriggered:
-		f.put(v.ctcp("", "COMPACTION", "dropped="+strconv.Itoa(ev.Dropped)+" summary_tokens="+strconv.Itoa(ev.SummaryTokens), "", time.Now(),
-			map[string]string{"event": agentik.EvCompactionTriggered, "dropped": strconv.Itoa(ev.Dropped), "summary-tokens": strconv.Itoa(ev.SummaryTokens)}))
+	case agentik.EvInterrupted, agentik.EvCompactionTriggered:
+		f.put(f.eventLine(ev))
 	case agentik.EvApprovalRequested:
 		// SPEC §10: a NOTICE stating the call and how to answer (handled
 		// in conn.approval). A subscriber that (re)connects is told again.
@@ -194,6 +208,29 @@ func (f *follower) handle(ev agentik.Event) {
 		f.stopTyping(true)
 		f.phase = ""
 	}
+}
+
+// eventLine is the CTCP line of an interrupted or compaction_triggered
+// event, its msgid derived from the event (eventID). An INTERRUPTED line
+// follows the cut answer when there is one (as in history, where it is
+// replayed after that message), else the user message the turn answered.
+func (f *follower) eventLine(ev agentik.Event) ircmsg.Message {
+	if ev.Type == agentik.EvInterrupted {
+		anchor := ev.ReplyTo
+		if f.cut.replyTo == ev.ReplyTo && f.cut.id != "" {
+			anchor = f.cut.id
+		}
+		return f.v.ctcp("", "INTERRUPTED", ev.Reason, eventID(anchor, "interrupted"), eventTime(ev), map[string]string{
+			"event": agentik.EvInterrupted, "reason": ev.Reason, "reply-to": ev.ReplyTo})
+	}
+	anchor := ev.ReplyTo
+	if anchor == "" {
+		anchor = f.replyTo
+	}
+	dropped, tokens := strconv.Itoa(ev.Dropped), strconv.Itoa(ev.SummaryTokens)
+	return f.v.ctcp("", "COMPACTION", "dropped="+dropped+" summary_tokens="+tokens,
+		eventID(anchor, "compaction-"+strconv.FormatInt(ev.Cursor, 10)), eventTime(ev),
+		map[string]string{"event": agentik.EvCompactionTriggered, "dropped": dropped, "summary-tokens": tokens})
 }
 
 // approvalNotice states a call that waits for approval in one line of at
@@ -296,11 +333,8 @@ func (f *follower) userMessage(m *agentik.Message) {
 	}
 	switch {
 	case own != nil && echo:
-		target := j.name
-		if j.direct {
-			target = j.agent.nick
-		}
-		lines := textLines(c.source(), target, "", agentik.JoinText(m.Content), m.ID, m.Date.Time, false)
+		src, target := f.v.userLine(m)
+		lines := textLines(src, target, "", agentik.JoinText(m.Content), m.ID, m.Date.Time, false)
 		f.sendAll(labeled(c, own.label, lines))
 	case own != nil, j.direct && !echo:
 	default:

@@ -40,29 +40,70 @@ func (v view) agentTarget() string {
 	return v.target
 }
 
-// userLine returns the source and target of a user message: the client
-// itself for its own messages (and in direct conversations, where every
-// user message is the principal's), else a nick made from the origin.
+// metaSource is the metadata key of the user messages stored from IRC
+// that holds the sender's mask ("nick!user@host") when it sent them: the
+// message is shown from that mask live and in every replay, as it was
+// (after a change of nick too, as ergo's history does).
+const metaSource = "irc_source"
+
+// userLine returns the source and target of a user message. In a direct
+// conversation every user message is the principal's: it is shown as the
+// client's own. In a channel it comes from the mask it was sent from
+// (metaSource), else from a nick made from its origin ("<nick>!<nick>@<server>":
+// a message of another facade, or stored before masks were); both are the
+// same whenever the message is sent.
 func (v view) userLine(m *agentik.Message) (src, target string) {
 	if v.target == "" {
 		return v.c.source(), v.agent.nick
 	}
-	nick := "user"
-	if o := originOf(m); o != nil {
-		switch {
-		case o.DisplayName != "":
-			nick = nickOf(o.DisplayName)
-		case o.User != "":
-			nick = nickOf(o.User)
+	nick, rest := sentFrom(m)
+	if nick == "" {
+		nick = "user"
+		if o := originOf(m); o != nil {
+			switch {
+			case o.DisplayName != "":
+				nick = nickOf(o.DisplayName)
+			case o.User != "":
+				nick = nickOf(o.User)
+			}
 		}
-	}
-	if fold(nick) == fold(v.c.currentNick()) {
-		return v.c.source(), v.target
+		rest = "!" + nick + "@" + v.c.srv.opts.ServerName
 	}
 	if v.c.agentNamed(nick) != nil {
 		nick += "_" // never looks like an agent (of those the client sees)
 	}
-	return nick + "!" + nick + "@" + v.c.srv.opts.ServerName, v.target
+	return nick + rest, v.target
+}
+
+// sentFrom splits the mask an IRC user message was sent from into the
+// nick and "!user@host"; "" when it has none (or not one that makes a
+// line: the metadata of a message sent through another facade is the
+// client's to set).
+func sentFrom(m *agentik.Message) (nick, rest string) {
+	o := originOf(m)
+	if o == nil || o.Channel != "irc" {
+		return "", ""
+	}
+	mask := m.Context.Metadata[metaSource]
+	nick, uh, ok1 := strings.Cut(mask, "!")
+	user, host, ok2 := strings.Cut(uh, "@")
+	if !ok1 || !ok2 || !validNick(nick) || !maskPart(user, maxUserLen+1) || !maskPart(host, 255) {
+		return "", ""
+	}
+	return nick, "!" + uh
+}
+
+// maskPart reports whether s can be the user or host of a mask.
+func maskPart(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == '!' || c == '@' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func originOf(m *agentik.Message) *agentik.Origin {
@@ -157,7 +198,9 @@ func (v view) message(m *agentik.Message, history bool) []ircmsg.Message {
 		}
 		out := textLines(src, target, prefix, text, m.ID, at, bot)
 		if history && m.Type == agentik.MsgAssistant && m.Interrupted {
-			out = append(out, v.ctcp(prefix, "INTERRUPTED", "", "", at, map[string]string{
+			// The journal keeps that the answer was cut, not why: the
+			// reason is only on the live line.
+			out = append(out, v.ctcp(prefix, "INTERRUPTED", "", eventID(m.ID, "interrupted"), at, map[string]string{
 				"event": agentik.EvInterrupted, "reply-to": m.ReplyTo}))
 		}
 		return out
@@ -171,9 +214,24 @@ func (v view) message(m *agentik.Message, history bool) []ircmsg.Message {
 	return nil
 }
 
+// eventID is the msgid of a line that stands for an event rather than a
+// journal message (INTERRUPTED, COMPACTION): "<anchor>~<what>", where the
+// anchor is the id of the journal message the event follows. It is the
+// same live and in every replay, so clients de-duplicate the line, and
+// CHATHISTORY resolves it (as the anchor) like a line's "<id>~<n>".
+// Without an anchor the line has no msgid.
+func eventID(anchor, what string) string {
+	if anchor == "" {
+		return ""
+	}
+	return anchor + "~" + what
+}
+
 // ctcp builds a CTCP AGENTIK line from the agent: "\x01AGENTIK <kind>
 // <text>\x01", the text cut to fit, with the vendor tags (names without
-// the vendor prefix) for clients with message-tags.
+// the vendor prefix) for clients with message-tags. msgid is derived from
+// what the line stands for (a journal message, eventID), never made up:
+// the line must carry the same id whenever it is sent.
 func (v view) ctcp(prefix, kind, text, msgid string, at time.Time, tags map[string]string) ircmsg.Message {
 	src, target := v.agentSource(), v.agentTarget()
 	head := prefix + "\x01AGENTIK " + kind
@@ -181,9 +239,6 @@ func (v view) ctcp(prefix, kind, text, msgid string, at time.Time, tags map[stri
 	if text != "" {
 		room := budget(src, "PRIVMSG", target, len(head)+2) // " " and the closing \x01
 		body += " " + oneLine(text, room)
-	}
-	if msgid == "" {
-		msgid = agentik.NewID()
 	}
 	m := privmsg(src, target, body+"\x01", msgid, at, true)
 	for k, val := range tags {

@@ -216,6 +216,7 @@ type Server struct {
 	unregN    int                           // connections that may not act yet
 	refusing  chan struct{}                 // one per connection being refused (maxRefusing)
 	members   map[string]map[*conn]struct{} // conversation id → clients in its channel
+	recalled  map[string]*recalled          // conversation id → what the server remembers of it (recall.go)
 	closing   bool
 	nextID    uint64
 	wg        sync.WaitGroup
@@ -233,7 +234,7 @@ func NewServer(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, byNick: map[string]*agentUser{}, byID: map[string]*agentUser{},
 		created: time.Now(), listeners: map[net.Listener]struct{}{}, conns: map[*conn]struct{}{},
 		nicks: map[string]*conn{}, unreg: map[string]int{}, refusing: make(chan struct{}, maxRefusing),
-		members: map[string]map[*conn]struct{}{}}
+		members: map[string]map[*conn]struct{}{}, recalled: map[string]*recalled{}}
 	for _, a := range opts.Agents {
 		if a.Agent == nil || a.ID == "" {
 			return nil, errors.New("irc: an agent without id")

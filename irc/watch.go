@@ -2,6 +2,7 @@ package irc
 
 import (
 	"errors"
+	"time"
 
 	"github.com/ergochat/irc-go/ircmsg"
 
@@ -58,7 +59,7 @@ func (c *conn) watch(a *agentUser, st agentik.Stream[agentik.AgentEvent]) {
 				after = ev.Cursor
 			}
 			if ev.Type == agentik.AgentEvRenamed {
-				c.renamed(a, ev.ConversationID, ev.Title)
+				c.renamed(a, ev.ConversationID, ev.Title, ev.Date.Time)
 			}
 		}
 		err := st.Err()
@@ -73,8 +74,11 @@ func (c *conn) watch(a *agentUser, st agentik.Stream[agentik.AgentEvent]) {
 }
 
 // renamed tells the client of a new title of a conversation whose channel
-// it is in — unless the client set it itself (its TOPIC was answered).
-func (c *conn) renamed(a *agentUser, id, title string) {
+// it is in — unless the client set it itself (its TOPIC was answered). The
+// TOPIC comes from whoever set it: the client of the principal whose TOPIC
+// it was, else the agent.
+func (c *conn) renamed(a *agentUser, id, title string, at time.Time) {
+	by := c.srv.renamed(id, title, a.source(c.srv.opts.ServerName), at)
 	c.mu.Lock()
 	if t, ok := c.topics[id]; ok && t == title {
 		delete(c.topics, id)
@@ -86,5 +90,5 @@ func (c *conn) renamed(a *agentUser, id, title string) {
 	if name == "" {
 		return
 	}
-	c.send(ircmsg.MakeMessage(nil, a.source(c.srv.opts.ServerName), "TOPIC", name, oneLine(title, maxTopicLen)))
+	c.send(ircmsg.MakeMessage(nil, by, "TOPIC", name, oneLine(title, maxTopicLen)))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/defaults"
 )
 
 // Agent is one agent the server serves: its id is its nick.
@@ -121,67 +122,33 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.ServerName == "" {
-		o.ServerName = DefaultServerName
-	}
-	if o.Network == "" {
-		o.Network = DefaultNetwork
-	}
-	if o.Version == "" {
-		o.Version = "dev"
-	}
+	defaults.String(&o.ServerName, DefaultServerName)
+	defaults.String(&o.Network, DefaultNetwork)
+	defaults.String(&o.Version, "dev")
 	if o.HistoryLines < 0 {
 		o.HistoryLines = DefaultHistoryLines
 	}
-	if o.ChathistoryMax <= 0 {
-		o.ChathistoryMax = DefaultChathistoryMax
-	}
+	defaults.Positive(&o.ChathistoryMax, DefaultChathistoryMax)
 	o.ChathistoryMax = min(o.ChathistoryMax, agentik.MaxMessagesLimit)
-	if o.FloodBurst <= 0 {
-		o.FloodBurst = DefaultFloodBurst
-	}
+	defaults.Positive(&o.FloodBurst, DefaultFloodBurst)
 	if o.FloodRate == 0 {
 		o.FloodRate = DefaultFloodRate
 	}
-	if o.SendQBytes <= 0 {
-		o.SendQBytes = DefaultSendQBytes
-	}
-	if o.PingInterval <= 0 {
-		o.PingInterval = DefaultPingInterval
-	}
-	if o.PingTimeout <= 0 {
-		o.PingTimeout = DefaultPingTimeout
-	}
-	if o.RegistrationTimeout <= 0 {
-		o.RegistrationTimeout = DefaultRegistrationTimeout
-	}
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	if o.SendQWait <= 0 {
-		o.SendQWait = DefaultSendQWait
-	}
+	defaults.Positive(&o.SendQBytes, DefaultSendQBytes)
+	defaults.Positive(&o.PingInterval, DefaultPingInterval)
+	defaults.Positive(&o.PingTimeout, DefaultPingTimeout)
+	defaults.Positive(&o.RegistrationTimeout, DefaultRegistrationTimeout)
+	defaults.Positive(&o.WriteTimeout, DefaultWriteTimeout)
+	defaults.Positive(&o.SendQWait, DefaultSendQWait)
 	// A client that stops reading is then cut off for its queue before the
 	// writer's blocked write to it times out: the reason can still reach it.
 	o.SendQWait = min(o.SendQWait, o.WriteTimeout/2)
-	if o.MaxClients <= 0 {
-		o.MaxClients = DefaultMaxClients
-	}
-	if o.MaxUnregistered <= 0 {
-		o.MaxUnregistered = DefaultMaxUnregistered
-	}
-	if o.MaxUnregisteredPerAddr <= 0 {
-		o.MaxUnregisteredPerAddr = DefaultMaxUnregisteredAddr
-	}
-	if o.MaxChannels <= 0 {
-		o.MaxChannels = DefaultMaxChannels
-	}
-	if o.IfBusy == "" {
-		o.IfBusy = agentik.BusyEnqueue
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	defaults.Positive(&o.MaxClients, DefaultMaxClients)
+	defaults.Positive(&o.MaxUnregistered, DefaultMaxUnregistered)
+	defaults.Positive(&o.MaxUnregisteredPerAddr, DefaultMaxUnregisteredAddr)
+	defaults.Positive(&o.MaxChannels, DefaultMaxChannels)
+	defaults.String(&o.IfBusy, agentik.BusyEnqueue)
+	defaults.Logger(&o.Logger)
 }
 
 // maxRefusing bounds the connections being told at once why they are

@@ -1,4 +1,4 @@
-package stacktest_test
+package stacktest
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/engine"
-	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
 )
@@ -20,10 +19,10 @@ import (
 // TestNewAnswersThroughTheModel: a turn on a new stack is answered by its
 // scripted model, and the journal keeps the exchange.
 func TestNewAnswersThroughTheModel(t *testing.T) {
-	st := stacktest.New(t)
+	st := New(t)
 	st.LLM.Enqueue(llmtest.Text("hello"))
 	id := turn(t, st, "", "hi")
-	got := stacktest.Journal(t, st.Engine, id, "")
+	got := Journal(t, st.Engine, id, "")
 	if len(got) != 2 || agentik.JoinText(got[1].Content) != "hello" {
 		t.Fatalf("journal %+v", got)
 	}
@@ -40,7 +39,7 @@ func TestOpenOnAPathKeepsTheData(t *testing.T) {
 	llm := llmtest.NewServer()
 	defer llm.Close()
 	path := filepath.Join(t.TempDir(), "kept.db")
-	first, err := stacktest.Open(ctx, stacktest.Path(path), stacktest.LLM(llm))
+	first, err := Open(ctx, Path(path), LLM(llm))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +47,12 @@ func TestOpenOnAPathKeepsTheData(t *testing.T) {
 	first.Close()
 	first.Close()
 
-	again, err := stacktest.Open(ctx, stacktest.Path(path), stacktest.LLM(llm))
+	again, err := Open(ctx, Path(path), LLM(llm))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	if got := stacktest.Journal(t, again.Engine, id, "alice"); len(got) != 2 || agentik.JoinText(got[0].Content) != "remember" {
+	if got := Journal(t, again.Engine, id, "alice"); len(got) != 2 || agentik.JoinText(got[0].Content) != "remember" {
 		t.Fatalf("journal after reopening: %+v", got)
 	}
 }
@@ -61,7 +60,7 @@ func TestOpenOnAPathKeepsTheData(t *testing.T) {
 // TestOpenWithoutPathRemovesItsDirectory: Open without Path makes a
 // temporary directory and Close removes it.
 func TestOpenWithoutPathRemovesItsDirectory(t *testing.T) {
-	st, err := stacktest.Open(context.Background())
+	st, err := Open(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +76,9 @@ func TestOpenWithoutPathRemovesItsDirectory(t *testing.T) {
 
 // TestOptionsReachTheEngineAndModel: Engine and Model adjust what is built.
 func TestOptionsReachTheEngineAndModel(t *testing.T) {
-	st := stacktest.New(t,
-		stacktest.Engine(func(o *engine.Options) { o.Info = agentik.AgentInfo{ID: "probe", Name: "Probe"} }),
-		stacktest.Model(func(o *openai.Options) { o.Model = "probe-model" }))
+	st := New(t,
+		Engine(func(o *engine.Options) { o.Info = agentik.AgentInfo{ID: "probe", Name: "Probe"} }),
+		Model(func(o *openai.Options) { o.Model = "probe-model" }))
 	if st.Engine.Info().ID != "probe" {
 		t.Fatalf("engine info %+v", st.Engine.Info())
 	}
@@ -91,7 +90,7 @@ func TestOptionsReachTheEngineAndModel(t *testing.T) {
 
 // turn creates a conversation as principal, sends text and waits for the
 // end of its turn; it returns the conversation's id.
-func turn(t *testing.T, st *stacktest.Stack, principal, text string) string {
+func turn(t *testing.T, st *Stack, principal, text string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(agentik.WithPrincipal(context.Background(), principal), 30*time.Second)
 	defer cancel()

@@ -16,11 +16,10 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -46,30 +45,15 @@ type envOpts struct {
 
 func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
-	ctx := t.Context()
-	llm := llmtest.NewServer()
-	t.Cleanup(llm.Close)
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	model, err := openai.New(openai.Options{BaseURL: llm.URL(), Model: "test-model", MaxRetries: -1, ImageInput: o.imageInput})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(engine.Options{
-		Store: store, Bus: bus.New(), LLM: model, Tools: tools.NewRegistry(append([]agentik.Tool{tools.CurrentTime{}}, o.tools...)...),
-		Approval:   o.approval,
-		Info:       agentik.AgentInfo{ID: "test", Name: "Test agent", Description: "A test agent", Version: "1.2.3"},
-		ImageInput: o.imageInput,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := stacktest.New(t,
+		stacktest.Model(func(m *openai.Options) { m.ImageInput = o.imageInput }),
+		stacktest.Engine(func(eo *engine.Options) {
+			eo.Tools = tools.NewRegistry(append([]agentik.Tool{tools.CurrentTime{}}, o.tools...)...)
+			eo.Approval = o.approval
+			eo.Info = agentik.AgentInfo{ID: "test", Name: "Test agent", Description: "A test agent", Version: "1.2.3"}
+			eo.ImageInput = o.imageInput
+		}))
+	eng := st.Engine
 	mux := http.NewServeMux()
 	s := NewServer(eng, Options{KeepAlive: o.keepAlive, MaxBodyBytes: 64 << 10})
 	mux.Handle("GET "+CardPath, s.CardHandler())
@@ -80,10 +64,10 @@ func newEnv(t *testing.T, o envOpts) *env {
 		srv.CloseClientConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		eng.Shutdown(ctx)
+		eng.Shutdown(ctx) // before the listener closes; the stack's cleanup finds it done
 		srv.Close()
 	})
-	return &env{t: t, llm: llm, eng: eng, srv: srv, url: srv.URL + "/a2a"}
+	return &env{t: t, llm: st.LLM, eng: eng, srv: srv, url: srv.URL + "/a2a"}
 }
 
 // post sends a raw body and returns status, content type and body.

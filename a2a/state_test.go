@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -29,28 +28,20 @@ func TestRemoteContextSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	start := func() (*engine.Engine, func()) {
 		t.Helper()
-		st, err := sqlite.Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		src := NewSource(ctx, SourceOptions{Agents: []Remote{{URL: remote.srv.URL}}, ConversationKey: agentik.ConversationFrom})
-		model, err := openai.New(openai.Options{BaseURL: llm.URL(), Model: "local", MaxRetries: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
 		reg := tools.NewRegistry()
 		reg.AddSource("a2a", src)
-		eng, err := engine.New(engine.Options{Store: st, Bus: bus.New(), LLM: model, Tools: reg})
+		st, err := stacktest.Open(ctx, stacktest.Path(path), stacktest.LLM(llm),
+			stacktest.Model(func(o *openai.Options) { o.Model = "local" }),
+			stacktest.Engine(func(o *engine.Options) { o.Tools = reg }))
 		if err != nil {
+			src.Close()
 			t.Fatal(err)
 		}
-		if err := eng.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return eng, func() {
+		return st.Engine, func() {
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			eng.Shutdown(sctx)
+			st.Engine.Shutdown(sctx)
 			src.Close()
 			st.Close()
 		}

@@ -18,14 +18,12 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
-	"github.com/agentik/agentik/tools"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/")
@@ -34,13 +32,12 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 // talking to a scripted model over HTTP, and the AG-UI facade (with the
 // native API beside it) on a real listener.
 type env struct {
-	t     *testing.T
-	llm   *llmtest.Server
-	eng   *engine.Engine
-	store *sqlite.Store
-	srv   *httptest.Server
-	url   string // the AG-UI endpoint
-	ids   atomic.Int64
+	t   *testing.T
+	llm *llmtest.Server
+	eng *engine.Engine
+	srv *httptest.Server
+	url string // the AG-UI endpoint
+	ids atomic.Int64
 }
 
 type envOption func(*engine.Options, *Options)
@@ -54,31 +51,18 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 // with tokens (nil: open).
 func newEnvAuth(t *testing.T, tokens edge.Tokens, opts ...envOption) *env {
 	t.Helper()
-	e := &env{t: t, llm: llmtest.NewServer()}
-	t.Cleanup(e.llm.Close)
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.store = st
-	llm, err := openai.New(openai.Options{BaseURL: e.llm.URL(), Model: "test-model", MaxRetries: -1, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eo := engine.Options{Store: st, Bus: bus.New(), LLM: llm, Tools: tools.NewRegistry(tools.CurrentTime{}),
-		SystemPrompt: "You are a test agent.", ToolTimeout: 5 * time.Second}
+	e := &env{t: t}
 	ao := Options{newID: func() string { return fmt.Sprintf("m%d", e.ids.Add(1)) }}
-	for _, o := range opts {
-		o(&eo, &ao)
-	}
-	e.eng, err = engine.New(eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := stacktest.New(t,
+		stacktest.Model(func(o *openai.Options) { o.Timeout = 20 * time.Second }),
+		stacktest.Engine(func(eo *engine.Options) {
+			eo.SystemPrompt = "You are a test agent."
+			eo.ToolTimeout = 5 * time.Second
+			for _, o := range opts {
+				o(eo, &ao)
+			}
+		}))
+	e.llm, e.eng = st.LLM, st.Engine
 	mux := http.NewServeMux()
 	gate := edge.New(edge.Options{Tokens: tokens})
 	mux.Handle("POST /agui", gate.Guard(NewHandler(e.eng, ao), edge.Route{}))
@@ -90,10 +74,6 @@ func newEnvAuth(t *testing.T, tokens edge.Tokens, opts ...envOption) *env {
 	t.Cleanup(func() {
 		e.srv.CloseClientConnections()
 		e.srv.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		e.eng.Shutdown(sctx)
-		st.Close()
 	})
 	return e
 }
@@ -426,20 +406,11 @@ func transcript(rs ...response) string {
 // journal returns the conversation's messages through the core.
 func (e *env) journal(convID string, principal ...string) []agentik.Message {
 	e.t.Helper()
-	ctx := testCtx(e.t)
+	p := ""
 	if len(principal) > 0 {
-		ctx = agentik.WithPrincipal(ctx, principal[0])
+		p = principal[0]
 	}
-	c, err := e.eng.Conversation(ctx, convID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer c.Close()
-	page, err := c.Messages(ctx, agentik.MessagesRequest{Limit: agentik.MaxMessagesLimit})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return page.Messages
+	return stacktest.Journal(e.t, e.eng, convID, p)
 }
 
 func journalTypes(msgs []agentik.Message) string {

@@ -3,18 +3,14 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
-	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -43,34 +39,13 @@ func (m *mailTool) calls() []string {
 // newApprovalEnv is the real stack with an agent that asks before send_*.
 func newApprovalEnv(t *testing.T) (*env, *llmtest.Server, *mailTool) {
 	t.Helper()
-	ctx := testCtx(t)
-	llm := llmtest.NewServer()
-	t.Cleanup(llm.Close)
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	model, err := openai.New(openai.Options{BaseURL: llm.URL(), Model: "test-model", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mail := &mailTool{}
 	policy, _ := agentik.ParseApprovalPolicy("send_*=ask")
-	eng, err := engine.New(engine.Options{Store: store, Bus: bus.New(), LLM: model,
-		Tools: tools.NewRegistry(mail), Approval: policy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		eng.Shutdown(ctx)
-	})
-	return newEnv(t, eng, Options{Ready: store.Ping}), llm, mail
+	st := stacktest.New(t, stacktest.Engine(func(o *engine.Options) {
+		o.Tools = tools.NewRegistry(mail)
+		o.Approval = policy
+	}))
+	return newEnv(t, st.Engine, Options{Ready: st.Store.Ping}), st.LLM, mail
 }
 
 func TestApprovalsREST(t *testing.T) {

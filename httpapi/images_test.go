@@ -2,20 +2,14 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
-	"github.com/agentik/agentik/llmtest"
-	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
+	"github.com/agentik/agentik/internal/stacktest"
 )
 
 // TestImageEndpoint: GET {p}/conversations/{id}/messages/{seq}/images/{n}
@@ -23,31 +17,12 @@ import (
 // auth as the rest (another principal: 404), and 404 for what is not there.
 func TestImageEndpoint(t *testing.T) {
 	ctx := testCtx(t)
-	llm := llmtest.NewServer()
-	t.Cleanup(llm.Close)
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	model, err := openai.New(openai.Options{BaseURL: llm.URL(), Model: "test-model", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(engine.Options{Store: store, Bus: bus.New(), LLM: model, ImageInput: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		eng.Shutdown(ctx)
-	})
+	st := stacktest.New(t, stacktest.Engine(func(o *engine.Options) {
+		o.Tools = nil // an agent without tools
+		o.ImageInput = true
+	}))
 	gate := edge.New(edge.Options{Tokens: tokenNames{"alice", "bob"}})
-	e := newEnv(t, eng, Options{Guard: func(h http.Handler, access edge.Access) http.Handler {
+	e := newEnv(t, st.Engine, Options{Guard: func(h http.Handler, access edge.Access) http.Handler {
 		return gate.Guard(h, edge.Route{Access: access})
 	}})
 	alice := NewClient(e.base, WithToken("alice"))

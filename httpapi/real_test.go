@@ -1,18 +1,14 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
-	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/sqlite"
 )
 
@@ -28,37 +24,14 @@ type realEnv struct {
 
 func newRealEnv(t *testing.T, opts Options) *realEnv {
 	t.Helper()
-	ctx := testCtx(t)
-	llm := llmtest.NewServer()
-	t.Cleanup(llm.Close)
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	model, err := openai.New(openai.Options{BaseURL: llm.URL(), Model: "test-model", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(engine.Options{
-		Store: store, Bus: bus.New(), LLM: model,
-		Info: agentik.AgentInfo{ID: "test", Name: "Test agent"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		eng.Shutdown(ctx)
-	})
+	st := stacktest.New(t, stacktest.Engine(func(o *engine.Options) {
+		o.Tools = nil // an agent without tools
+		o.Info = agentik.AgentInfo{ID: "test", Name: "Test agent"}
+	}))
 	if opts.Ready == nil {
-		opts.Ready = store.Ping
+		opts.Ready = st.Store.Ping
 	}
-	return &realEnv{env: newEnv(t, eng, opts), llm: llm, eng: eng, store: store}
+	return &realEnv{env: newEnv(t, st.Engine, opts), llm: st.LLM, eng: st.Engine, store: st.Store}
 }
 
 // create makes a conversation through the client.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,12 +16,9 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/auth"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
-	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
-	"github.com/agentik/agentik/tools"
 )
 
 // stack is the real thing: the engine over a SQLite file and the
@@ -45,37 +41,16 @@ func newStack(t testing.TB, opts Options, tokens map[string]string) *stack {
 // newEngine is an engine over its own SQLite file and scripted model.
 func newEngine(t testing.TB, id string, set ...func(*engine.Options)) (*engine.Engine, *llmtest.Server) {
 	t.Helper()
-	ctx := testCtx(t)
-	llm := llmtest.NewServer()
-	t.Cleanup(llm.Close)
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	model, err := openai.New(openai.Options{BaseURL: llm.URL(), Model: "test-model", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eo := engine.Options{Store: store, Bus: bus.New(), LLM: model,
-		Tools: tools.NewRegistry(tools.CurrentTime{}), ImageInput: true,
-		Info: agentik.AgentInfo{ID: id, Name: id}, Logger: slog.New(slog.DiscardHandler)}
+	opts := []stacktest.Option{stacktest.Engine(func(o *engine.Options) {
+		o.ImageInput = true
+		o.Info = agentik.AgentInfo{ID: id, Name: id}
+		o.Logger = slog.New(slog.DiscardHandler)
+	})}
 	for _, f := range set {
-		f(&eo)
+		opts = append(opts, stacktest.Engine(f))
 	}
-	eng, err := engine.New(eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		eng.Shutdown(ctx)
-	})
-	return eng, llm
+	st := stacktest.New(t, opts...)
+	return st.Engine, st.LLM
 }
 
 // newStackOn is newStack serving on wrap(listener) when wrap is not nil,
@@ -358,16 +333,7 @@ func tag(m ircmsg.Message, name string) string {
 // journal returns the stored messages of conversation id as principal.
 func (s *stack) journal(id, principal string) []agentik.Message {
 	s.t.Helper()
-	ctx := agentik.WithPrincipal(testCtx(s.t), principal)
-	conv, err := s.eng.Conversation(ctx, id)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	page, err := conv.Messages(ctx, agentik.MessagesRequest{Limit: 500})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return page.Messages
+	return stacktest.Journal(s.t, s.eng, id, principal)
 }
 
 // conversations returns principal's conversations.

@@ -16,11 +16,10 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -172,38 +171,24 @@ type harness struct {
 	t   *testing.T
 	llm *llmtest.Server
 	eng *engine.Engine
-	st  *sqlite.Store
 }
 
 func newHarness(t *testing.T, src *Source, toolTimeout time.Duration) *harness {
 	t.Helper()
-	h := &harness{t: t, llm: llmtest.NewServer()}
-	t.Cleanup(h.llm.Close)
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "agentik.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.st = st
-	llm, err := openai.New(openai.Options{BaseURL: h.llm.URL(), Model: "test-model", Timeout: 30 * time.Second, ImageInput: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reg := tools.NewRegistry(tools.CurrentTime{})
 	reg.AddSource("mcp", src)
-	h.eng, err = engine.New(engine.Options{Store: st, Bus: bus.New(), LLM: llm, Tools: reg, ToolTimeout: toolTimeout, ImageInput: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.eng.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		h.eng.Shutdown(ctx)
-		st.Close()
-	})
-	return h
+	st := stacktest.New(t,
+		stacktest.Model(func(o *openai.Options) {
+			o.MaxRetries = 0 // the adapter's default
+			o.Timeout = 30 * time.Second
+			o.ImageInput = true
+		}),
+		stacktest.Engine(func(o *engine.Options) {
+			o.Tools = reg
+			o.ToolTimeout = toolTimeout
+			o.ImageInput = true
+		}))
+	return &harness{t: t, llm: st.LLM, eng: st.Engine}
 }
 
 // turn sends text in a new conversation and waits for the turn's end event.

@@ -7,19 +7,16 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
-	"github.com/agentik/agentik/tools"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -43,30 +40,17 @@ func newServeEnv(t testing.TB, opts ...func(*ServeOptions)) *serveEnv {
 
 func newServeEnvWith(t testing.TB, eopt func(*engine.Options), opts ...func(*ServeOptions)) *serveEnv {
 	t.Helper()
-	e := &serveEnv{t: t, llm: llmtest.NewServer()}
-	t.Cleanup(e.llm.Close)
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	llm, err := openai.New(openai.Options{BaseURL: e.llm.URL(), Model: "test-model", MaxRetries: -1, Timeout: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eo := engine.Options{Store: st, Bus: bus.New(), LLM: llm, Tools: tools.NewRegistry(tools.CurrentTime{}),
-		Info:         agentik.AgentInfo{ID: "helper", Name: "Helper", Description: "answers test questions"},
-		SystemPrompt: "You are a test agent.", ToolTimeout: 5 * time.Second}
-	if eopt != nil {
-		eopt(&eo)
-	}
-	e.eng, err = engine.New(eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := stacktest.New(t,
+		stacktest.Model(func(o *openai.Options) { o.Timeout = 20 * time.Second }),
+		stacktest.Engine(func(o *engine.Options) {
+			o.Info = agentik.AgentInfo{ID: "helper", Name: "Helper", Description: "answers test questions"}
+			o.SystemPrompt = "You are a test agent."
+			o.ToolTimeout = 5 * time.Second
+			if eopt != nil {
+				eopt(o)
+			}
+		}))
+	e := &serveEnv{t: t, llm: st.LLM, eng: st.Engine}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	so := ServeOptions{Version: "test", Logger: log}
 	for _, o := range opts {
@@ -83,10 +67,6 @@ func newServeEnvWith(t testing.TB, eopt func(*engine.Options), opts ...func(*Ser
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		e.h.Close(cctx)
-		sctx, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel2()
-		e.eng.Shutdown(sctx)
-		st.Close()
 	})
 	return e
 }
@@ -235,17 +215,7 @@ func resultText(res *sdk.CallToolResult) string {
 // journal returns the types of a conversation's entries as principal.
 func (e *serveEnv) journal(principal, id string) []agentik.Message {
 	e.t.Helper()
-	ctx := agentik.WithPrincipal(serveCtx(e.t), principal)
-	conv, err := e.eng.Conversation(ctx, id)
-	if err != nil {
-		e.t.Fatalf("conversation %s: %v", id, err)
-	}
-	defer conv.Close()
-	page, err := conv.Messages(ctx, agentik.MessagesRequest{Limit: agentik.MaxMessagesLimit})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return page.Messages
+	return stacktest.Journal(e.t, e.eng, id, principal)
 }
 
 func types(msgs []agentik.Message) string {

@@ -23,10 +23,10 @@ import (
 	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/sqlite"
-	"github.com/agentik/agentik/tools"
 	"github.com/agentik/agentik/ws"
 )
 
@@ -37,6 +37,7 @@ type server struct {
 	t     *testing.T
 	llm   *llmtest.Server
 	path  string
+	stack *stacktest.Stack
 	store *sqlite.Store
 	bus   *bus.Bus
 	eng   *engine.Engine
@@ -93,34 +94,24 @@ func newServer(t *testing.T, o serverOptions) *server {
 func (s *server) start() {
 	t := s.t
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, s.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	llm, err := openai.New(openai.Options{BaseURL: s.llm.URL(), Model: "test-model", MaxRetries: s.opts.retries, Timeout: s.opts.llmTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
 	logger := slog.New(slog.NewTextHandler(s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s.bus = bus.New()
-	eo := engine.Options{
-		Store: st, Bus: s.bus, LLM: llm,
-		Tools:        tools.NewRegistry(tools.CurrentTime{}),
-		SystemPrompt: "You are a test agent.",
-		ToolTimeout:  5 * time.Second,
-		Logger:       logger,
-	}
-	if s.opts.engine != nil {
-		s.opts.engine(&eo)
-	}
-	eng, err := engine.New(eo)
+	stack, err := stacktest.Open(context.Background(), stacktest.Path(s.path), stacktest.LLM(s.llm),
+		stacktest.Model(func(o *openai.Options) {
+			o.MaxRetries = s.opts.retries
+			o.Timeout = s.opts.llmTimeout
+		}),
+		stacktest.Engine(func(o *engine.Options) {
+			o.SystemPrompt = "You are a test agent."
+			o.ToolTimeout = 5 * time.Second
+			o.Logger = logger
+			if s.opts.engine != nil {
+				s.opts.engine(o)
+			}
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st, eng := stack.Store, stack.Engine
 	mux := http.NewServeMux()
 	httpapi.MountHealth(mux, st.Ping)
 	httpapi.Mount(mux, "/agentik", eng, httpapi.Options{MaxBodyBytes: s.opts.maxBody, Logger: logger})
@@ -134,7 +125,7 @@ func (s *server) start() {
 	hs := httptest.NewUnstartedServer(mux)
 	hs.Config.ErrorLog = log.New(s.errs, "", 0)
 	hs.Start()
-	s.store, s.eng, s.http, s.url = st, eng, hs, hs.URL
+	s.stack, s.store, s.bus, s.eng, s.http, s.url = stack, st, stack.Bus, eng, hs, hs.URL
 	t.Cleanup(func() {
 		s.stop()
 		if strings.Contains(s.errs.String(), "panic") {
@@ -154,7 +145,7 @@ func (s *server) stop() {
 	s.eng.Shutdown(ctx)
 	s.http.CloseClientConnections()
 	s.http.Close()
-	s.store.Close()
+	s.stack.Close()
 	s.eng = nil
 }
 

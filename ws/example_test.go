@@ -6,17 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/agentik/agentik/bus"
-	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
-	"github.com/agentik/agentik/tools"
 	"github.com/agentik/agentik/ws"
 )
 
@@ -117,20 +112,12 @@ func ExampleConn_Reconnect() {
 // of the examples.
 func exampleServer(replies ...llmtest.Reply) (url string, stop func()) {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "ws-example")
-	llm := llmtest.NewServer()
-	llm.Enqueue(replies...)
-	store, err := sqlite.Open(ctx, filepath.Join(dir, "agentik.db"))
+	st, err := stacktest.Open(ctx, stacktest.Model(func(o *openai.Options) { o.Model = "example" }))
 	if err != nil {
 		panic(err)
 	}
-	model, _ := openai.New(openai.Options{BaseURL: llm.URL(), Model: "example", MaxRetries: -1})
-	eng, err := engine.New(engine.Options{Store: store, Bus: bus.New(), LLM: model, Tools: exampleTools()})
-	if err != nil {
-		panic(err)
-	}
-	eng.Start(ctx)
-	srv := ws.NewServer(eng, ws.Options{IdleTimeout: 200 * time.Millisecond})
+	st.LLM.Enqueue(replies...)
+	srv := ws.NewServer(st.Engine, ws.Options{IdleTimeout: 200 * time.Millisecond})
 	mux := http.NewServeMux()
 	mux.Handle("GET /agentik/ws", srv)
 	hs := httptest.NewServer(mux)
@@ -138,12 +125,8 @@ func exampleServer(replies ...llmtest.Reply) (url string, stop func()) {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-		eng.Shutdown(ctx)
+		st.Engine.Shutdown(ctx)
 		hs.Close()
-		llm.Close()
-		store.Close()
-		os.RemoveAll(dir)
+		st.Close()
 	}
 }
-
-func exampleTools() *tools.Registry { return tools.NewRegistry(tools.CurrentTime{}) }

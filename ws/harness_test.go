@@ -4,62 +4,39 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
-	"github.com/agentik/agentik/openai"
-	"github.com/agentik/agentik/sqlite"
-	"github.com/agentik/agentik/tools"
 )
 
 // stack is the real thing: the engine over a SQLite file and the in-process
 // bus, the OpenAI adapter talking to a scripted llmtest server, the ws
 // Server on a real listener.
 type stack struct {
-	t     *testing.T
-	llm   *llmtest.Server
-	eng   *engine.Engine
-	store *sqlite.Store
-	srv   *Server
-	http  *httptest.Server
-	url   string // ws://…/agentik/ws
+	t    *testing.T
+	llm  *llmtest.Server
+	eng  *engine.Engine
+	srv  *Server
+	http *httptest.Server
+	url  string // ws://…/agentik/ws
 }
 
 // tokens maps bearer tokens to principals when the stack has auth; eopts
 // adjust the engine's options (tools, approval policy).
 func newStack(t *testing.T, opts Options, tokens map[string]string, eopts ...func(*engine.Options)) *stack {
 	t.Helper()
-	ctx := testCtx(t)
-	llm := llmtest.NewServer()
-	t.Cleanup(llm.Close)
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "agentik.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	model, err := openai.New(openai.Options{BaseURL: llm.URL(), Model: "test-model", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	eo := engine.Options{Store: store, Bus: bus.New(), LLM: model,
-		Tools: tools.NewRegistry(tools.CurrentTime{})}
-	for _, f := range eopts {
-		f(&eo)
-	}
-	eng, err := engine.New(eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	st := stacktest.New(t, stacktest.Engine(func(o *engine.Options) {
+		for _, f := range eopts {
+			f(o)
+		}
+	}))
+	eng := st.Engine
 	var gate *edge.Edge
 	if tokens != nil {
 		gate = edge.New(edge.Options{Tokens: tokenMap(tokens)})
@@ -74,10 +51,10 @@ func newStack(t *testing.T, opts Options, tokens map[string]string, eopts ...fun
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-		eng.Shutdown(ctx)
+		eng.Shutdown(ctx) // before the listener closes; the stack's cleanup finds it done
 		hs.Close()
 	})
-	return &stack{t: t, llm: llm, eng: eng, store: store, srv: srv, http: hs,
+	return &stack{t: t, llm: st.LLM, eng: eng, srv: srv, http: hs,
 		url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/agentik/ws"}
 }
 
@@ -142,16 +119,7 @@ func wantError(t *testing.T, c *Conn, code string) *Error {
 // journal returns the conversation's stored messages.
 func (s *stack) journal(id string, principal string) []agentik.Message {
 	s.t.Helper()
-	ctx := agentik.WithPrincipal(testCtx(s.t), principal)
-	conv, err := s.eng.Conversation(ctx, id)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	page, err := conv.Messages(ctx, agentik.MessagesRequest{Limit: 500})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return page.Messages
+	return stacktest.Journal(s.t, s.eng, id, principal)
 }
 
 func (s *stack) sessions() int {

@@ -31,6 +31,26 @@ func adminDo(t *testing.T, method, url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// adminRoute is an HTTP method and path.
+type adminRoute struct{ method, path string }
+
+// adminHidden checks the admin routes of the process at base: without a
+// token each answers 401; to token, a non-admin's, 404 exactly as a route
+// that does not exist, without secret (an id of the turns) in it.
+func adminHidden(t *testing.T, base, token, secret string, routes []adminRoute) {
+	t.Helper()
+	for _, rt := range routes {
+		if code, _ := adminDo(t, rt.method, base+rt.path, ""); code != http.StatusUnauthorized {
+			t.Errorf("%s %s on %s without a token: %d", rt.method, rt.path, base, code)
+		}
+		code, body := adminDo(t, rt.method, base+rt.path, token)
+		want := `{"error":{"code":"not_found","message":"no such endpoint: ` + rt.method + " " + rt.path + `"}}`
+		if code != http.StatusNotFound || strings.TrimSpace(body) != want || strings.Contains(body, secret) {
+			t.Errorf("%s %s on %s as a non-admin: %d %s", rt.method, rt.path, base, code, body)
+		}
+	}
+}
+
 // TestAdminTurnsAndCancel: an admin sees a running and a queued turn of
 // another principal and cancels both; nobody else learns the routes exist.
 func TestAdminTurnsAndCancel(t *testing.T) {
@@ -69,20 +89,11 @@ func TestAdminTurnsAndCancel(t *testing.T) {
 
 	// Isolation: without a token 401; a non-admin 404 with nothing of the
 	// turns in it, exactly as for a route that does not exist.
-	for _, rt := range []struct{ method, path string }{
+	adminHidden(t, p.url, bob, info.ID, []adminRoute{
 		{http.MethodGet, "/admin/turns"},
 		{http.MethodPost, "/admin/turns/" + first.MessageID + "/cancel"},
 		{http.MethodGet, "/metrics"},
-	} {
-		if code, _ := adminDo(t, rt.method, p.url+rt.path, ""); code != http.StatusUnauthorized {
-			t.Errorf("%s %s without a token: %d", rt.method, rt.path, code)
-		}
-		code, body := adminDo(t, rt.method, p.url+rt.path, bob)
-		want := `{"error":{"code":"not_found","message":"no such endpoint: ` + rt.method + " " + rt.path + `"}}`
-		if code != http.StatusNotFound || strings.TrimSpace(body) != want || strings.Contains(body, info.ID) {
-			t.Errorf("%s %s as bob: %d %s", rt.method, rt.path, code, body)
-		}
-	}
+	})
 
 	code, body := adminDo(t, http.MethodGet, p.url+"/admin/turns", root)
 	if code != http.StatusOK {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -27,22 +26,8 @@ func TestAGUIClientToolsSurviveRestartSQLite(t *testing.T) {
 			llm.Enqueue(llmtest.ToolCalls(llmtest.Call("pick_color", `{}`).WithID("call_ui")))
 			env := []string{"AGENTIK_DB_PATH=" + filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}
 			p := startProc(t, env...)
-			thread := agentik.NewID()
-			tool := map[string]any{"name": "pick_color", "description": "Ask the user to pick a color",
-				"parameters": map[string]any{"type": "object", "properties": map[string]any{}}}
-			user := map[string]any{"id": "u1", "role": "user", "content": "pick a color"}
-			run := func(id string, msgs ...map[string]any) map[string]any {
-				return map[string]any{"threadId": thread, "runId": id, "messages": msgs, "tools": []any{tool},
-					"context": []any{}, "state": map[string]any{}, "forwardedProps": map[string]any{}}
-			}
-			first := aguiRun(t, p.url, run("r1", user))
-			called := false
-			for _, ev := range first {
-				called = called || (ev["type"] == "TOOL_CALL_START" && ev["toolCallName"] == "pick_color")
-			}
-			if !called || first[len(first)-1]["type"] != "RUN_FINISHED" {
-				t.Fatalf("run 1: %v", first)
-			}
+			pc := pickColor{thread: agentik.NewID()}
+			pc.ask(t, p.url, "run 1")
 			if kill {
 				p.cmd.Process.Kill()
 			} else {
@@ -55,21 +40,11 @@ func TestAGUIClientToolsSurviveRestartSQLite(t *testing.T) {
 			// waiting round.
 			llm.Enqueue(llmtest.Text("you picked blue"))
 			p = startProc(t, env...)
-			assistant := map[string]any{"id": "a1", "role": "assistant", "toolCalls": []any{map[string]any{
-				"id": "call_ui", "type": "function", "function": map[string]any{"name": "pick_color", "arguments": "{}"}}}}
-			result := map[string]any{"id": "t1", "role": "tool", "toolCallId": "call_ui", "content": "blue"}
-			second := aguiRun(t, p.url, run("r2", user, assistant, result))
-			var text strings.Builder
-			for _, ev := range second {
-				if ev["type"] == "TEXT_MESSAGE_CONTENT" {
-					text.WriteString(ev["delta"].(string))
-				}
-			}
-			if text.String() != "you picked blue" || second[len(second)-1]["type"] != "RUN_FINISHED" {
+			second := pc.answer(t, p.url)
+			if aguiText(second) != "you picked blue" || second[len(second)-1]["type"] != "RUN_FINISHED" {
 				t.Fatalf("run 2 after the restart: %v", second)
 			}
-			reqs := llm.Requests()
-			if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), `"tool_call_id":"call_ui"`) || !strings.Contains(string(reqs[1].Raw), "blue") {
+			if reqs := llm.Requests(); !carriesPick(reqs) {
 				t.Fatalf("%d model calls; want the first round and the continuation with the result", len(reqs))
 			}
 		})

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -102,10 +101,10 @@ func TestConsoleBrowser(t *testing.T) {
 
 	// The browser reaches the server through a loopback TCP proxy, so the
 	// test can drop every connection at once (a network cut mid-answer).
-	proxy := newDropProxy(t, strings.TrimPrefix(p.url, "http://"))
+	px := newDelayProxy(t, strings.TrimPrefix(p.url, "http://"), 0)
 
 	control := http.NewServeMux()
-	control.HandleFunc("POST /drop", func(w http.ResponseWriter, r *http.Request) { proxy.dropAll() })
+	control.HandleFunc("POST /drop", func(w http.ResponseWriter, r *http.Request) { px.dropAll() })
 	control.HandleFunc("POST /release/{gate}", func(w http.ResponseWriter, r *http.Request) {
 		g := gates[r.PathValue("gate")]
 		if g == nil {
@@ -136,7 +135,7 @@ func TestConsoleBrowser(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "console.e2e.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "AGENTIK_URL=http://"+proxy.addr(), "AGENTIK_DEMO_URL="+demo.url, "AGENTIK_COMPACT_URL="+compact.url, "AGENTIK_APPROVE_URL="+approve.url, "ALICE_TOKEN="+alice, "BOB_TOKEN="+bob,
+	cmd.Env = append(os.Environ(), "AGENTIK_URL=http://"+px.ln.Addr().String(), "AGENTIK_DEMO_URL="+demo.url, "AGENTIK_COMPACT_URL="+compact.url, "AGENTIK_APPROVE_URL="+approve.url, "ALICE_TOKEN="+alice, "BOB_TOKEN="+bob,
 		"CONTROL_URL=http://"+ln.Addr().String(), "SHOTS_DIR="+shots, "DOCS_DIR="+docs, "CHROMIUM="+chromium)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -157,63 +156,4 @@ func TestConsoleBrowser(t *testing.T) {
 		}
 	}
 	t.Logf("console browser test:\n%s", out)
-}
-
-// dropProxy forwards loopback TCP connections to target and can cut them all.
-type dropProxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-}
-
-func newDropProxy(t *testing.T, target string) *dropProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &dropProxy{ln: ln, conns: map[net.Conn]bool{}}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); p.dropAll(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[c], p.conns[up] = true, true
-			p.mu.Unlock()
-			wg.Add(2)
-			pipe := func(dst, src net.Conn) {
-				defer wg.Done()
-				io.Copy(dst, src)
-				dst.Close()
-				src.Close()
-				p.mu.Lock()
-				delete(p.conns, dst)
-				delete(p.conns, src)
-				p.mu.Unlock()
-			}
-			go pipe(up, c)
-			go pipe(c, up)
-		}
-	}()
-	return p
-}
-
-func (p *dropProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *dropProxy) dropAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
-	}
 }

@@ -36,8 +36,7 @@ func TestPostgresAdminTwoProcesses(t *testing.T) {
 		return echo(r)
 	})
 	const root, bob = "tok-root-secret", "tok-bob-secret"
-	env := []string{"AGENTIK_DATABASE_URL=" + pgSchema(t), "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test",
-		"AGENTIK_AUTH_TOKENS=root:" + root + ",bob:" + bob, "AGENTIK_ADMINS=root"}
+	env := pgEnv(pgSchema(t), llm, "AGENTIK_AUTH_TOKENS=root:"+root+",bob:"+bob, "AGENTIK_ADMINS=root")
 	pa, pb := startProc(t, env...), startProc(t, env...)
 	host, _ := os.Hostname()
 	nameA, nameB := host+":"+strconv.Itoa(pa.cmd.Process.Pid), host+":"+strconv.Itoa(pb.cmd.Process.Pid)
@@ -102,22 +101,13 @@ func TestPostgresAdminTwoProcesses(t *testing.T) {
 	// Isolation, on both processes: no token 401, a non-admin 404 exactly
 	// as for a route that does not exist, with nothing of the turns.
 	for _, p := range []*proc{pa, pb} {
-		for _, rt := range []struct{ method, path string }{
+		adminHidden(t, p.url, bob, info1.ID, []adminRoute{
 			{http.MethodGet, "/admin/turns"},
 			{http.MethodPost, "/admin/turns/" + running.MessageID + "/cancel"},
 			{http.MethodPost, "/admin/turns/" + queued.MessageID + "/cancel"},
 			{http.MethodGet, "/admin/stats"},
 			{http.MethodGet, "/metrics"},
-		} {
-			if code, _ := adminDo(t, rt.method, p.url+rt.path, ""); code != http.StatusUnauthorized {
-				t.Errorf("%s %s without a token: %d", rt.method, rt.path, code)
-			}
-			code, body := adminDo(t, rt.method, p.url+rt.path, bob)
-			wantBody := `{"error":{"code":"not_found","message":"no such endpoint: ` + rt.method + " " + rt.path + `"}}`
-			if code != http.StatusNotFound || strings.TrimSpace(body) != wantBody || strings.Contains(body, info1.ID) {
-				t.Errorf("%s %s as bob on %s: %d %s", rt.method, rt.path, p.url, code, body)
-			}
-		}
+		})
 	}
 
 	// On A: withdraw the queued turn, then interrupt the turn B runs.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/config"
-	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/postgres"
 )
@@ -37,13 +36,7 @@ func TestPostgresAgentStreamSubscribers(t *testing.T) {
 	defer llm.Close()
 	llm.Handle(echo)
 	dsn := pgSchema(t)
-	var ps []*proc
-	var cs []*httpapi.Client
-	for range 3 {
-		p := startProc(t, append([]string{"AGENTIK_DATABASE_URL=" + dsn, "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}, unlimited...)...)
-		ps = append(ps, p)
-		cs = append(cs, httpapi.NewClient(p.url+"/agentik"))
-	}
+	ps, cs := startProcs(t, 3, pgEnv(dsn, llm, unlimited...)...)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: subscribers}}
 	defer hc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

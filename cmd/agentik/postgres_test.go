@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"github.com/agentik/agentik/internal/testenv"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -107,11 +106,9 @@ func TestPostgresPostOnAStreamFromB(t *testing.T) {
 	llm := llmtest.NewServer()
 	defer llm.Close()
 	llm.Enqueue(llmtest.Stream().Role().Content("Hello ", "from ", "A").Finish("stop").Done())
-	dsn := pgSchema(t)
-	env := []string{"AGENTIK_DATABASE_URL=" + dsn, "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}
-	a, b := startProc(t, env...), startProc(t, env...)
+	_, cs := pgProcs(t, llm, 2)
 	ctx := context.Background()
-	ca, cb := httpapi.NewClient(a.url+"/agentik"), httpapi.NewClient(b.url+"/agentik")
+	ca, cb := cs[0], cs[1]
 
 	agentEvents, err := cb.Events(ctx, agentik.LiveOnly)
 	if err != nil {
@@ -195,141 +192,6 @@ func TestPostgresPostOnAStreamFromB(t *testing.T) {
 	}
 }
 
-// proxy is a TCP proxy to the database that a test can cut and restore:
-// the database "goes down" for the agentik process behind it, and no other
-// test sharing the server notices. With a delay, every byte takes that
-// long to cross it in each direction (a network with a round trip of twice
-// the delay), order kept.
-type proxy struct {
-	ln     net.Listener
-	target string
-	delay  time.Duration
-	mu     sync.Mutex
-	down   bool
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
-}
-
-func newProxy(t *testing.T, target string) *proxy { return newDelayProxy(t, target, 0) }
-
-// newDelayProxy is newProxy with a one-way delay.
-func newDelayProxy(t *testing.T, target string, delay time.Duration) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target, delay: delay, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.setDown(true)
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.down {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.mu.Unlock()
-		d, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.down { // cut while dialling
-			p.mu.Unlock()
-			c.Close()
-			d.Close()
-			continue
-		}
-		p.conns[c], p.conns[d] = struct{}{}, struct{}{}
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(c, d)
-		go p.pipe(d, c)
-	}
-}
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	if p.delay > 0 {
-		delayedCopy(dst, src, p.delay)
-	} else {
-		io.Copy(dst, src)
-	}
-	dst.Close()
-	src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-// delayedCopy copies src to dst, each chunk written delay after it was
-// read; reading goes on meanwhile, so the delay adds latency, not a limit
-// on throughput.
-func delayedCopy(dst, src net.Conn, delay time.Duration) {
-	type chunk struct {
-		due  time.Time
-		data []byte
-	}
-	chunks := make(chan chunk, 1024)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for c := range chunks {
-			time.Sleep(time.Until(c.due)) // the simulated network, not synchronisation
-			if _, err := dst.Write(c.data); err != nil {
-				src.Close()
-				for range chunks {
-				}
-				return
-			}
-		}
-	}()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			chunks <- chunk{time.Now().Add(delay), append([]byte(nil), buf[:n]...)}
-		}
-		if err != nil {
-			break
-		}
-	}
-	close(chunks)
-	<-done
-}
-
-// setDown cuts every connection and refuses new ones, or lets them in again.
-func (p *proxy) setDown(down bool) {
-	p.mu.Lock()
-	p.down = down
-	var cs []net.Conn
-	if down {
-		for c := range p.conns {
-			cs = append(cs, c)
-		}
-	}
-	p.mu.Unlock()
-	for _, c := range cs {
-		c.Close()
-	}
-}
-
 func status(t *testing.T, method, u, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, u, strings.NewReader(body))
@@ -354,12 +216,8 @@ func TestPostgresDatabaseDown(t *testing.T) {
 	llm.Handle(func(r llmtest.Request) llmtest.Reply {
 		return llmtest.Stream().Role().Content("echo " + r.LastUserText()).Finish("stop").Done()
 	})
-	dsn := pgSchema(t)
-	u, _ := url.Parse(dsn)
-	px := newProxy(t, u.Host)
-	u.Host = px.ln.Addr().String()
-	p := startProc(t, "AGENTIK_DATABASE_URL="+u.String(), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test",
-		"AGENTIK_DB_STATEMENT_TIMEOUT=5s")
+	px, dsn := proxied(t, pgSchema(t), 0)
+	p := startProc(t, pgEnv(dsn, llm, "AGENTIK_DB_STATEMENT_TIMEOUT=5s")...)
 	ctx := context.Background()
 	client := httpapi.NewClient(p.url + "/agentik")
 	info, err := client.CreateConversation(ctx, agentik.CreateRequest{Title: "outage"})
@@ -437,30 +295,15 @@ func TestPostgresDatabaseDown(t *testing.T) {
 	}
 }
 
-// pgProcs starts n agentik processes on one fresh schema, answering through
-// llm, and returns them with a client each.
-func pgProcs(t testing.TB, llm *llmtest.Server, n int, extra ...string) ([]*proc, []*httpapi.Client) {
-	tt, ok := t.(*testing.T)
-	if !ok {
-		panic("pgProcs needs a *testing.T")
-	}
-	dsn := pgSchema(tt)
-	env := append([]string{"AGENTIK_DATABASE_URL=" + dsn, "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}, extra...)
-	var ps []*proc
-	var cs []*httpapi.Client
-	for range n {
-		p := startProc(tt, env...)
-		ps = append(ps, p)
-		cs = append(cs, httpapi.NewClient(p.url+"/agentik"))
-	}
-	return ps, cs
+// pgEnv is the environment of a process on database dsn that answers
+// through llm, with extra settings after.
+func pgEnv(dsn string, llm *llmtest.Server, extra ...string) []string {
+	return append([]string{"AGENTIK_DATABASE_URL=" + dsn, "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}, extra...)
 }
 
-// pgProcsApp is pgProcs with every connection named app
-// (application_name).
-func pgProcsApp(t *testing.T, llm *llmtest.Server, n int, app string, extra ...string) ([]*proc, []*httpapi.Client) {
-	dsn := withApp(pgSchema(t), app)
-	env := append([]string{"AGENTIK_DATABASE_URL=" + dsn, "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}, extra...)
+// startProcs starts n agentik processes with env and returns them with a
+// client each.
+func startProcs(t testing.TB, n int, env ...string) ([]*proc, []*httpapi.Client) {
 	var ps []*proc
 	var cs []*httpapi.Client
 	for range n {
@@ -469,6 +312,18 @@ func pgProcsApp(t *testing.T, llm *llmtest.Server, n int, app string, extra ...s
 		cs = append(cs, httpapi.NewClient(p.url+"/agentik"))
 	}
 	return ps, cs
+}
+
+// pgProcs starts n agentik processes on one fresh schema, answering through
+// llm, and returns them with a client each.
+func pgProcs(t *testing.T, llm *llmtest.Server, n int, extra ...string) ([]*proc, []*httpapi.Client) {
+	return startProcs(t, n, pgEnv(pgSchema(t), llm, extra...)...)
+}
+
+// pgProcsApp is pgProcs with every connection named app
+// (application_name).
+func pgProcsApp(t *testing.T, llm *llmtest.Server, n int, app string, extra ...string) ([]*proc, []*httpapi.Client) {
+	return startProcs(t, n, pgEnv(withApp(pgSchema(t), app), llm, extra...)...)
 }
 
 func withApp(dsn, app string) string {
@@ -482,6 +337,48 @@ func withApp(dsn, app string) string {
 // echo answers every request with "echo <last user text>".
 func echo(r llmtest.Request) llmtest.Reply {
 	return llmtest.Stream().Role().Content("echo ", r.LastUserText()).Finish("stop").Done()
+}
+
+// pausedModel is a scripted model, closed when the test ends, whose first
+// answer streams "partial ", waits at gate, then streams rest; it echoes
+// every later request.
+func pausedModel(t *testing.T, rest string) (*llmtest.Server, *llmtest.Gate) {
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+	gate := llmtest.NewGate()
+	t.Cleanup(gate.Release) // before llm.Close: cleanups run last first
+	var calls sync.Mutex
+	first := true
+	llm.Handle(func(r llmtest.Request) llmtest.Reply {
+		calls.Lock()
+		defer calls.Unlock()
+		if first {
+			first = false
+			return llmtest.Stream().Role().Content("partial ").Pause(gate).Content(rest).Finish("stop").Done()
+		}
+		return echo(r)
+	})
+	return llm, gate
+}
+
+// acrossTwo creates a conversation through cs[0] and returns its id, the
+// conversation through cs[0] (process A) and through cs[1] (process B),
+// and B's live event stream, closed when the test ends.
+func acrossTwo(t *testing.T, cs []*httpapi.Client) (id string, convA, convB agentik.Conversation, onB agentik.Stream[agentik.Event]) {
+	t.Helper()
+	ctx := context.Background()
+	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	convA, _ = cs[0].Conversation(ctx, info.ID)
+	convB, _ = cs[1].Conversation(ctx, info.ID)
+	onB, err = convB.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { onB.Close() })
+	return info.ID, convA, convB, onB
 }
 
 // closers maps each user message id to the ids of the messages that closed
@@ -511,34 +408,10 @@ func closers(t *testing.T, conv agentik.Conversation) (users []agentik.Message, 
 // posted to B is stored by B and answered after it, by the lease holder; an
 // interrupt posted to B stops the turn running on A.
 func TestPostgresOwnerAnswersAndInterruptAnywhere(t *testing.T) {
-	llm := llmtest.NewServer()
-	defer llm.Close()
-	gate := llmtest.NewGate()
-	defer gate.Release()
-	var calls sync.Mutex
-	first := true
-	llm.Handle(func(r llmtest.Request) llmtest.Reply {
-		calls.Lock()
-		defer calls.Unlock()
-		if first {
-			first = false
-			return llmtest.Stream().Role().Content("partial ").Pause(gate).Content("never").Finish("stop").Done()
-		}
-		return echo(r)
-	})
+	llm, gate := pausedModel(t, "never")
 	_, cs := pgProcs(t, llm, 2)
 	ctx := context.Background()
-	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	convA, _ := cs[0].Conversation(ctx, info.ID)
-	convB, _ := cs[1].Conversation(ctx, info.ID)
-	s, err := convB.Events(ctx, agentik.LiveOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, convA, convB, s := acrossTwo(t, cs)
 
 	m1 := send(t, convA, "one")
 	<-gate.Reached() // A streams the first answer
@@ -572,34 +445,9 @@ func TestPostgresOwnerAnswersAndInterruptAnywhere(t *testing.T) {
 // process answers the turn within seconds, and every acknowledged message
 // exactly once.
 func TestPostgresFailover(t *testing.T) {
-	llm := llmtest.NewServer()
-	defer llm.Close()
-	gate := llmtest.NewGate()
-	defer gate.Release()
-	var calls sync.Mutex
-	first := true
-	llm.Handle(func(r llmtest.Request) llmtest.Reply {
-		calls.Lock()
-		defer calls.Unlock()
-		if first {
-			first = false
-			return llmtest.Stream().Role().Content("partial ").Pause(gate).Content("never").Finish("stop").Done()
-		}
-		return echo(r)
-	})
+	llm, gate := pausedModel(t, "never")
 	ps, cs := pgProcs(t, llm, 2)
-	ctx := context.Background()
-	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	convA, _ := cs[0].Conversation(ctx, info.ID)
-	convB, _ := cs[1].Conversation(ctx, info.ID)
-	s, err := convB.Events(ctx, agentik.LiveOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, convA, convB, s := acrossTwo(t, cs)
 	acked := []agentik.SendResult{send(t, convA, "one")}
 	<-gate.Reached()
 	acked = append(acked, send(t, convA, "two"), send(t, convB, "three"))
@@ -1016,12 +864,9 @@ func pgProcsVia(t *testing.T, llm *llmtest.Server, n int, delay time.Duration, a
 	var ps []*proc
 	var cs []*httpapi.Client
 	for range n {
-		u, _ := url.Parse(dsn)
-		px := newDelayProxy(t, u.Host, delay)
-		u.Host = px.ln.Addr().String()
-		p := startProc(t, append([]string{"AGENTIK_DATABASE_URL=" + u.String(), "OPENAI_BASE_URL=" + llm.URL(), "OPENAI_MODEL=test"}, unlimited...)...)
-		ps = append(ps, p)
-		cs = append(cs, httpapi.NewClient(p.url+"/agentik"))
+		_, via := proxied(t, dsn, delay)
+		p, c := startProcs(t, 1, pgEnv(via, llm, unlimited...)...)
+		ps, cs = append(ps, p...), append(cs, c...)
 	}
 	return ps, cs
 }
@@ -1038,17 +883,7 @@ func TestPostgresJoinOnAnotherProcess(t *testing.T) {
 	llm.Enqueue(llmtest.Stream().Role().Reasoning("think ").Content("partial ", "text ").Pause(gate).Content("done").Finish("stop").Done())
 	_, cs := pgProcs(t, llm, 2)
 	ctx := context.Background()
-	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	convA, _ := cs[0].Conversation(ctx, info.ID)
-	convB, _ := cs[1].Conversation(ctx, info.ID)
-	watch, err := convB.Events(ctx, agentik.LiveOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close()
+	_, convA, convB, watch := acrossTwo(t, cs)
 	m := send(t, convA, "hi")
 	<-gate.Reached()
 	// B has seen the deltas so far once its own live stream has them.
@@ -1119,6 +954,63 @@ func aguiRun(t *testing.T, url string, in map[string]any) []map[string]any {
 	return evs
 }
 
+// aguiText is the text an AG-UI run streamed: its TEXT_MESSAGE_CONTENT
+// deltas.
+func aguiText(evs []map[string]any) string {
+	var text strings.Builder
+	for _, ev := range evs {
+		if ev["type"] == "TEXT_MESSAGE_CONTENT" {
+			text.WriteString(ev["delta"].(string))
+		}
+	}
+	return text.String()
+}
+
+// pickColor is an AG-UI thread with one frontend tool, pick_color: its
+// first run ends with the model calling the tool (as call_ui), its second
+// posts the user's pick, "blue", as the result.
+type pickColor struct{ thread string }
+
+// input is the run runID: the user's message, then more.
+func (pc pickColor) input(runID string, more ...map[string]any) map[string]any {
+	user := map[string]any{"id": "u1", "role": "user", "content": "pick a color"}
+	tool := map[string]any{"name": "pick_color", "description": "Ask the user to pick a color",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{}}}
+	msgs := append([]map[string]any{user}, more...)
+	return map[string]any{"threadId": pc.thread, "runId": runID, "messages": msgs, "tools": []any{tool},
+		"context": []any{}, "state": map[string]any{}, "forwardedProps": map[string]any{}}
+}
+
+// ask posts the first run to the process at url and fails t (naming the
+// run what) unless the run called pick_color and finished.
+func (pc pickColor) ask(t *testing.T, url, what string) {
+	t.Helper()
+	first := aguiRun(t, url, pc.input("r1"))
+	var called bool
+	for _, ev := range first {
+		called = called || (ev["type"] == "TOOL_CALL_START" && ev["toolCallName"] == "pick_color")
+	}
+	if !called || first[len(first)-1]["type"] != "RUN_FINISHED" {
+		t.Fatalf("%s: %v", what, first)
+	}
+}
+
+// answer posts the second run, with the tool's result, to the process at
+// url and returns its events.
+func (pc pickColor) answer(t *testing.T, url string) []map[string]any {
+	t.Helper()
+	assistant := map[string]any{"id": "a1", "role": "assistant", "toolCalls": []any{map[string]any{
+		"id": "call_ui", "type": "function", "function": map[string]any{"name": "pick_color", "arguments": "{}"}}}}
+	result := map[string]any{"id": "t1", "role": "tool", "toolCallId": "call_ui", "content": "blue"}
+	return aguiRun(t, url, pc.input("r2", assistant, result))
+}
+
+// carriesPick reports whether the model was asked exactly twice, the second
+// time with the pick_color result.
+func carriesPick(reqs []llmtest.Request) bool {
+	return len(reqs) == 2 && strings.Contains(string(reqs[1].Raw), `"tool_call_id":"call_ui"`) && strings.Contains(string(reqs[1].Raw), "blue")
+}
+
 // TestPostgresClientToolResultsOnAnotherProcess: an AG-UI run on A ends
 // waiting for a frontend tool's result; the result is posted in a run to
 // B, which continues the turn (the waiting round is rebuilt from the
@@ -1128,41 +1020,17 @@ func TestPostgresClientToolResultsOnAnotherProcess(t *testing.T) {
 	defer llm.Close()
 	llm.Enqueue(llmtest.ToolCalls(llmtest.Call("pick_color", `{}`).WithID("call_ui")), llmtest.Text("you picked blue"))
 	ps, _ := pgProcs(t, llm, 2)
-	thread := agentik.NewID()
-	tool := map[string]any{"name": "pick_color", "description": "Ask the user to pick a color",
-		"parameters": map[string]any{"type": "object", "properties": map[string]any{}}}
-	user := map[string]any{"id": "u1", "role": "user", "content": "pick a color"}
-	run := func(id string, msgs ...map[string]any) map[string]any {
-		return map[string]any{"threadId": thread, "runId": id, "messages": msgs, "tools": []any{tool},
-			"context": []any{}, "state": map[string]any{}, "forwardedProps": map[string]any{}}
-	}
-	first := aguiRun(t, ps[0].url, run("r1", user))
-	var called bool
-	for _, ev := range first {
-		called = called || (ev["type"] == "TOOL_CALL_START" && ev["toolCallName"] == "pick_color")
-	}
-	if !called || first[len(first)-1]["type"] != "RUN_FINISHED" {
-		t.Fatalf("run 1 on A: %v", first)
-	}
-	assistant := map[string]any{"id": "a1", "role": "assistant", "toolCalls": []any{map[string]any{
-		"id": "call_ui", "type": "function", "function": map[string]any{"name": "pick_color", "arguments": "{}"}}}}
-	result := map[string]any{"id": "t1", "role": "tool", "toolCallId": "call_ui", "content": "blue"}
-	second := aguiRun(t, ps[1].url, run("r2", user, assistant, result))
-	var text strings.Builder
-	for _, ev := range second {
-		if ev["type"] == "TEXT_MESSAGE_CONTENT" {
-			text.WriteString(ev["delta"].(string))
-		}
-	}
-	if text.String() != "you picked blue" || second[len(second)-1]["type"] != "RUN_FINISHED" {
+	pc := pickColor{thread: agentik.NewID()}
+	pc.ask(t, ps[0].url, "run 1 on A")
+	second := pc.answer(t, ps[1].url)
+	if aguiText(second) != "you picked blue" || second[len(second)-1]["type"] != "RUN_FINISHED" {
 		t.Fatalf("run 2 on B: %v", second)
 	}
-	reqs := llm.Requests()
-	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), `"tool_call_id":"call_ui"`) || !strings.Contains(string(reqs[1].Raw), "blue") {
+	if reqs := llm.Requests(); !carriesPick(reqs) {
 		t.Fatalf("%d model calls; the second did not carry the tool result", len(reqs))
 	}
 	// The thread lives at the id AG-UI derives from the caller and its name.
-	conv, err := httpapi.NewClient(ps[0].url+"/agentik").Conversation(context.Background(), agui.ConversationID("", thread))
+	conv, err := httpapi.NewClient(ps[0].url+"/agentik").Conversation(context.Background(), agui.ConversationID("", pc.thread))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1184,34 +1052,9 @@ func TestPostgresClientToolResultsOnAnotherProcess(t *testing.T) {
 // the process that takes it over, not answered again; a message that was
 // only queued behind it is answered.
 func TestPostgresRestartInterrupt(t *testing.T) {
-	llm := llmtest.NewServer()
-	defer llm.Close()
-	gate := llmtest.NewGate()
-	defer gate.Release()
-	var calls sync.Mutex
-	first := true
-	llm.Handle(func(r llmtest.Request) llmtest.Reply {
-		calls.Lock()
-		defer calls.Unlock()
-		if first {
-			first = false
-			return llmtest.Stream().Role().Content("partial ").Pause(gate).Content("never").Finish("stop").Done()
-		}
-		return echo(r)
-	})
+	llm, gate := pausedModel(t, "never")
 	ps, cs := pgProcs(t, llm, 2, "AGENTIK_ON_RESTART=interrupt")
-	ctx := context.Background()
-	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	convA, _ := cs[0].Conversation(ctx, info.ID)
-	convB, _ := cs[1].Conversation(ctx, info.ID)
-	s, err := convB.Events(ctx, agentik.LiveOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, convA, convB, s := acrossTwo(t, cs)
 	one := send(t, convA, "one")
 	<-gate.Reached()
 	two := send(t, convB, "two")
@@ -1236,34 +1079,10 @@ func TestPostgresRestartInterrupt(t *testing.T) {
 // write of the old lease holder is refused by the lease epoch (fencing).
 // postgres.TestFencedTurnAnsweredOnce provokes the second order for sure.
 func TestPostgresLeaseConnectionKilled(t *testing.T) {
-	llm := llmtest.NewServer()
-	defer llm.Close()
-	gate := llmtest.NewGate()
-	defer gate.Release()
-	var calls sync.Mutex
-	first := true
-	llm.Handle(func(r llmtest.Request) llmtest.Reply {
-		calls.Lock()
-		defer calls.Unlock()
-		if first {
-			first = false
-			return llmtest.Stream().Role().Content("partial ").Pause(gate).Content("late").Finish("stop").Done()
-		}
-		return echo(r)
-	})
+	llm, gate := pausedModel(t, "late")
 	ps, cs := pgProcs(t, llm, 2)
 	ctx := context.Background()
-	info, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	convA, _ := cs[0].Conversation(ctx, info.ID)
-	convB, _ := cs[1].Conversation(ctx, info.ID)
-	s, err := convB.Events(ctx, agentik.LiveOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	id, convA, convB, s := acrossTwo(t, cs)
 	m := send(t, convA, "one")
 	<-gate.Reached()
 
@@ -1282,7 +1101,7 @@ func TestPostgresLeaseConnectionKilled(t *testing.T) {
 	err = conn.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
 		WHERE locktype = 'advisory' AND granted AND objsubid = 1
 		AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('agentik lease ' || current_schema() || ' ' || $1, 0)`,
-		info.ID).Scan(&killed)
+		id).Scan(&killed)
 	if err != nil || !killed {
 		t.Fatalf("terminate A's lease session: %v, %v", killed, err)
 	}

@@ -181,13 +181,7 @@ func TestPostgresWithdrawQueuedTurnOnAnotherProcess(t *testing.T) {
 		}
 		alpha.Release()
 		evs := <-done
-		var text strings.Builder
-		for _, ev := range evs {
-			if ev["type"] == "TEXT_MESSAGE_CONTENT" {
-				text.WriteString(ev["delta"].(string))
-			}
-		}
-		if text.String() != "partial late" || evs[len(evs)-1]["type"] != "RUN_FINISHED" {
+		if aguiText(evs) != "partial late" || evs[len(evs)-1]["type"] != "RUN_FINISHED" {
 			t.Fatalf("run 1 on A: %v", evs)
 		}
 		if asked("beta") {

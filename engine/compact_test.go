@@ -25,6 +25,7 @@ import (
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tokens"
@@ -60,7 +61,7 @@ func (h *harness) startWith(llmOpts func(*openai.Options), opts ...option) {
 		t.Fatal(err)
 	}
 	o := engine.Options{
-		Store: st, Bus: bus.New(), LLM: llm,
+		Store: st, Temporal: memstore.New(), Bus: bus.New(), LLM: llm,
 		Tools:         tools.NewRegistry(tools.CurrentTime{}),
 		SystemPrompt:  testSystem,
 		ToolTimeout:   5 * time.Second,
@@ -807,7 +808,7 @@ func BenchmarkTurnByJournalLength(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			eng, err := engine.New(engine.Options{Store: st, Bus: bus.New(), LLM: model, SystemPrompt: testSystem, ContextTokens: 2048})
+			eng, err := engine.New(engine.Options{Store: st, Temporal: memstore.New(), Bus: bus.New(), LLM: model, SystemPrompt: testSystem, ContextTokens: 2048})
 			if err != nil {
 				b.Fatal(err)
 			}

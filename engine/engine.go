@@ -22,7 +22,6 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/internal/workers"
-	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -40,8 +39,8 @@ type Options struct {
 	Tools *tools.Registry // nil: no tools
 
 	// Temporal keeps the temporal conversations, which must never touch
-	// disk (memstore.Store); nil: a fresh memstore.Store of the engine's
-	// own. Its cursors are its own: the engine neither compares them with
+	// disk: memstore.Store, chosen by the caller like Store (required). Its
+	// cursors are its own: the engine neither compares them with
 	// Store's nor publishes its agent events.
 	Temporal agentik.Store
 
@@ -140,7 +139,7 @@ func (o *Options) setDefaults() error {
 			MaxConcurrentTurns: o.MaxConcurrentTurns, TemporalBytes: o.TemporalBytes, TemporalBytesTotal: o.TemporalBytesTotal})
 	}
 	if o.Temporal == nil {
-		o.Temporal = memstore.New()
+		return errors.New("engine: Options.Temporal is required (memstore.New())")
 	}
 	if o.MaxImageBytes <= 0 {
 		o.MaxImageBytes = agentik.DefaultMaxImageBytes

@@ -16,6 +16,7 @@ import (
 	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tools"
@@ -58,7 +59,7 @@ func (h *harness) start(opts ...option) {
 		t.Fatal(err)
 	}
 	o := engine.Options{
-		Store: st, Bus: bus.New(), LLM: llm,
+		Store: st, Temporal: memstore.New(), Bus: bus.New(), LLM: llm,
 		Tools:        tools.NewRegistry(tools.CurrentTime{}),
 		SystemPrompt: "You are a test agent.",
 		ToolTimeout:  5 * time.Second,

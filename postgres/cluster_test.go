@@ -18,6 +18,7 @@ import (
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/tools"
 	"github.com/jackc/pgx/v5"
@@ -65,7 +66,7 @@ func newNode(t testing.TB, dsn string, llm *llmtest.Server, o nodeOptions) *node
 	if o.wrap != nil {
 		cluster = o.wrap(co)
 	}
-	eng, err := engine.New(engine.Options{Store: st, Bus: b, BusSequencesAgentEvents: true, LLM: model, Cluster: cluster, OnRestart: o.onRestart, Tools: o.tools, Approval: o.approval})
+	eng, err := engine.New(engine.Options{Store: st, Temporal: memstore.New(), Bus: b, BusSequencesAgentEvents: true, LLM: model, Cluster: cluster, OnRestart: o.onRestart, Tools: o.tools, Approval: o.approval})
 	if err != nil {
 		t.Fatal(err)
 	}

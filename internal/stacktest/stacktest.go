@@ -21,6 +21,7 @@ import (
 	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
 	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tools"
@@ -135,7 +136,7 @@ func Open(ctx context.Context, opts ...Option) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.Bus = bus.New()
-	eo := engine.Options{Store: s.Store, Bus: s.Bus, LLM: model, Tools: tools.NewRegistry(tools.CurrentTime{})}
+	eo := engine.Options{Store: s.Store, Temporal: memstore.New(), Bus: s.Bus, LLM: model, Tools: tools.NewRegistry(tools.CurrentTime{})}
 	for _, f := range c.engine {
 		f(&eo)
 	}

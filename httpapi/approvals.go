@@ -45,14 +45,8 @@ func (s *server) resolveApproval(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, agentik.Errorf(agentik.EInvalid, "bad call id"))
 		return
 	}
-	b, err := readBody(w, r, s.opts.MaxBodyBytes)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := agentik.DecodeResolution(b)
-	if err != nil {
-		s.writeError(w, r, err)
+	res, ok := decodeBody(s, w, r, agentik.DecodeResolution)
+	if !ok {
 		return
 	}
 	conv, ok := s.open(w, r)

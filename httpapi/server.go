@@ -129,14 +129,8 @@ func (s *server) agentInfo(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) createConversation(w http.ResponseWriter, r *http.Request) {
-	b, err := readBody(w, r, s.opts.MaxBodyBytes)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req, err := decodeCreate(b)
-	if err != nil {
-		s.writeError(w, r, err)
+	req, ok := decodeBody(s, w, r, decodeCreate)
+	if !ok {
 		return
 	}
 	info, err := s.agent.CreateConversation(r.Context(), req)
@@ -180,19 +174,12 @@ func (s *server) getConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) renameConversation(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !agentik.ValidID(id) {
-		s.writeError(w, r, errBadID(id))
+	id, ok := s.pathID(w, r)
+	if !ok {
 		return
 	}
-	b, err := readBody(w, r, s.opts.MaxBodyBytes)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	title, err := decodeRename(b)
-	if err != nil {
-		s.writeError(w, r, err)
+	title, ok := decodeBody(s, w, r, decodeRename)
+	if !ok {
 		return
 	}
 	info, err := s.agent.RenameConversation(r.Context(), id, title)
@@ -204,9 +191,8 @@ func (s *server) renameConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) deleteConversation(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !agentik.ValidID(id) {
-		s.writeError(w, r, errBadID(id))
+	id, ok := s.pathID(w, r)
+	if !ok {
 		return
 	}
 	if err := s.agent.DeleteConversation(r.Context(), id); err != nil {
@@ -217,19 +203,12 @@ func (s *server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) send(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !agentik.ValidID(id) {
-		s.writeError(w, r, errBadID(id))
+	id, ok := s.pathID(w, r)
+	if !ok {
 		return
 	}
-	b, err := readBody(w, r, s.opts.MaxBodyBytes)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req, err := decodeSend(b)
-	if err != nil {
-		s.writeError(w, r, err)
+	req, ok := decodeBody(s, w, r, decodeSend)
+	if !ok {
 		return
 	}
 	conv, err := s.agent.Conversation(r.Context(), id)
@@ -322,12 +301,39 @@ func (s *server) agentEvents(w http.ResponseWriter, r *http.Request) {
 	serveSSE(s, w, r, stream, func(e agentik.AgentEvent) (int64, string) { return e.Cursor, e.Type })
 }
 
-// open validates the path id and opens the conversation handle; on failure it
-// has answered the request.
-func (s *server) open(w http.ResponseWriter, r *http.Request) (agentik.Conversation, bool) {
+// pathID is the conversation id in the request's path; an invalid one is
+// answered with 400 and ok is false.
+func (s *server) pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
 	if !agentik.ValidID(id) {
 		s.writeError(w, r, errBadID(id))
+		return "", false
+	}
+	return id, true
+}
+
+// decodeBody reads the request body within the limit and decodes it; on
+// failure it has answered the request in the API's error format.
+func decodeBody[T any](s *server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, bool) {
+	b, err := readBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		var zero T
+		return zero, false
+	}
+	v, err := decode(b)
+	if err != nil {
+		s.writeError(w, r, err)
+		return v, false
+	}
+	return v, true
+}
+
+// open validates the path id and opens the conversation handle; on failure it
+// has answered the request.
+func (s *server) open(w http.ResponseWriter, r *http.Request) (agentik.Conversation, bool) {
+	id, ok := s.pathID(w, r)
+	if !ok {
 		return nil, false
 	}
 	conv, err := s.agent.Conversation(r.Context(), id)

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -297,10 +299,7 @@ func (e *Engine) Start(ctx context.Context) error {
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	e.draining = true
-	convs := make([]*conv, 0, len(e.live))
-	for _, c := range e.live {
-		convs = append(convs, c)
-	}
+	convs := slices.Collect(maps.Values(e.live))
 	e.mu.Unlock()
 
 	drained := make(chan struct{})

@@ -3,6 +3,8 @@ package irc
 import (
 	"bytes"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -294,10 +296,7 @@ func (c *conn) cmdNICK(r *reply, m ircmsg.Message) bool {
 	}
 	c.mu.Lock()
 	c.nick = nick
-	chans := make([]*joined, 0, len(c.channels))
-	for _, j := range c.channels {
-		chans = append(chans, j)
-	}
+	chans := slices.Collect(maps.Values(c.channels))
 	c.mu.Unlock()
 	if !registered {
 		return c.maybeRegister(r)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -314,10 +316,7 @@ func (h *Handler) Close(ctx context.Context) {
 func (h *Handler) closeSessions() {
 	h.mu.Lock()
 	h.closing = true
-	fronts := make([]*front, 0, len(h.fronts))
-	for _, f := range h.fronts {
-		fronts = append(fronts, f)
-	}
+	fronts := slices.Collect(maps.Values(h.fronts))
 	h.mu.Unlock()
 	for _, f := range fronts {
 		for ss := range f.server.Sessions() {

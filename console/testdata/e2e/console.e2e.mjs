@@ -23,6 +23,7 @@ let passed = 0;
 let failed = 0;
 let current = null; // the page a failing step screenshots
 const consoleErrors = [];
+const notFound = []; // paths answered 404, of every page
 
 function newPage(ctx) {
   return ctx.newPage().then((page) => {
@@ -33,6 +34,7 @@ function newPage(ctx) {
       if (m.type() === "warning") console.log("browser: " + m.text());
     });
     page.on("pageerror", (e) => consoleErrors.push(String(e)));
+    page.on("response", (r) => { if (r.status() === 404) notFound.push(new URL(r.url()).pathname); });
     return page;
   });
 }
@@ -76,6 +78,11 @@ await step("the page is served with a strict CSP and asks for a token", async ()
   assert(csp.includes("default-src 'none'") && csp.includes("script-src 'self'") && !csp.includes("unsafe"), "CSP: " + csp);
   await page.locator("#signin").waitFor();
   assert(await page.locator("#token").evaluate((e) => document.activeElement === e), "the token field has focus");
+  // The page names its icon, served where browsers look for it.
+  const icon = await page.locator('link[rel="icon"]').getAttribute("href");
+  assert(icon === "/favicon.ico", "icon link: " + icon);
+  const got = await page.request.get(BASE + icon);
+  assert(got.ok() && got.headers()["content-type"] === "image/svg+xml", "the icon: " + got.status() + " " + got.headers()["content-type"]);
 });
 
 await step("a wrong token is refused, the right one signs in", async () => {
@@ -365,6 +372,9 @@ await step("no errors in the browser console", async () => {
   // (404), the busy refusal (409), and the connections the test cut.
   const real = consoleErrors.filter((e) => !/401|404|409|Unauthorized|Not Found|Conflict|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e));
   assert(real.length === 0, "console errors: " + real.join("\n"));
+  // The only 404s are the API's (bob's look); none for the page or its icon.
+  const missing = notFound.filter((p) => !p.startsWith("/agentik/"));
+  assert(missing.length === 0, "404 for " + missing.join(", "));
 });
 
 await browser.close();

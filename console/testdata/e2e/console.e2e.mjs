@@ -97,22 +97,25 @@ await step("a wrong token is refused, the right one signs in", async () => {
   assert((await text(page, "#agent-name")).includes("test-model"), "the model name is shown");
 });
 
-await step("create a conversation", async () => {
-  await page.click("#new-conv");
-  await page.locator("#conv").waitFor();
+await step("the message box is there at once; the first message creates the conversation", async () => {
+  // Signed in, nothing open yet: a person can type at once.
+  await page.locator("#composer-text").waitFor();
+  assert(await page.locator("#composer-text").evaluate((e) => document.activeElement === e), "the message box has focus");
+  assert(await page.isHidden("#rename") && await page.isHidden("#delete"), "nothing to rename or delete yet");
+  await send(page, "hello");
   await page.locator(".conv-item[aria-current]").waitFor();
   convID = decodeURIComponent(new URL(page.url()).hash.replace("#/c/", ""));
   assert(convID.length > 5, "conversation id in the URL: " + page.url());
-  // The conversation is marked current before it is read; the message box
-  // takes focus once it has been.
+  await page.locator(".msg.user", { hasText: "hello" }).waitFor();
+  assert(await page.locator(".conv-item").count() === 1, "one conversation");
+  assert((await page.inputValue("#composer-text")) === "", "the sent text left the box");
+  // The message box keeps the focus once the new conversation is open.
   await page.waitForFunction(() => document.activeElement && document.activeElement.id === "composer-text", null, { timeout: 10000 })
     .catch(() => {});
   assert(await page.locator("#composer-text").evaluate((e) => document.activeElement === e), "the message box has focus");
 });
 
-await step("send with Enter and watch the answer stream", async () => {
-  await send(page, "hello");
-  await page.locator(".msg.user", { hasText: "hello" }).waitFor();
+await step("watch the answer stream", async () => {
   const live = page.locator(".msg.live");
   await live.locator("strong", { hasText: "world" }).waitFor();
   assert(!(await live.innerText()).includes("the model."), "the answer is still being written");
@@ -127,6 +130,7 @@ await step("send with Enter and watch the answer stream", async () => {
   assert((await reasoning.innerText()).includes("Reasoning"), "reasoning summary");
   await page.locator("#turns td", { hasText: "12 / 7" }).waitFor();
   assert(await page.isDisabled("#interrupt"), "interrupt disabled when idle");
+  assert(await page.isVisible("#rename") && await page.isVisible("#delete"), "rename and delete once it exists");
 });
 
 await step("a tool call card shows arguments and result", async () => {
@@ -303,8 +307,8 @@ await step("the demo backend says it is a demo and streams a summary", async () 
   await pd.locator("#demo-banner").waitFor();
   assert((await pd.innerText("#demo-banner")).includes("OPENAI_BASE_URL"), "how to use a real model");
   assert(await pd.isHidden("#sign-out"), "no sign-in on an open server");
-  await pd.click("#new-conv");
-  await send(pd, "Plan a weekend in Lisbon");
+  // Typed at once, no conversation made first.
+  await send(pd, "Plan a weekend in Lisbon with two kids, a museum, the old trams and the best pastéis de nata");
   await pd.locator(".msg.live").waitFor(); // paced: the words arrive one by one
   await pd.locator(".msg.assistant:not(.live)", { hasText: "real model" }).waitFor();
   await send(pd, "Please summarize our conversation");
@@ -373,7 +377,7 @@ await step("no errors in the browser console", async () => {
   const real = consoleErrors.filter((e) => !/401|404|409|Unauthorized|Not Found|Conflict|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e));
   assert(real.length === 0, "console errors: " + real.join("\n"));
   // The only 404s are the API's (bob's look); none for the page or its icon.
-  const missing = notFound.filter((p) => !p.startsWith("/agentik/"));
+  const missing = notFound.filter((p) => !/^\/(agentik|agents)\//.test(p));
   assert(missing.length === 0, "404 for " + missing.join(", "));
 });
 

@@ -115,7 +115,7 @@ await step("the message box is there at once; the first message creates the conv
   assert(await page.locator("#composer-text").evaluate((e) => document.activeElement === e), "the message box has focus");
 });
 
-await step("watch the answer stream", async () => {
+await step("watch the answer stream; the conversation is titled from its first message", async () => {
   const live = page.locator(".msg.live");
   await live.locator("strong", { hasText: "world" }).waitFor();
   assert(!(await live.innerText()).includes("the model."), "the answer is still being written");
@@ -130,6 +130,8 @@ await step("watch the answer stream", async () => {
   assert((await reasoning.innerText()).includes("Reasoning"), "reasoning summary");
   await page.locator("#turns td", { hasText: "12 / 7" }).waitFor();
   assert(await page.isDisabled("#interrupt"), "interrupt disabled when idle");
+  await page.locator(".conv-item[aria-current] .conv-name", { hasText: /^hello$/ }).waitFor();
+  await page.locator("#conv-title", { hasText: /^hello$/ }).waitFor();
   assert(await page.isVisible("#rename") && await page.isVisible("#delete"), "rename and delete once it exists");
 });
 
@@ -188,6 +190,7 @@ await step("a dropped connection mid-answer resumes by cursor", async () => {
 
 await step("rename", async () => {
   await page.click("#rename");
+  assert((await page.inputValue("#rename-input")) === "hello", "the title from the first message is the one to edit");
   await page.fill("#rename-input", "Trip plans");
   await page.press("#rename-input", "Enter");
   await page.locator("#conv-title", { hasText: "Trip plans" }).waitFor();
@@ -307,10 +310,13 @@ await step("the demo backend says it is a demo and streams a summary", async () 
   await pd.locator("#demo-banner").waitFor();
   assert((await pd.innerText("#demo-banner")).includes("OPENAI_BASE_URL"), "how to use a real model");
   assert(await pd.isHidden("#sign-out"), "no sign-in on an open server");
-  // Typed at once, no conversation made first.
+  // Typed at once, no conversation made first; its first words title it.
   await send(pd, "Plan a weekend in Lisbon with two kids, a museum, the old trams and the best pastéis de nata");
   await pd.locator(".msg.live").waitFor(); // paced: the words arrive one by one
   await pd.locator(".msg.assistant:not(.live)", { hasText: "real model" }).waitFor();
+  const title = "Plan a weekend in Lisbon with two kids, a museum, the old…";
+  await pd.locator(".conv-item[aria-current] .conv-name", { hasText: title }).waitFor();
+  assert((await text(pd, "#conv-title")) === title, "title: " + (await text(pd, "#conv-title")));
   await send(pd, "Please summarize our conversation");
   await pd.locator(".msg.assistant:not(.live) li", { hasText: "Plan a weekend in Lisbon" }).waitFor();
   await shot(pd, "demo");

@@ -102,6 +102,7 @@ await step("the message box is there at once; the first message creates the conv
   await page.locator("#composer-text").waitFor();
   assert(await page.locator("#composer-text").evaluate((e) => document.activeElement === e), "the message box has focus");
   assert(await page.isHidden("#rename") && await page.isHidden("#delete"), "nothing to rename or delete yet");
+  await shot(page, "first");
   await send(page, "hello");
   await page.locator(".conv-item[aria-current]").waitFor();
   convID = decodeURIComponent(new URL(page.url()).hash.replace("#/c/", ""));

@@ -75,16 +75,20 @@ func (h *Handler) Files() map[string][]byte {
 	return out
 }
 
-// Mount registers the page at exactly "GET /" and the assets at
-// "GET /console/{file}", so no other route of mux is shadowed. wrap puts
-// each handler behind the server's edge (it must not require a token: the
-// page signs in itself).
+// Mount registers the page at exactly "GET /", its icon at
+// "GET /favicon.ico" (where browsers look for it on every load; the page
+// names it too) and the assets at "GET /console/{file}", so no other route
+// of mux is shadowed. wrap puts each handler behind the server's edge (it
+// must not require a token: the page signs in itself).
 func (h *Handler) Mount(mux *http.ServeMux, wrap func(http.Handler) http.Handler) {
 	if wrap == nil {
 		wrap = func(h http.Handler) http.Handler { return h }
 	}
 	mux.Handle("GET /{$}", wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.serve(w, r, "index.html")
+	})))
+	mux.Handle("GET /favicon.ico", wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.serve(w, r, "favicon.svg") // an SVG: what current browsers show, at the path they ask for
 	})))
 	mux.Handle("GET /console/{file}", wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("file")

@@ -75,6 +75,19 @@ func TestRoutes(t *testing.T) {
 	if csp := resp.Header.Get("Content-Security-Policy"); csp != console.CSP || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("headers %v", resp.Header)
 	}
+	// The icon: at /favicon.ico, where browsers ask for it on every load,
+	// and named by the page.
+	if !strings.Contains(body, `<link rel="icon" href="/favicon.ico" type="image/svg+xml">`) {
+		t.Fatal("the page names no icon")
+	}
+	resp, icon := get("GET", "/favicon.ico")
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(icon, "<svg") ||
+		resp.Header.Get("Content-Security-Policy") != console.CSP {
+		t.Fatalf("GET /favicon.ico: %d %q %.20q", resp.StatusCode, resp.Header.Get("Content-Type"), icon)
+	}
+	if r2, _ := get("GET", "/favicon.ico", "If-None-Match", resp.Header.Get("ETag")); r2.StatusCode != http.StatusNotModified {
+		t.Fatalf("favicon revalidation: %d", r2.StatusCode)
+	}
 	for _, f := range []string{"app.js", "app.css", "markdown.js"} {
 		resp, _ := get("GET", "/console/"+f)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Security-Policy") == "" {
@@ -93,7 +106,7 @@ func TestRoutes(t *testing.T) {
 	}
 	for _, tc := range []struct{ method, path string }{
 		{"GET", "/index.html"}, {"GET", "/console/"}, {"GET", "/console/nope.js"}, {"GET", "/console/../console.go"},
-		{"GET", "/anything"}, {"POST", "/"}, {"GET", "/console/index.html"},
+		{"GET", "/anything"}, {"POST", "/"}, {"GET", "/console/index.html"}, {"POST", "/favicon.ico"}, {"GET", "/favicon.ico/x"},
 	} {
 		if resp, _ := get(tc.method, tc.path); resp.StatusCode < 400 {
 			t.Errorf("%s %s: %d", tc.method, tc.path, resp.StatusCode)

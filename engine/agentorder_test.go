@@ -80,8 +80,9 @@ func TestAgentEventsInOrderUnderConcurrentTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// created, a touch per send and per answer, renamed
-	if want := convs * (2 + 2*turns); len(stored) != want {
+	// created, a touch per send and per answer, renamed twice: the title
+	// from the first message (title.go), then the rename
+	if want := convs * (3 + 2*turns); len(stored) != want {
 		t.Fatalf("%d agent events stored, want %d", len(stored), want)
 	}
 	for name, s := range map[string]agentik.Stream[agentik.AgentEvent]{"live": live, "joined": joined} {

@@ -20,8 +20,8 @@ import (
 //     writeMu;
 //   - loopState: working memory, cached; the turn loop's, no lock.
 //
-// Lock order: resolveMu, then mu, then writeMu, then Engine.agentMu (never
-// held across a store call).
+// Lock order: titleMu, then resolveMu, then mu, then writeMu, then
+// Engine.agentMu (never held across a store call).
 type conv struct {
 	e        *Engine
 	id       string
@@ -38,6 +38,10 @@ type conv struct {
 	// resolveMu serialises approval answers here, and the close of a turn
 	// that denies its calls waiting for approval (turnRun.closeInterrupted).
 	resolveMu sync.Mutex
+	// titleMu serialises the title's changes made here: renames, and the
+	// title from the first message, which reads the title before it sets
+	// one (title.go).
+	titleMu sync.Mutex
 }
 
 // sharedState is what callers and the turn loop share. Whoever touches it
@@ -228,6 +232,14 @@ func (c *conv) rename(ctx context.Context, title string) (agentik.ConversationIn
 	if err := validTitle(title); err != nil {
 		return agentik.ConversationInfo{}, err
 	}
+	c.titleMu.Lock()
+	defer c.titleMu.Unlock()
+	return c.setTitle(ctx, title)
+}
+
+// setTitle stores title and publishes its renamed agent event. The caller
+// holds titleMu.
+func (c *conv) setTitle(ctx context.Context, title string) (agentik.ConversationInfo, error) {
 	aw := c.e.beginAgentWrite(c.temporal)
 	rec, ev, err := c.store.RenameConversation(ctx, c.id, title, agentik.Now())
 	if err == nil {
@@ -641,6 +653,9 @@ func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.Sen
 		}
 	}
 	res, err := c.send(ctx, req)
+	if err == nil && res.Seq == 1 && len(req.ToolResults) == 0 {
+		c.titleFromFirst(ctx, req.Content) // before Send returns: whoever reads the conversation next sees it
+	}
 	if err == nil && req.IfBusy == agentik.BusyInterrupt && !c.isWorking() {
 		if _, err := c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: c.id, Reason: agentik.ReasonBusyPolicy, Unless: res.MessageID}); err != nil {
 			c.e.log.Warn("forward busy-policy interrupt", "conversation", c.id, "err", err)

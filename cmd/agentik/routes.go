@@ -17,7 +17,7 @@ import (
 // here who may call it.
 func (a *app) routes(mux *http.ServeMux) error {
 	httpapi.MountHealth(mux, a.store.Ping) // GET /health, GET /health/ready: the probes
-	console.New().Mount(mux, a.public)     // GET /{$}, GET /console/{file}: the web console; it signs in with the native API
+	console.New().Mount(mux, a.public)     // GET /{$}, GET /favicon.ico, GET /console/{file}: the web console; it signs in with the native API
 	for _, rt := range []struct {
 		pattern string
 		h       http.Handler

@@ -26,6 +26,7 @@
     cards: new Map(), // call_id → tool card
     turns: new Map(), // user message id → turn
     attachments: [],
+    creating: false, // a first message is making its conversation
     approvals: true, // false once the server says it has no approval API
   };
 
@@ -148,6 +149,7 @@
     openAgentEvents(); // lists the conversations once the stream is open
     loadTools();
     route();
+    if (!state.current) $("composer-text").focus(); // type at once: the first message makes the conversation
   }
 
   // ---- conversation list --------------------------------------------------
@@ -241,11 +243,29 @@
   window.addEventListener("hashchange", () => { if (!$("app").hidden) route(); });
 
   // ---- one conversation -----------------------------------------------------
+  // With no conversation open the view is a new one, not made yet: the
+  // message box is there, and the first message sent makes it (send).
   function closeConversation() {
     if (state.es) { state.es.close(); state.es = null; }
     clearTimeout(state.retry);
+    if (state.current) { state.attachments = []; renderAttachments(); } // a draft stays with a new conversation
     state.current = "";
-    $("conv").hidden = true;
+    state.lastCursor = 0;
+    if (state.live && state.live.frame) cancelAnimationFrame(state.live.frame);
+    state.live = null;
+    state.cards.clear();
+    state.turns.clear();
+    setBusy(false);
+    $("messages").replaceChildren();
+    $("events").replaceChildren();
+    $("turns").tBodies[0].replaceChildren();
+    $("approval-list").replaceChildren();
+    $("approvals").hidden = true;
+    $("rename-form").hidden = true;
+    $("conv-title").hidden = false;
+    $("conv-title").textContent = "New conversation";
+    $("conv-actions").hidden = true;
+    $("messages").hidden = true;
     $("empty").hidden = false;
     document.querySelectorAll(".conv-item[aria-current]").forEach((b) => b.removeAttribute("aria-current"));
   }
@@ -254,23 +274,11 @@
     if (state.current === id && state.es) return;
     closeConversation();
     state.current = id;
-    state.lastCursor = 0;
-    state.live = null;
-    state.cards.clear();
-    state.turns.clear();
-    state.attachments = [];
-    renderAttachments();
-    setBusy(false);
-    $("messages").replaceChildren();
-    $("events").replaceChildren();
-    $("turns").tBodies[0].replaceChildren();
-    $("approval-list").replaceChildren();
-    $("approvals").hidden = true;
-    $("rename-form").hidden = true;
     const known = state.convs.get(id);
     $("conv-title").textContent = (known && known.title) || "Untitled conversation";
+    $("conv-actions").hidden = false;
     $("empty").hidden = true;
-    $("conv").hidden = false;
+    $("messages").hidden = false;
     renderList();
     try {
       const c = await api("GET", "/conversations/" + enc(id));
@@ -677,16 +685,28 @@
   }
 
   // ---- composing -------------------------------------------------------------------------
+  // send sends the message box into the open conversation. With none open,
+  // it first makes one (the server titles it from this message), sends into
+  // it, then opens it: its events from the start show the message and the
+  // answer. A message that is not sent stays in the box.
   async function send() {
-    const id = state.current;
     const box = $("composer-text");
     const text = box.value.trim();
     const content = [];
     if (text) content.push({ type: "text", text });
     for (const a of state.attachments) content.push({ type: "image", mime: a.mime, data: a.data });
-    if (!content.length || !id) return;
+    if (!content.length || state.creating) return;
+    let id = state.current;
+    const fresh = !id;
+    state.creating = fresh; // one new conversation per message, however often Enter is pressed
     $("send").disabled = true;
     try {
+      if (fresh) {
+        const c = await api("POST", "/conversations", {});
+        state.convs.set(c.id, c);
+        renderList();
+        id = c.id;
+      }
       await api("POST", "/conversations/" + enc(id) + "/messages", { content, if_busy: $("if-busy").value });
       box.value = "";
       state.attachments = [];
@@ -694,9 +714,15 @@
       setStatus("");
     } catch (e) {
       if (e.status === 401) return showSignIn("Your token is no longer accepted.");
-      setStatus(e.code === "busy" ? "The agent is still answering; your message was not sent (If busy: reject)." : "Not sent: " + e.message, true);
+      setStatus(e.code === "busy" ? "The agent is still answering; your message was not sent (If busy: reject)." :
+        (id ? "Not sent: " : "Cannot create a conversation: ") + e.message, true);
     } finally {
       $("send").disabled = false;
+      state.creating = false;
+      if (fresh && id && !state.current && !$("app").hidden) { // still on the new conversation: open the one made
+        history.pushState(null, "", "#/c/" + id);
+        openConversation(id);
+      }
       box.focus();
     }
   }
@@ -771,7 +797,7 @@
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
   });
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && state.busy && !$("conv").hidden) { e.preventDefault(); interrupt(); }
+    if (e.key === "Escape" && state.busy && state.current) { e.preventDefault(); interrupt(); }
   });
   $("interrupt").addEventListener("click", interrupt);
   $("image-input").addEventListener("change", (e) => { addFiles(e.target.files); e.target.value = ""; });

@@ -23,6 +23,7 @@ let passed = 0;
 let failed = 0;
 let current = null; // the page a failing step screenshots
 const consoleErrors = [];
+const notFound = []; // paths answered 404, of every page
 
 function newPage(ctx) {
   return ctx.newPage().then((page) => {
@@ -33,6 +34,7 @@ function newPage(ctx) {
       if (m.type() === "warning") console.log("browser: " + m.text());
     });
     page.on("pageerror", (e) => consoleErrors.push(String(e)));
+    page.on("response", (r) => { if (r.status() === 404) notFound.push(new URL(r.url()).pathname); });
     return page;
   });
 }
@@ -76,6 +78,11 @@ await step("the page is served with a strict CSP and asks for a token", async ()
   assert(csp.includes("default-src 'none'") && csp.includes("script-src 'self'") && !csp.includes("unsafe"), "CSP: " + csp);
   await page.locator("#signin").waitFor();
   assert(await page.locator("#token").evaluate((e) => document.activeElement === e), "the token field has focus");
+  // The page names its icon, served where browsers look for it.
+  const icon = await page.locator('link[rel="icon"]').getAttribute("href");
+  assert(icon === "/favicon.ico", "icon link: " + icon);
+  const got = await page.request.get(BASE + icon);
+  assert(got.ok() && got.headers()["content-type"] === "image/svg+xml", "the icon: " + got.status() + " " + got.headers()["content-type"]);
 });
 
 await step("a wrong token is refused, the right one signs in", async () => {
@@ -90,22 +97,26 @@ await step("a wrong token is refused, the right one signs in", async () => {
   assert((await text(page, "#agent-name")).includes("test-model"), "the model name is shown");
 });
 
-await step("create a conversation", async () => {
-  await page.click("#new-conv");
-  await page.locator("#conv").waitFor();
+await step("the message box is there at once; the first message creates the conversation", async () => {
+  // Signed in, nothing open yet: a person can type at once.
+  await page.locator("#composer-text").waitFor();
+  assert(await page.locator("#composer-text").evaluate((e) => document.activeElement === e), "the message box has focus");
+  assert(await page.isHidden("#rename") && await page.isHidden("#delete"), "nothing to rename or delete yet");
+  await shot(page, "first");
+  await send(page, "hello");
   await page.locator(".conv-item[aria-current]").waitFor();
   convID = decodeURIComponent(new URL(page.url()).hash.replace("#/c/", ""));
   assert(convID.length > 5, "conversation id in the URL: " + page.url());
-  // The conversation is marked current before it is read; the message box
-  // takes focus once it has been.
+  await page.locator(".msg.user", { hasText: "hello" }).waitFor();
+  assert(await page.locator(".conv-item").count() === 1, "one conversation");
+  assert((await page.inputValue("#composer-text")) === "", "the sent text left the box");
+  // The message box keeps the focus once the new conversation is open.
   await page.waitForFunction(() => document.activeElement && document.activeElement.id === "composer-text", null, { timeout: 10000 })
     .catch(() => {});
   assert(await page.locator("#composer-text").evaluate((e) => document.activeElement === e), "the message box has focus");
 });
 
-await step("send with Enter and watch the answer stream", async () => {
-  await send(page, "hello");
-  await page.locator(".msg.user", { hasText: "hello" }).waitFor();
+await step("watch the answer stream; the conversation is titled from its first message", async () => {
   const live = page.locator(".msg.live");
   await live.locator("strong", { hasText: "world" }).waitFor();
   assert(!(await live.innerText()).includes("the model."), "the answer is still being written");
@@ -120,6 +131,9 @@ await step("send with Enter and watch the answer stream", async () => {
   assert((await reasoning.innerText()).includes("Reasoning"), "reasoning summary");
   await page.locator("#turns td", { hasText: "12 / 7" }).waitFor();
   assert(await page.isDisabled("#interrupt"), "interrupt disabled when idle");
+  await page.locator(".conv-item[aria-current] .conv-name", { hasText: /^hello$/ }).waitFor();
+  await page.locator("#conv-title", { hasText: /^hello$/ }).waitFor();
+  assert(await page.isVisible("#rename") && await page.isVisible("#delete"), "rename and delete once it exists");
 });
 
 await step("a tool call card shows arguments and result", async () => {
@@ -177,6 +191,7 @@ await step("a dropped connection mid-answer resumes by cursor", async () => {
 
 await step("rename", async () => {
   await page.click("#rename");
+  assert((await page.inputValue("#rename-input")) === "hello", "the title from the first message is the one to edit");
   await page.fill("#rename-input", "Trip plans");
   await page.press("#rename-input", "Enter");
   await page.locator("#conv-title", { hasText: "Trip plans" }).waitFor();
@@ -296,10 +311,13 @@ await step("the demo backend says it is a demo and streams a summary", async () 
   await pd.locator("#demo-banner").waitFor();
   assert((await pd.innerText("#demo-banner")).includes("OPENAI_BASE_URL"), "how to use a real model");
   assert(await pd.isHidden("#sign-out"), "no sign-in on an open server");
-  await pd.click("#new-conv");
-  await send(pd, "Plan a weekend in Lisbon");
+  // Typed at once, no conversation made first; its first words title it.
+  await send(pd, "Plan a weekend in Lisbon with two kids, a museum, the old trams and the best pastéis de nata");
   await pd.locator(".msg.live").waitFor(); // paced: the words arrive one by one
   await pd.locator(".msg.assistant:not(.live)", { hasText: "real model" }).waitFor();
+  const title = "Plan a weekend in Lisbon with two kids, a museum, the old…";
+  await pd.locator(".conv-item[aria-current] .conv-name", { hasText: title }).waitFor();
+  assert((await text(pd, "#conv-title")) === title, "title: " + (await text(pd, "#conv-title")));
   await send(pd, "Please summarize our conversation");
   await pd.locator(".msg.assistant:not(.live) li", { hasText: "Plan a weekend in Lisbon" }).waitFor();
   await shot(pd, "demo");
@@ -365,6 +383,9 @@ await step("no errors in the browser console", async () => {
   // (404), the busy refusal (409), and the connections the test cut.
   const real = consoleErrors.filter((e) => !/401|404|409|Unauthorized|Not Found|Conflict|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e));
   assert(real.length === 0, "console errors: " + real.join("\n"));
+  // The only 404s are the API's (bob's look); none for the page or its icon.
+  const missing = notFound.filter((p) => !/^\/(agentik|agents)\//.test(p));
+  assert(missing.length === 0, "404 for " + missing.join(", "));
 });
 
 await browser.close();

@@ -124,7 +124,9 @@ type front struct {
 
 // NewHandler returns the MCP endpoint of agent.
 func NewHandler(agent agentik.Agent, opts ServeOptions) *Handler {
-	defaults.String(&opts.Name, agent.Info().Name)
+	if opts.Name == "" { // Info may be a request (an httpapi.Client): only when needed
+		opts.Name = agent.Info().Name
+	}
 	defaults.String(&opts.Name, "agentik")
 	defaults.Positive(&opts.SessionTimeout, DefaultSessionTimeout)
 	defaults.Positive(&opts.MaxBodyBytes, DefaultMaxBodyBytes)

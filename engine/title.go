@@ -78,8 +78,11 @@ func firstWords(content []agentik.Content) string {
 // conversations are left alone: nobody lists them, and they emit no agent
 // events.
 func (c *conv) titleFromFirst(ctx context.Context, content []agentik.Content) {
+	if c.temporal {
+		return
+	}
 	title := firstWords(content)
-	if title == "" || c.temporal {
+	if title == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), titleTimeout)

@@ -30,7 +30,9 @@ type ConversationInfo struct {
 	SupportsImageInput  bool        `json:"supports_image_input"`
 	SupportsImageOutput bool        `json:"supports_image_output"`
 	Working             bool        `json:"working"`
-	Tokens              *TurnTokens `json:"tokens,omitempty"` // running totals
+	Tokens              *TurnTokens `json:"tokens,omitempty"`      // running totals
+	Head                int64       `json:"head,omitempty"`        // seq of the head (SPEC §18)
+	ForkedFrom          *ForkedFrom `json:"forked_from,omitempty"` // set on a fork
 	Owner               string      `json:"-"`
 }
 
@@ -53,6 +55,13 @@ type CreateRequest struct {
 	Temporal bool   `json:"temporal,omitempty"`
 	Title    string `json:"title,omitempty"`
 	ID       string `json:"-"`
+	// History are messages the conversation starts with, stored as given
+	// (new ids) in one commit with their working memory, no turn run for
+	// them: user messages, and assistant messages answering the user
+	// message before them (ReplyTo its ID). It ends with an answer; a user
+	// message left unanswered inside is closed. For facades whose clients
+	// resend a history the server never saw (OpenAI Chat Completions).
+	History []Message `json:"-"`
 }
 
 // SendRequest is a user message to store and answer.
@@ -66,11 +75,30 @@ type CreateRequest struct {
 // turn. A new message without ToolResults abandons the waiting turn (it is
 // closed with interrupted{reason:busy_policy}).
 type SendRequest struct {
-	Content     []Content          `json:"content"`
-	Context     *MessageContext    `json:"context,omitempty"`
-	IfBusy      string             `json:"if_busy,omitempty"`
+	Content []Content       `json:"content"`
+	Context *MessageContext `json:"context,omitempty"`
+	IfBusy  string          `json:"if_busy,omitempty"`
+	// Parent, when set, is the seq the message follows (0: the root): a
+	// Parent that is not the head is an edit, a new branch (SPEC §18).
+	// Nil follows the head.
+	Parent      *int64             `json:"parent,omitempty"`
 	ClientTools []ToolSpec         `json:"-"`
 	ToolResults []ClientToolResult `json:"-"`
+	// Params are the sampling parameters of the message's turn (nil: the
+	// model's settings); kept with the message (Message.Params).
+	Params *ModelParams `json:"-"`
+	// Keys are lookup keys recorded with the message, in its commit
+	// (Write.Keys): KeyFinder finds the conversation by them later, from
+	// any process and after a restart. Not for temporal conversations.
+	Keys []string `json:"-"`
+}
+
+// KeyFinder is the part of an Agent that finds the caller's conversations
+// by the lookup keys their messages were sent with (SendRequest.Keys):
+// key → the conversation and the seq of that message. Keys not found are
+// absent. The OpenAI door finds a resent Chat Completions history this way.
+type KeyFinder interface {
+	FindKeys(ctx context.Context, keys []string) (map[string]KeyRef, error)
 }
 
 // ClientToolResult is the result of a client tool call.
@@ -108,6 +136,40 @@ type MessagesRequest struct {
 	Before int64
 	Offset int
 	Limit  int
+	// Branch is "" (or BranchHead) for the head path, BranchAll for every
+	// message of the journal (SPEC §18).
+	Branch string
+}
+
+// Branches MessagesRequest.Branch reads.
+const (
+	BranchHead = "head"
+	BranchAll  = "all"
+)
+
+// RegenerateRequest asks for the answer to user message Seq (0: the last
+// user message of the head path) again, on a new branch (SPEC §18).
+type RegenerateRequest struct {
+	Seq    int64  `json:"seq,omitempty"`
+	IfBusy string `json:"if_busy,omitempty"`
+}
+
+// ForkRequest copies the path up to Seq (0: the head) into a new
+// conversation of the same owner.
+type ForkRequest struct {
+	Seq int64 `json:"seq,omitempty"`
+}
+
+// Brancher is the part of Conversation that branches (SPEC §18).
+// Regenerate answers a user message again on a new branch (ENotFound for
+// a seq of no message, EInvalid for one that is not a closed user
+// message's, EBusy under if_busy reject while a turn runs). SetHead makes
+// seq the head (ENotFound for no such message, EBusy while a turn runs or
+// waits). Fork copies a path into a new conversation and returns it.
+type Brancher interface {
+	Regenerate(ctx context.Context, req RegenerateRequest) (SendResult, error)
+	SetHead(ctx context.Context, seq int64) (ConversationInfo, error)
+	Fork(ctx context.Context, req ForkRequest) (ConversationInfo, error)
 }
 
 // Paging limits of MessagesRequest.
@@ -188,6 +250,8 @@ type Conversation interface {
 	Approver
 	TurnInterrupter
 	MessageReader
+	Brancher
+	StateSharer
 }
 
 // TurnInterrupter is the part of Conversation that interrupts one turn: the
@@ -207,3 +271,39 @@ type TurnInterrupter interface {
 type MessageReader interface {
 	Message(ctx context.Context, id string) (Message, error)
 }
+
+// StateSharer is the part of Conversation that holds its shared state
+// (SPEC §19, docs/state.md): one JSON object that clients (AG-UI state,
+// the native API, LangGraph thread values) and the agent (update_state)
+// read and change. Its encoding is at most MaxSharedState bytes. Every
+// change is a durable state_updated event, committed with the new state;
+// a change that leaves the state as it was stores nothing.
+//
+// SharedState returns the state ({} when none was set). PutSharedState
+// replaces it with an object (EInvalid for anything else, ETooLarge over
+// the bound) and PatchSharedState applies an RFC 6902 patch to it
+// (EInvalid for a patch that is malformed, does not apply or leaves no
+// object, ETooLarge over the bound); both return the
+// new state, and on an error change nothing.
+type StateSharer interface {
+	SharedState(ctx context.Context) (RawJSON, error)
+	PutSharedState(ctx context.Context, state RawJSON) (RawJSON, error)
+	PatchSharedState(ctx context.Context, patch RawJSON) (RawJSON, error)
+}
+
+// StateKeeper is an optional part of a Conversation: its durable state by
+// key (ConversationState), kept with it and deleted with it, for a front
+// door's own records outside of any turn (the LangGraph door's deleted
+// runs). Keys are the door's namespace ("langgraph. …"); SharedStateKey is
+// not one (EInvalid).
+type StateKeeper interface {
+	KeptState() ConversationState
+}
+
+// MaxSharedState bounds a conversation's shared state: the bytes of its
+// compact JSON encoding (64 KiB, the bound of a conversation state value).
+const MaxSharedState = MaxStateValue
+
+// SharedStateKey is the conversation state key (Write.State) the shared
+// state is kept under.
+const SharedStateKey = "agentik.state"

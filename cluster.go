@@ -45,6 +45,19 @@ type Coordinator interface {
 	Running(conversationID string) (RemoteTurn, bool)
 }
 
+// QueueCoordinator is a Coordinator that reads a conversation's queue
+// (Pending) in the same round trip as it takes or gives back the lease:
+// the engine's loop reads the queue right after each, so a shared store
+// saves two round trips per burst of turns (docs/postgres.md). The read
+// is made after the lease is taken (or given back), as Pending would be.
+type QueueCoordinator interface {
+	Coordinator
+	// AcquirePending is Acquire, and when the lease is Held, Pending.
+	AcquirePending(ctx context.Context, conversationID string) (Lease, TurnQueue, error)
+	// ReleasePending is Release, then Pending.
+	ReleasePending(ctx context.Context, conversationID string) (TurnQueue, error)
+}
+
 // CoordinatorCallbacks are what a Coordinator calls into the engine with.
 // They do not block on turns.
 type CoordinatorCallbacks struct {
@@ -78,6 +91,11 @@ type Lease struct {
 type TurnQueue struct {
 	Open []Message
 	Turn []Message
+	// Head is the conversation's head (SPEC §18) read with the queue, when
+	// the Coordinator reads it there (0: not read). A turn whose user
+	// message is the head needs no head move before it starts, so the
+	// engine then does not read the head path.
+	Head int64
 }
 
 // RemoteTurn is a turn running in another process, as its online events

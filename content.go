@@ -253,7 +253,7 @@ func (m *MessageContext) Bytes() int64 {
 	}
 	var n int64
 	if o := m.Origin; o != nil {
-		n += int64(len(o.Channel) + len(o.User) + len(o.DisplayName))
+		n += int64(len(o.Channel) + len(o.User) + len(o.DisplayName) + len(o.ScheduleID))
 	}
 	for k, v := range m.Metadata {
 		n += int64(len(k) + len(v))
@@ -281,6 +281,7 @@ type Origin struct {
 	Channel     string `json:"channel,omitempty"`
 	User        string `json:"user,omitempty"`
 	DisplayName string `json:"display_name,omitempty"`
+	ScheduleID  string `json:"schedule_id,omitempty"` // channel "schedule": the schedule that sent it
 }
 
 // TurnTokens counts the tokens of one turn.

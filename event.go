@@ -13,6 +13,8 @@ const (
 	EvCompactionTriggered = "compaction_triggered"
 	EvApprovalRequested   = "approval_requested" // a tool call waits for a person's answer (SPEC §10)
 	EvApprovalResolved    = "approval_resolved"  // it was answered (or expired, or the turn interrupted)
+	EvHeadMoved           = "head_moved"         // the head moved other than by appending (SPEC §18): re-read
+	EvStateUpdated        = "state_updated"      // the conversation's shared state changed (SPEC §19)
 )
 
 // Online event types: live only, never stored, no cursor.
@@ -27,6 +29,12 @@ const (
 	// parked in the store, for the answers to its approval_requested calls
 	// (ReplyTo). The turn is not over: no end follows until it finishes.
 	EvAwaitingApproval = "awaiting_approval"
+	// EvDeltasLost is never published: a Subscriber's Next returns it in
+	// place of the online events the bus dropped for it (it had no room),
+	// so that its reader knows the text it got since has a gap. The engine
+	// recovers the text from the stored message (its streams never pass
+	// the marker on: see Subscriber).
+	EvDeltasLost = "deltas_lost"
 )
 
 // Interrupt reasons.
@@ -59,6 +67,8 @@ const (
 //	working, awaiting_approval    ReplyTo
 //	approval_requested            CallID, Name, Arguments, ReplyTo, ExpiresAt
 //	approval_resolved             CallID, Approved, Reason, By, ReplyTo, Arguments (edited)
+//	head_moved                    From, To (seqs; 0 is the empty path)
+//	state_updated                 State (the new state, whole), Patch (RFC 6902, from the state before), By
 type Event struct {
 	Cursor         int64       `json:"cursor,omitempty"`
 	ConversationID string      `json:"conversation_id"`
@@ -80,6 +90,10 @@ type Event struct {
 	ExpiresAt      Time        `json:"expires_at,omitzero"`
 	Approved       *bool       `json:"approved,omitempty"`
 	By             string      `json:"by,omitempty"`
+	From           int64       `json:"from,omitempty"`
+	To             int64       `json:"to,omitempty"`
+	State          RawJSON     `json:"state,omitempty"`
+	Patch          RawJSON     `json:"patch,omitempty"`
 }
 
 // Compaction describes a working-memory compaction (SPEC §3).
@@ -98,7 +112,7 @@ func Durable(t string) bool {
 	switch t {
 	case EvUserMessage, EvAssistantMessage, EvToolCall, EvToolResult, EvToolFailed,
 		EvError, EvInterrupted, EvConversationClosing, EvCompactionTriggered,
-		EvApprovalRequested, EvApprovalResolved:
+		EvApprovalRequested, EvApprovalResolved, EvHeadMoved, EvStateUpdated:
 		return true
 	}
 	return false
@@ -132,5 +146,8 @@ type AgentEvent struct {
 	ConversationID string            `json:"conversation_id,omitempty"`
 	Title          string            `json:"title,omitempty"`
 	UpdatedAt      Time              `json:"updated_at,omitzero"`
-	Owner          string            `json:"-"`
+	// Label and By: memory_updated (memory.go).
+	Label string `json:"label,omitempty"`
+	By    string `json:"by,omitempty"`
+	Owner string `json:"-"`
 }

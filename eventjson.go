@@ -13,8 +13,8 @@ import (
 // subscribers), and json.Marshal's reflection was a measurable part of a
 // turn. The functions below write the same bytes by hand for the shapes a
 // turn produces, and leave what they do not cover (tool arguments,
-// compactions, a message's context, approvals' expiry and answer, a new
-// conversation's agent event) to json.Marshal. TestWireJSONCoversFields
+// compactions, shared-state updates, a message's context, approvals'
+// expiry and answer, a new conversation's agent event) to json.Marshal. TestWireJSONCoversFields
 // fails when one of these types gains a field they do not know, and
 // FuzzWireJSON holds their bytes to json.Marshal's.
 
@@ -73,7 +73,8 @@ func contentSize(parts []Content) int {
 // appendJSON writes e as json.Marshal does and reports true, or reports
 // false, having written nothing to keep, for an event it does not cover.
 func (e *Event) appendJSON(b []byte) ([]byte, bool) {
-	if e.Compaction != nil || len(e.Arguments) != 0 || !e.ExpiresAt.IsZero() || e.Approved != nil {
+	if e.Compaction != nil || len(e.Arguments) != 0 || !e.ExpiresAt.IsZero() || e.Approved != nil ||
+		len(e.State) != 0 || len(e.Patch) != 0 {
 		return b, false
 	}
 	start := len(b)
@@ -101,13 +102,15 @@ func (e *Event) appendJSON(b []byte) ([]byte, bool) {
 	b = appendOmit(b, `,"call_id":`, e.CallID)
 	b = appendOmit(b, `,"name":`, e.Name)
 	b = appendOmit(b, `,"by":`, e.By)
+	b = appendIntOmit(b, `,"from":`, e.From)
+	b = appendIntOmit(b, `,"to":`, e.To)
 	return append(b, '}'), true
 }
 
 // appendJSON writes m as json.Marshal does and reports true, or reports
 // false, having written nothing to keep, for a message it does not cover.
 func (m *Message) appendJSON(b []byte) ([]byte, bool) {
-	if m.Context != nil || len(m.Arguments) != 0 {
+	if m.Context != nil || len(m.Arguments) != 0 || len(m.Siblings) != 0 {
 		return b, false
 	}
 	b = appendKey(b, `{"id":`, m.ID)
@@ -124,6 +127,7 @@ func (m *Message) appendJSON(b []byte) ([]byte, bool) {
 	if m.Interrupted {
 		b = append(b, `,"interrupted":true`...)
 	}
+	b = appendOmit(b, `,"interrupt_reason":`, m.InterruptReason)
 	b = appendOmit(b, `,"call_id":`, m.CallID)
 	b = appendOmit(b, `,"name":`, m.Name)
 	if m.IsError {
@@ -132,6 +136,7 @@ func (m *Message) appendJSON(b []byte) ([]byte, bool) {
 	b = appendOmit(b, `,"code":`, m.Code)
 	b = appendOmit(b, `,"details":`, m.Details)
 	b = appendOmit(b, `,"reply_to":`, m.ReplyTo)
+	b = appendIntOmit(b, `,"parent":`, m.Parent)
 	return append(b, '}'), true
 }
 
@@ -181,6 +186,8 @@ func (e *AgentEvent) appendJSON(b []byte) ([]byte, bool) {
 	if !e.UpdatedAt.IsZero() {
 		b = appendTime(b, `,"updated_at":`, e.UpdatedAt)
 	}
+	b = appendOmit(b, `,"label":`, e.Label)
+	b = appendOmit(b, `,"by":`, e.By)
 	return append(b, '}'), true
 }
 

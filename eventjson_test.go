@@ -163,7 +163,7 @@ func FuzzWireJSON(f *testing.F) {
 		}
 		me := &MemoryEntry{Order: n, SourceID: pick(12, id), ReplyTo: pick(13, ref),
 			Message: ModelMessage{Role: typ, Content: content, Reasoning: pick(4, text), CallID: pick(6, id), Name: pick(7, ref), IsError: set&(1<<8) != 0}}
-		ae := &AgentEvent{Cursor: n, Date: at, Type: typ, ConversationID: pick(12, id), Title: pick(13, text)}
+		ae := &AgentEvent{Cursor: n, Date: at, Type: typ, ConversationID: pick(12, id), Title: pick(13, text), Label: pick(14, id), By: pick(15, text)}
 		if set&(1<<14) != 0 {
 			ae.UpdatedAt = TimeOf(time.UnixMilli(-ms))
 		}

@@ -33,6 +33,27 @@ type ModelRequest struct {
 	System   string
 	Messages []ModelMessage
 	Tools    []ToolSpec
+	// Params are the sampling parameters of the turn (nil: the model's
+	// own settings decide).
+	Params *ModelParams
+}
+
+// ModelParams are per-turn sampling parameters a client asks for (the
+// OpenAI-compatible door's temperature, top_p, seed and token limit). Each
+// nil field leaves the model's setting as configured. A user message
+// keeps them (SendRequest.Params), so its turn uses them whichever process
+// runs it, and after a restart.
+type ModelParams struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+	// MaxTokens bounds the tokens of each model call's answer.
+	MaxTokens *int64 `json:"max_tokens,omitempty"`
+}
+
+// Empty reports whether p sets nothing.
+func (p *ModelParams) Empty() bool {
+	return p == nil || (p.Temperature == nil && p.TopP == nil && p.Seed == nil && p.MaxTokens == nil)
 }
 
 // Delta kinds.

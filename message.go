@@ -48,7 +48,7 @@ func TurnErrorMessage(code, details string) string {
 // gaps, assigned by the store. Which fields are set depends on Type:
 //
 //	user_message       Content, Context
-//	assistant_message  Content, Reasoning, Tokens, Interrupted, ReplyTo
+//	assistant_message  Content, Reasoning, Tokens, Interrupted, InterruptReason, ReplyTo
 //	tool_call          CallID, Name, Arguments, ReplyTo
 //	tool_result        CallID, Name, Content, IsError, ReplyTo
 //	error              Code, Details, ReplyTo
@@ -63,13 +63,22 @@ type Message struct {
 	Reasoning      string          `json:"reasoning,omitempty"`
 	Tokens         *TurnTokens     `json:"tokens,omitempty"`
 	Interrupted    bool            `json:"interrupted,omitempty"`
-	CallID         string          `json:"call_id,omitempty"`
-	Name           string          `json:"name,omitempty"`
-	Arguments      RawJSON         `json:"arguments,omitempty"`
-	IsError        bool            `json:"is_error,omitempty"`
-	Code           string          `json:"code,omitempty"`
-	Details        string          `json:"details,omitempty"`
-	ReplyTo        string          `json:"reply_to,omitempty"`
+	// InterruptReason is why an interrupted answer was cut (the reason of
+	// its interrupted event), kept so that a replay can say it too.
+	InterruptReason string  `json:"interrupt_reason,omitempty"`
+	CallID          string  `json:"call_id,omitempty"`
+	Name            string  `json:"name,omitempty"`
+	Arguments       RawJSON `json:"arguments,omitempty"`
+	IsError         bool    `json:"is_error,omitempty"`
+	Code            string  `json:"code,omitempty"`
+	Details         string  `json:"details,omitempty"`
+	ReplyTo         string  `json:"reply_to,omitempty"`
+	// Parent is the seq of the message this one follows in the
+	// conversation's tree (0: at the root), assigned by the store.
+	Parent int64 `json:"parent,omitempty"`
+	// Siblings are the seqs of every message with the same parent, this
+	// one included, ascending; set by reads, only when there are several.
+	Siblings []int64 `json:"siblings,omitempty"`
 
 	// ClientTools are the client tools a user message was sent with
 	// (SendRequest.ClientTools). Stores keep them with the message, so that
@@ -81,6 +90,10 @@ type Message struct {
 	// the message, so that its turn links to the request's trace whichever
 	// process runs it, and after a restart; it is never on the wire.
 	TraceParent string `json:"-"`
+	// Params are the sampling parameters a user message was sent with
+	// (SendRequest.Params). Stores keep them with the message, like
+	// ClientTools; they are never on the wire.
+	Params *ModelParams `json:"-"`
 }
 
 // ClosesTurn reports whether m closes the turn of the user message it replies

@@ -80,3 +80,16 @@ func FacadeFrom(ctx context.Context) string {
 	}
 	return "other"
 }
+
+var sharerKey = &ctxKey[StateSharer]{"shared state"}
+
+// WithSharedState returns a context carrying the shared state of the
+// conversation a turn runs for (SPEC §19). The engine sets it on every tool
+// call and context source call, so the update_state tool and the state's
+// context source reach it.
+func WithSharedState(ctx context.Context, s StateSharer) context.Context {
+	return sharerKey.with(ctx, s)
+}
+
+// SharedStateFrom returns the shared state ctx carries (nil when none).
+func SharedStateFrom(ctx context.Context) StateSharer { return sharerKey.from(ctx) }

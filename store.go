@@ -19,6 +19,18 @@ type ConversationRecord struct {
 	CreatedAt Time
 	UpdatedAt Time
 	Tokens    TurnTokens // running totals
+	// Head is the seq of the last message of the active path (0: none):
+	// set by the store (Commit), never by CreateConversation's caller.
+	Head int64
+	// ForkedFrom names the conversation and seq this one was forked
+	// from (SPEC §18); nil for one that was not.
+	ForkedFrom *ForkedFrom
+}
+
+// ForkedFrom is where a forked conversation came from.
+type ForkedFrom struct {
+	ConversationID string `json:"conversation_id"`
+	Seq            int64  `json:"seq"`
 }
 
 // Memory roles. Working memory is what the model sees, in turn order.
@@ -68,7 +80,40 @@ type Write struct {
 	// State sets records kept with the conversation by key, and deleted
 	// with it (ConversationState); a nil value removes the key.
 	State map[string]RawJSON
+
+	// The message tree (SPEC §18). A journal message of the write follows
+	// the head: its Parent is the head when it is stored, and the head
+	// moves to it. A head_moved event of the write (To: an existing seq,
+	// or 0) moves the head to To first; the store fills its From. Detached
+	// instead puts the write's first message after Parent (0: the root),
+	// the next ones each after the one before, and leaves the head where
+	// it is (an edit stored before its turn starts).
+	Detached bool
+	Parent   int64
+	// Reopen, when set, is the id of a user message of the conversation
+	// whose turn is opened again (a regenerate): OpenTurns lists it until
+	// a later event closes it. An id that is no user message of the
+	// conversation changes nothing (the caller checks it).
+	Reopen string
+	// ReplaceMemory removes the whole working memory before Memory is
+	// appended (a head move rebuilds it for the new path).
+	ReplaceMemory bool
+	// Keys are lookup keys of the write's first journal message: FindKeys
+	// finds the conversation and that message's seq by them, for the
+	// conversation's owner and agent, until the conversation is deleted.
+	// A key recorded again points to the newest.
+	Keys []string
 }
+
+// KeyRef is where a lookup key (Write.Keys) points: a conversation and the
+// seq of the message it was recorded with.
+type KeyRef struct {
+	ConversationID string
+	Seq            int64
+}
+
+// MaxLookupKey bounds the bytes of a lookup key (Write.Keys).
+const MaxLookupKey = 128
 
 // Bounds of conversation state (Write.State).
 const (
@@ -127,6 +172,14 @@ type Store interface {
 	// Memory returns the working memory in order.
 	Memory(ctx context.Context, conversationID string) ([]MemoryEntry, error)
 
+	// Path returns the messages on the path from the root to seq to (to <
+	// 0: the head) in seq order, leaving out those with a seq below from:
+	// a walk up the parent links that stops there, so its cost is the
+	// length of what it returns. An unknown conversation is ENotFound; a to
+	// of no message gives none. Messages reads the head path the same way
+	// (MessagesRequest.Branch).
+	Path(ctx context.Context, conversationID string, to, from int64) ([]Message, error)
+
 	// OpenTurns returns the user messages whose turn is not closed — no
 	// assistant_message (not interrupted), error, or interrupted event replies
 	// to them — ordered by conversation then seq.
@@ -145,6 +198,11 @@ type Store interface {
 	// for the same call id is refused by Commit (EConflict, nothing
 	// changed): a call is answered once, whichever process answers.
 	ApprovalEvents(ctx context.Context, conversationID string, after int64) ([]Event, error)
+
+	// FindKeys returns which of keys owner recorded (Write.Keys) in
+	// conversations of the store's agent, and where each points; keys not
+	// found are absent from the map.
+	FindKeys(ctx context.Context, owner string, keys []string) (map[string]KeyRef, error)
 
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
@@ -181,8 +239,8 @@ func ParseListToken(tok string) (Time, string, error) {
 // in cursor order per conversation; the store stays the source of truth, so a
 // subscriber that misses a durable event (cut off, or a lost cross-process
 // notification) recovers it from the store by cursor. Online events may be
-// dropped for a slow subscriber. Publish never blocks on a subscriber. All
-// methods are safe for concurrent use.
+// dropped for a slow subscriber, which is then told (EvDeltasLost). Publish
+// never blocks on a subscriber. All methods are safe for concurrent use.
 type Bus interface {
 	Publish(ev Event)
 	PublishAgent(ev AgentEvent)
@@ -201,7 +259,11 @@ type Subscriber[T any] interface {
 	// closed reports that the subscriber was cut off (it fell behind on
 	// durable events: what it had not taken yet is dropped) or closed, so
 	// nothing more will come. The events are shared with the other
-	// subscribers: see Shared.
+	// subscribers: see Shared. Where online events were dropped because
+	// the subscriber had no room for them, Next returns one event of type
+	// EvDeltasLost (Cursor 0) in their place, before anything published
+	// after them: its reader recovers the text it lost from the stored
+	// message (engine streams do, and hand their readers the text whole).
 	Next() (ev *Shared[T], closed bool)
 	// Ready receives, coalesced, whenever Next may have something new or
 	// the subscriber was cut off.
@@ -226,15 +288,11 @@ func (w Write) Validate() error {
 	if w.Fence < 0 {
 		return Errorf(EInvalid, "commit: negative fence")
 	}
-	for k, v := range w.State {
-		switch {
-		case k == "" || len(k) > MaxStateKey || !utf8.ValidString(k):
-			return Errorf(EInvalid, "commit: a state key must be 1 to %d bytes of UTF-8", MaxStateKey)
-		case len(v) > MaxStateValue:
-			return Errorf(ETooLarge, "commit: state %q is larger than %d bytes", k, MaxStateValue)
-		case v != nil && !json.Valid(v):
-			return Errorf(EInvalid, "commit: state %q is not JSON", k)
-		}
+	if w.Parent < 0 || (w.Parent != 0 && !w.Detached) {
+		return Errorf(EInvalid, "commit: a parent needs a detached write")
+	}
+	if err := w.validateRecords(); err != nil {
+		return err
 	}
 	for _, ev := range w.Events {
 		if !Durable(ev.Type) {
@@ -256,6 +314,9 @@ func (w Write) Validate() error {
 		if m.ID == "" {
 			return Errorf(EInvalid, "commit: message without id")
 		}
+		if m.Parent < 0 {
+			return Errorf(EInvalid, "commit: negative parent")
+		}
 		if m.ConversationID != "" && m.ConversationID != w.ConversationID {
 			return Errorf(EInvalid, "commit: message of conversation %s in a write to %s", m.ConversationID, w.ConversationID)
 		}
@@ -263,6 +324,26 @@ func (w Write) Validate() error {
 		case MsgUser, MsgAssistant, MsgToolCall, MsgToolResult, MsgError:
 		default:
 			return Errorf(EInvalid, "commit: unknown message type %q", m.Type)
+		}
+	}
+	return nil
+}
+
+// validateRecords checks the lookup keys and state records of w.
+func (w Write) validateRecords() error {
+	for _, k := range w.Keys {
+		if k == "" || len(k) > MaxLookupKey || !utf8.ValidString(k) {
+			return Errorf(EInvalid, "commit: a lookup key must be 1 to %d bytes of UTF-8", MaxLookupKey)
+		}
+	}
+	for k, v := range w.State {
+		switch {
+		case k == "" || len(k) > MaxStateKey || !utf8.ValidString(k):
+			return Errorf(EInvalid, "commit: a state key must be 1 to %d bytes of UTF-8", MaxStateKey)
+		case len(v) > MaxStateValue:
+			return Errorf(ETooLarge, "commit: state %q is larger than %d bytes", k, MaxStateValue)
+		case v != nil && !json.Valid(v):
+			return Errorf(EInvalid, "commit: state %q is not JSON", k)
 		}
 	}
 	return nil

@@ -63,3 +63,16 @@ type TimeoutTool interface {
 	Tool
 	Timeout() time.Duration
 }
+
+// ContextSource adds text to the system context of every model call
+// (SPEC §19: memory blocks, the conversation's shared state). The engine
+// calls SystemContext before each model call of a turn, so the newest
+// value is always seen, with a context that carries the turn's
+// conversation (ConversationFrom) and its owner (PrincipalFrom); the texts
+// of the sources that return one follow the system prompt, each after a
+// blank line. An error fails the turn (store_error): a model call never
+// goes out without the context it should have. SystemContext must be safe
+// for concurrent use and cheap: it is on every model call's path.
+type ContextSource interface {
+	SystemContext(ctx context.Context) (string, error)
+}

@@ -41,6 +41,7 @@ type envOpts struct {
 	keepAlive  time.Duration
 	tools      []agentik.Tool         // the agent's tools beside current_time
 	approval   agentik.ApprovalPolicy // the agent's approval policy
+	loseDeltas bool                   // the bus loses deltas (stacktest.LoseDeltas)
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -52,6 +53,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 			eo.Approval = o.approval
 			eo.Info = agentik.AgentInfo{ID: "test", Name: "Test agent", Description: "A test agent", Version: "1.2.3"}
 			eo.ImageInput = o.imageInput
+			if o.loseDeltas {
+				stacktest.LoseDeltas(eo)
+			}
 		}))
 	eng := st.Engine
 	mux := http.NewServeMux()

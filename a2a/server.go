@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +37,10 @@ type Skill struct {
 	Description string   `json:"description"`
 	Tags        []string `json:"tags"`
 	Examples    []string `json:"examples,omitempty"`
+	// InputModes and OutputModes override the card's defaults for this
+	// skill; empty takes them.
+	InputModes  []string `json:"inputModes,omitempty"`
+	OutputModes []string `json:"outputModes,omitempty"`
 }
 
 // Options configures the facade. The zero value is usable.
@@ -143,8 +148,10 @@ func (s *Server) card(endpoint string, legacy bool) card {
 		Version:            firstNonEmpty(s.opts.Version, info.Version, "0.0.0"),
 		Capabilities:       cardCapabilities{Streaming: true},
 		DefaultInputModes:  []string{"text/plain", "application/json"},
-		DefaultOutputModes: []string{"text/plain"},
-		Skills:             s.opts.Skills,
+		// Answers carry images whenever a tool returns one (an MCP tool, a
+		// remote agent, a client tool), whatever the model: say so.
+		DefaultOutputModes: append([]string{"text/plain"}, agentik.ImageMIMEs...),
+		Skills:             slices.Clone(s.opts.Skills),
 	}
 	if !legacy {
 		c.SupportedInterfaces = []cardInterface{
@@ -155,9 +162,6 @@ func (s *Server) card(endpoint string, legacy bool) card {
 	if info.Capabilities.ImageInput {
 		c.DefaultInputModes = append(c.DefaultInputModes, agentik.ImageMIMEs...)
 	}
-	if info.Capabilities.ImageOutput {
-		c.DefaultOutputModes = append(c.DefaultOutputModes, agentik.ImageMIMEs...)
-	}
 	if len(c.Skills) == 0 {
 		c.Skills = []Skill{{ID: "chat", Name: "Chat", Description: c.Description + ". Answers requests in natural language and uses its tools.",
 			Tags: []string{"chat"}}}
@@ -165,6 +169,12 @@ func (s *Server) card(endpoint string, legacy bool) card {
 	for i := range c.Skills {
 		if c.Skills[i].Tags == nil {
 			c.Skills[i].Tags = []string{}
+		}
+		if len(c.Skills[i].InputModes) == 0 {
+			c.Skills[i].InputModes = c.DefaultInputModes
+		}
+		if len(c.Skills[i].OutputModes) == 0 {
+			c.Skills[i].OutputModes = c.DefaultOutputModes
 		}
 	}
 	if s.opts.Bearer {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -386,4 +387,31 @@ func waitForText(t *testing.T, e *env, convID, want string) {
 		}
 	}
 	t.Fatalf("the turn never streamed %q (got %q): %v", want, text, st.Err())
+}
+
+// A stream whose subscriber lost deltas (the bus had no room for them)
+// still carries the answer's text whole in its artifact chunks, in both
+// protocol versions: the rest comes from the stored message, with no gap
+// and no repeat.
+func TestStreamLostDeltasArriveWhole(t *testing.T) {
+	e := newEnv(t, envOpts{loseDeltas: true})
+	for _, v := range []struct {
+		name, stream string
+		msg          func(string, string) map[string]any
+	}{{"v1", "SendStreamingMessage", v1Msg}, {"v03", "message/stream", v03Msg}} {
+		t.Run(v.name, func(t *testing.T) {
+			reply, want := stacktest.LossyAnswer(40)
+			e.llm.Enqueue(reply)
+			var text string
+			var kinds []string
+			for _, raw := range e.sse(v.stream, map[string]any{"message": v.msg("hi", "")}, nil) {
+				k, state, chunk := kindOf(t, raw)
+				kinds = append(kinds, k+":"+state)
+				text += chunk
+			}
+			if text != want || !strings.HasSuffix(strings.Join(kinds, " "), "status:completed") {
+				t.Fatalf("streamed %q (%s)\nwant %q", text, strings.Join(kinds, " "), want)
+			}
+		})
+	}
 }

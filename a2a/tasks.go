@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
 // A task is one turn: the answer to one user message. Its id is
@@ -156,8 +157,12 @@ func readTask(ctx context.Context, conv agentik.Conversation, seq int64, history
 	after := seq - 1
 	var latest int64
 	n := 0
+	branch, err := taskBranch(ctx, conv, seq)
+	if err != nil {
+		return nil, coreErr(err)
+	}
 	for first := true; ; first = false {
-		page, err := conv.Messages(ctx, agentik.MessagesRequest{After: after, Limit: agentik.MaxMessagesLimit})
+		page, err := conv.Messages(ctx, agentik.MessagesRequest{After: after, Branch: branch, Limit: agentik.MaxMessagesLimit})
 		if err != nil {
 			return nil, coreErr(err)
 		}
@@ -236,6 +241,20 @@ func readTask(ctx context.Context, conv agentik.Conversation, seq int64, history
 	return tv, nil
 }
 
+// taskBranch is the branch a task is read from: the head path when its
+// user message is on it, else the whole journal (a task of an abandoned
+// branch, or an edit whose turn has not started and made it the head yet).
+func taskBranch(ctx context.Context, conv agentik.Conversation, seq int64) (string, error) {
+	page, err := conv.Messages(ctx, agentik.MessagesRequest{After: seq - 1, Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(page.Messages) == 1 && page.Messages[0].Seq == seq {
+		return agentik.BranchHead, nil
+	}
+	return agentik.BranchAll, nil
+}
+
 // lastOfRound reports whether the assistant message m is not followed by a
 // tool call of the same turn: text that comes with tool calls is stored as
 // an assistant message just before them, and does not end the turn.
@@ -263,7 +282,24 @@ func interruptedSilently(ctx context.Context, conv agentik.Conversation, userID 
 		return false, err
 	}
 	defer st.Close()
-	for ev := range st.C() {
+	events := edge.Pull(st, edge.EventFrame) // pulled here: no goroutine of the engine's
+	for {
+		ev, ok, ended, err := edge.Take(events)
+		switch {
+		case ended && err != nil:
+			return false, err
+		case ended:
+			if err := events.Err(); err != nil {
+				return false, err
+			}
+			return false, ctx.Err()
+		case !ok:
+			select {
+			case <-events.Ready():
+			case <-events.Done():
+			}
+			continue
+		}
 		if ev.Type == agentik.EvInterrupted && ev.ReplyTo == userID {
 			return true, nil
 		}
@@ -271,10 +307,6 @@ func interruptedSilently(ctx context.Context, conv agentik.Conversation, userID 
 			return false, nil
 		}
 	}
-	if err := st.Err(); err != nil {
-		return false, err
-	}
-	return false, ctx.Err()
 }
 
 func userMessage(conv, task string, m *agentik.Message) Message {
@@ -524,43 +556,39 @@ func (s *Server) follow(ctx context.Context, conv agentik.Conversation, seq int6
 	tick := time.NewTicker(s.opts.KeepAlive)
 	defer tick.Stop()
 	var lastCursor int64
+	// Pulled on the request's goroutine (edge.Pull): a task's stream costs
+	// the engine no goroutine or channel of its own.
+	events := edge.Pull(st, edge.EventFrame)
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-			if out != nil && out.ping() != nil {
+		ev, ok, ended, err := edge.Take(events)
+		if ended {
+			if err == nil {
+				err = events.Err()
+			}
+			if err != nil && !errors.Is(err, agentik.ErrSlowSubscriber) {
+				return coreErr(err)
+			}
+			if ctx.Err() != nil {
 				return nil
 			}
+			// Resume after the last durable event; online ones in the
+			// gap are lost, so the task is then re-read from the journal.
+			after := lastCursor
+			if after == 0 {
+				after = agentik.LiveOnly
+			}
+			st2, err := conv.Events(ctx, after)
+			if err != nil {
+				return coreErr(err)
+			}
+			defer st2.Close()
+			events = edge.Pull(st2, edge.EventFrame)
 			if done, rerr := s.settle(ctx, conv, seq, w, out, history); done || rerr != nil {
 				return rerr
 			}
-		case ev, ok := <-st.C():
-			if !ok {
-				err := st.Err()
-				if err != nil && !errors.Is(err, agentik.ErrSlowSubscriber) {
-					return coreErr(err)
-				}
-				if ctx.Err() != nil {
-					return nil
-				}
-				// Resume after the last durable event; online ones in the
-				// gap are lost, so the task is then re-read from the journal.
-				after := lastCursor
-				if after == 0 {
-					after = agentik.LiveOnly
-				}
-				st2, err := conv.Events(ctx, after)
-				if err != nil {
-					return coreErr(err)
-				}
-				defer st2.Close()
-				st = st2
-				if done, rerr := s.settle(ctx, conv, seq, w, out, history); done || rerr != nil {
-					return rerr
-				}
-				continue
-			}
+			continue
+		}
+		if ok {
 			if ev.Cursor > 0 {
 				lastCursor = ev.Cursor
 			}
@@ -575,6 +603,20 @@ func (s *Server) follow(ctx context.Context, conv agentik.Conversation, seq int6
 			if done {
 				return nil
 			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if out != nil && out.ping() != nil {
+				return nil
+			}
+			if done, rerr := s.settle(ctx, conv, seq, w, out, history); done || rerr != nil {
+				return rerr
+			}
+		case <-events.Ready():
+		case <-events.Done():
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -115,48 +116,99 @@ func TestGoldenDialects(t *testing.T) {
 	}
 }
 
-// TestRegenerateResendsTheAnswer: CopilotKit's Regenerate cuts the thread
-// after the user message and runs it again, which AG-UI cannot tell from a
-// client that never got the answer. The run calls no model, stores
-// nothing, and hands the client the journal (MESSAGES_SNAPSHOT) so that
-// it shows the stored answer rather than an empty bubble.
-func TestRegenerateResendsTheAnswer(t *testing.T) {
+// TestRegenerateAnswersAgain: CopilotKit's Regenerate cuts the thread
+// after the user message and runs it again. The run answers that message
+// again on a new branch (SPEC §18): the model is called again, with the
+// head path up to the question only, the new answer streams as usual and
+// the old one stays in the journal, a sibling of the new.
+func TestRegenerateAnswersAgain(t *testing.T) {
 	e := newEnv(t)
 	e.llm.Enqueue(llmtest.Text("Hello there"), llmtest.Text("Second answer"))
 	e.run(input00("thread-regen", "run-1", user("u1", "Hi")))
 	r := e.run(input00("thread-regen", "run-2", user("u1", "Hi")))
 	golden(t, "regenerate.golden", transcript(r))
-	if got := strings.Join(typesOf(r.events), ","); got != "RUN_STARTED,MESSAGES_SNAPSHOT,RUN_FINISHED" {
+	if got := strings.Join(typesOf(r.events), ","); strings.Contains(got, MessagesSnapshot) || !strings.Contains(got, TextMessageContent) {
 		t.Fatalf("regenerate: %s", got)
 	}
-	var snap struct{ Messages []Message }
-	json.Unmarshal([]byte(r.frames[1]), &snap)
-	if len(snap.Messages) != 2 || snap.Messages[0].ID != "u1" || string(snap.Messages[1].Content) != `"Hello there"` {
-		t.Fatalf("snapshot %s", r.frames[1])
+	if got := texts(r); got != "Second answer" {
+		t.Fatalf("regenerated answer %q", got)
+	}
+	reqs := e.llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("model called %d times", len(reqs))
+	}
+	for _, m := range reqs[1].Messages {
+		if strings.Contains(m.Text(), "Hello there") {
+			t.Fatalf("the model was shown the answer it replaces: %+v", reqs[1].Messages)
+		}
+	}
+	conv := ConversationID("", "thread-regen")
+	head := e.journal(conv)
+	if got := journalTypes(head); got != "user_message,assistant_message" || agentik.JoinText(head[1].Content) != "Second answer" {
+		t.Fatalf("head path %s %+v", got, head)
+	}
+	all := e.allMessages(conv)
+	if len(all) != 3 || agentik.JoinText(all[1].Content) != "Hello there" || all[1].Parent != all[0].Seq || all[2].Parent != all[0].Seq {
+		t.Fatalf("every branch: %+v", all)
+	}
+
+	// A client in step (it sends the new answer back) gets no snapshot and
+	// no regenerate; a new message is answered on the head path.
+	e.llm.Enqueue(llmtest.Text("More to say"))
+	r = e.run(input00("thread-regen", "run-3", user("u1", "Hi"),
+		map[string]any{"id": "m-any", "role": "assistant", "content": "Second answer"}, user("u2", "More")))
+	if got := strings.Join(typesOf(r.events), ","); strings.Contains(got, MessagesSnapshot) || texts(r) != "More to say" {
+		t.Fatalf("next run: %s %q", got, texts(r))
+	}
+	if got := journalTypes(e.journal(conv)); got != "user_message,assistant_message,user_message,assistant_message" {
+		t.Fatalf("journal %s", got)
+	}
+	if n := len(e.llm.Requests()); n != 3 {
+		t.Fatalf("model called %d times", n)
+	}
+
+	// A run whose new messages were stored as one turn's input: cutting
+	// after the last of them regenerates that turn.
+	e.llm.Enqueue(llmtest.Text("Both answered"), llmtest.Text("Both answered again"))
+	e.run(input00("thread-regen-2", "run-1", user("a", "One"), user("b", "Two")))
+	r = e.run(input00("thread-regen-2", "run-2", user("a", "One"), user("b", "Two")))
+	if got := texts(r); got != "Both answered again" {
+		t.Fatalf("regenerate after a two-message run: %q %v", got, r.frames)
+	}
+	if n := len(e.llm.Requests()); n != 5 {
+		t.Fatalf("model called %d times", n)
+	}
+}
+
+// TestRegenerateWhileAnswering: a run that ends at a user message whose
+// turn is still running is not a regenerate (its turn is open): it reports,
+// and the model is not called again.
+func TestRegenerateWhileAnswering(t *testing.T) {
+	e := newEnv(t)
+	gate := llmtest.NewGate()
+	t.Cleanup(gate.Release)
+	e.llm.Enqueue(llmtest.Stream().Role().Content("Half, ").Pause(gate).Content("whole.").Finish("stop").Done())
+	conv := ConversationID("", "thread-busy")
+	done := make(chan response, 1)
+	go func() {
+		b, _ := json.Marshal(input00("thread-busy", "run-1", user("u1", "Hi")))
+		done <- e.post(string(b))
+	}()
+	<-gate.Reached()
+	r := e.run(input00("thread-busy", "run-2", user("u1", "Hi")))
+	if got := strings.Join(typesOf(r.events), ","); strings.Contains(got, TextMessageStart) {
+		t.Fatalf("a second answer was started: %s", got)
+	}
+	gate.Release()
+	first := <-done
+	_, first.events = parseFrames(t, first.body)
+	if got := texts(first); got != "Half, whole." {
+		t.Fatalf("first run: %q", got)
 	}
 	if n := len(e.llm.Requests()); n != 1 {
 		t.Fatalf("model called %d times", n)
 	}
-	// A client in step (it sends the answer back) gets no snapshot, and a
-	// new message is answered as usual.
-	r = e.run(input00("thread-regen", "run-3", user("u1", "Hi"),
-		map[string]any{"id": snap.Messages[1].ID, "role": "assistant", "content": "Hello there"}, user("u2", "More")))
-	if got := strings.Join(typesOf(r.events), ","); strings.Contains(got, MessagesSnapshot) || !strings.Contains(got, TextMessageContent) {
-		t.Fatalf("next run: %s", got)
-	}
-	if got := journalTypes(e.journal(ConversationID("", "thread-regen"))); got != "user_message,assistant_message,user_message,assistant_message" {
-		t.Fatalf("journal %s", got)
-	}
-
-	// A run whose new messages were stored as one turn's input: cutting
-	// after the last of them is the same.
-	e.llm.Enqueue(llmtest.Text("Both answered"))
-	e.run(input00("thread-regen-2", "run-1", user("a", "One"), user("b", "Two")))
-	r = e.run(input00("thread-regen-2", "run-2", user("a", "One"), user("b", "Two")))
-	if got := strings.Join(typesOf(r.events), ","); got != "RUN_STARTED,MESSAGES_SNAPSHOT,RUN_FINISHED" || !strings.Contains(r.frames[1], "Both answered") {
-		t.Fatalf("regenerate after a two-message run: %s %v", got, r.frames)
-	}
-	if n := len(e.llm.Requests()); n != 3 {
-		t.Fatalf("model called %d times", n)
+	if all := e.allMessages(conv); len(all) != 2 {
+		t.Fatalf("journal: %+v", all)
 	}
 }

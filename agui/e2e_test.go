@@ -3,8 +3,6 @@ package agui
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,67 +13,19 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/internal/testenv"
 	"github.com/agentik/agentik/llmtest"
 )
 
 // npmDir holds the pinned official client (package.json + package-lock.json).
 const npmDir = "testdata/npm"
 
-var (
-	npmMu   sync.Mutex
-	npmDone = map[string]error{}
-)
-
 // installClient installs the pinned @ag-ui/client 1.0.0 (npmDir).
 func installClient(t *testing.T) { t.Helper(); npmInstall(t, npmDir) }
 
-// npmInstall runs npm ci in dir once per test binary when node_modules is
-// missing or older than the lock file. A machine without npm fails the
-// test: the e2e proof must not silently vanish.
-func npmInstall(t *testing.T, dir string) {
-	t.Helper()
-	npmMu.Lock()
-	defer npmMu.Unlock()
-	err, done := npmDone[dir]
-	if !done {
-		err = npmCI(dir)
-		npmDone[dir] = err
-	}
-	if err != nil {
-		t.Fatalf("installing the pinned npm packages of %s (Node 20 and npm are required): %v", dir, err)
-	}
-}
-
-// npmCI installs dir's lock file unless node_modules holds a completed
-// install of exactly that lock (a marker written after npm ci succeeded;
-// npm's own .package-lock.json can be left behind by a failed run).
-func npmCI(dir string) error {
-	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(lock)
-	want := hex.EncodeToString(sum[:])
-	marker := filepath.Join(dir, "node_modules", ".agentik-npm-ci")
-	if got, err := os.ReadFile(marker); err == nil && string(got) == want {
-		return nil
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		return err
-	}
-	// npm ci starts by deleting node_modules; doing it first avoids npm's
-	// own rmdir failing (ENOTEMPTY) on a large, half-written tree.
-	if err := os.RemoveAll(filepath.Join(dir, "node_modules")); err != nil {
-		return err
-	}
-	cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return &exec.Error{Name: "npm ci: " + string(out), Err: err}
-	}
-	return os.WriteFile(marker, []byte(want), 0o644)
-}
+// npmInstall installs dir's pinned npm packages once per test binary
+// (testenv.NPM: npm ci from the lock file).
+func npmInstall(t *testing.T, dir string) { t.Helper(); testenv.NPM(t, dir) }
 
 // node runs scenarios of e2e.mjs (comma-separated, in order) against the
 // facade and returns the result line of each.

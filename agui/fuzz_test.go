@@ -22,6 +22,9 @@ func FuzzDecodeInput(f *testing.F) {
 		`{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":""}]}`,
 		`{"threadId":"t","runId":"r","messages":null}`,
 		`{"threadId":"t","runId":"r","messages":[],"tools":[{"name":"a"},{"name":"a"}]}`,
+		`{"threadId":"t","runId":"r","messages":[],"state":{"count":1,"items":["a",{"b":null}]}}`,
+		`{"threadId":"t","runId":"r","messages":[],"state":[1]}`,
+		`{"threadId":"t","runId":"r","messages":[],"state":null}`,
 		`[1,2]`, `null`, `"x"`, `{`, ``,
 	} {
 		f.Add([]byte(seed))
@@ -30,7 +33,7 @@ func FuzzDecodeInput(f *testing.F) {
 		in, err := DecodeInput(b)
 		if err != nil {
 			code := agentik.ErrorCode(err)
-			if code != agentik.EMalformed && code != agentik.EInvalid {
+			if code != agentik.EMalformed && code != agentik.EInvalid && code != agentik.ETooLarge {
 				t.Fatalf("code %q for %q", code, b)
 			}
 			if agentik.ErrorMessage(err) == "" {
@@ -40,6 +43,12 @@ func FuzzDecodeInput(f *testing.F) {
 		}
 		if in.ThreadID == "" || in.RunID == "" {
 			t.Fatalf("accepted without ids: %q", b)
+		}
+		if in.State != nil {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(in.State, &m); err != nil || len(m) == 0 {
+				t.Fatalf("state %q to set is no object with members: %v", in.State, err)
+			}
 		}
 		for _, m := range in.Messages {
 			if m.ID == "" {

@@ -149,6 +149,9 @@ type runState struct {
 	// sendErr is the refusal of a later message of the run, after earlier
 	// ones were accepted: the run reports their turns, then ends with it.
 	sendErr error
+	// state is the conversation's shared state when the run began ({} for
+	// no conversation): its STATE_SNAPSHOT.
+	state agentik.RawJSON
 }
 
 func (st *runState) close() {
@@ -171,11 +174,31 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, in RunInput) {
 		return
 	}
 	s := h.startStream(w, r, in)
+	tr := newTranslator(in.ThreadID, in.RunID, st.turns, st.skip, h.opts.newID)
+	if st.state != nil {
+		s.emitAll(tr.snapshot(st.state))
+	}
 	if st.report != nil {
 		s.emitAll(st.report)
 		return
 	}
-	h.stream(ctx, s, in, st)
+	h.stream(ctx, s, tr, st)
+}
+
+// setState makes the client's state the conversation's (SPEC §19), when
+// it sent one: a state with members, which differs from the stored one.
+// An empty state ({}) is what a client that never uses state sends each
+// run (HttpAgent's default), so it never wipes the state the agent or
+// another client set. It then reads the state for the run's
+// STATE_SNAPSHOT: before the run sends anything, so that every change its
+// turns make comes after it, as a STATE_DELTA.
+func setState(ctx context.Context, st *runState, in RunInput) (err error) {
+	if in.State != nil {
+		st.state, err = st.conv.PutSharedState(ctx, agentik.RawJSON(in.State))
+		return err
+	}
+	st.state, err = st.conv.SharedState(ctx)
+	return err
 }
 
 // execute does the part of a run that must not interleave with another run
@@ -214,7 +237,17 @@ func (h *Handler) execute(ctx context.Context, in RunInput) (*runState, error) {
 	if len(p.users) > h.opts.MaxRunMessages {
 		return st, agentik.Errorf(agentik.EInvalid, "the run brings %d new user messages; at most %d are taken in one run", len(p.users), h.opts.MaxRunMessages)
 	}
+	if st.conv != nil {
+		if err := setState(ctx, st, in); err != nil {
+			return st, err
+		}
+	}
 	if len(p.users) == 0 && len(p.results) == 0 && len(p.answers) == 0 {
+		if u, ok := regenerateTarget(journal, in, p); ok && st.conv != nil {
+			if again, err := h.regenerate(ctx, u, st); again || err != nil {
+				return st, err
+			}
+		}
 		st.report = reportOnly(journal, in, p, pend)
 		return st, nil
 	}
@@ -228,6 +261,9 @@ func (h *Handler) execute(ctx context.Context, in RunInput) (*runState, error) {
 			return st, err
 		}
 		st.conv, st.cursor = conv, cursor
+		if err := setState(ctx, st, in); err != nil {
+			return st, err
+		}
 	}
 	// Subscribe before sending so that no event of the run can be missed;
 	// the stream replays from the cursor read with the journal.
@@ -237,6 +273,55 @@ func (h *Handler) execute(ctx context.Context, in RunInput) (*runState, error) {
 	}
 	st.events = events
 	return st, h.send(ctx, in, p, pend, user, st)
+}
+
+// regenerateTarget finds what a run that brings nothing new asks to be
+// answered again. CopilotKit's Regenerate (react-core's reloadMessages)
+// cuts the thread after the user message before the answer and runs it
+// again, with no other sign; AG-UI has no regenerate message. So a run
+// whose messages end at a user message the journal holds, with an answer
+// after it that the client dropped (history's Behind), is a regenerate of
+// that message (docs/agui.md says what else looks the same). ok is false
+// for any other run.
+func regenerateTarget(journal []agentik.Message, in RunInput, p plan) (agentik.Message, bool) {
+	if !p.behind || len(in.Messages) == 0 || len(in.Resume) > 0 {
+		return agentik.Message{}, false
+	}
+	last := in.Messages[len(in.Messages)-1]
+	if last.Role != RoleUser {
+		return agentik.Message{}, false
+	}
+	for i := len(journal) - 1; i >= 0; i-- {
+		m := journal[i]
+		if m.Type == agentik.MsgUser && (m.ID == last.ID || slices.Contains(clientIDs(m), last.ID)) {
+			return m, true
+		}
+	}
+	return agentik.Message{}, false
+}
+
+// regenerate answers user message u again on a new branch (SPEC §18); the
+// run follows the new answer's turn. again is false when u cannot be
+// answered again because its turn is still open (a client that resent its
+// run before the answer ended): the run then reports, as before branching.
+func (h *Handler) regenerate(ctx context.Context, u agentik.Message, st *runState) (again bool, err error) {
+	// Subscribe first, as for a send: no event of the new turn is missed.
+	events, err := st.conv.Events(ctx, st.cursor)
+	if err != nil {
+		return false, err
+	}
+	res, err := st.conv.Regenerate(context.WithoutCancel(ctx), agentik.RegenerateRequest{Seq: u.Seq, IfBusy: h.opts.IfBusy})
+	if err != nil {
+		events.Close()
+		if agentik.ErrorCode(err) == agentik.EInvalid {
+			return false, nil
+		}
+		return false, err
+	}
+	st.events = events
+	st.turns = []string{res.MessageID}
+	st.skip = map[string]bool{}
+	return true, nil
 }
 
 // reportOnly is a run with nothing to answer: it only reports (the server's
@@ -397,8 +482,7 @@ func (h *Handler) sendWhileParked(ctx, sendCtx context.Context, in RunInput, use
 
 // stream follows the run's turns on the event stream to the run's end, or
 // to the client's going away.
-func (h *Handler) stream(ctx context.Context, s *sseWriter, in RunInput, st *runState) {
-	tr := newTranslator(in.ThreadID, in.RunID, st.turns, st.skip, h.opts.newID)
+func (h *Handler) stream(ctx context.Context, s *sseWriter, tr *translator, st *runState) {
 	if st.sendErr != nil {
 		// An earlier message was accepted and a later one refused: the run
 		// reports the accepted turns, then ends with the refusal.
@@ -424,39 +508,26 @@ func (h *Handler) follow(ctx context.Context, conv agentik.Conversation, stream 
 	defer func() { stream.Close() }()
 	keepAlive := time.NewTicker(h.opts.KeepAlive)
 	defer keepAlive.Stop()
+	// Pulled on the request's goroutine (edge.Pull): a run costs the
+	// engine no goroutine or channel of its own.
+	events := edge.Pull(stream, edge.EventFrame)
 	for !tr.done && !s.failed {
-		select {
-		case <-ctx.Done():
-			// Bring the translator up to date with what already arrived, so
-			// that disconnected does not take a turn that has just ended for
-			// the run's.
-			for {
-				select {
-				case ev, ok := <-stream.C():
-					if !ok {
-						return
-					}
-					tr.event(ev)
-				default:
-					return
-				}
+		ev, ok, ended, err := edge.Take(events)
+		if ended {
+			if err != nil || !errors.Is(events.Err(), agentik.ErrSlowSubscriber) || ctx.Err() != nil {
+				return
 			}
-		case <-keepAlive.C:
-			s.comment("keep-alive")
-		case ev, ok := <-stream.C():
-			if !ok {
-				if !errors.Is(stream.Err(), agentik.ErrSlowSubscriber) {
-					return
-				}
-				next, err := conv.Events(ctx, cursor)
-				if err != nil {
-					return
-				}
-				stream.Close()
-				stream = next
-				tr.resubscribed()
-				continue
+			next, err := conv.Events(ctx, cursor)
+			if err != nil {
+				return
 			}
+			stream.Close()
+			stream = next
+			events = edge.Pull(stream, edge.EventFrame)
+			tr.resubscribed()
+			continue
+		}
+		if ok {
 			if ev.Cursor > cursor {
 				cursor = ev.Cursor
 			}
@@ -466,6 +537,24 @@ func (h *Handler) follow(ctx context.Context, conv agentik.Conversation, stream 
 			}
 			s.emitAll(out)
 			keepAlive.Reset(h.opts.KeepAlive)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			// Bring the translator up to date with what already arrived, so
+			// that disconnected does not take a turn that has just ended for
+			// the run's.
+			for {
+				ev, ok, _, _ := edge.Take(events)
+				if !ok {
+					return
+				}
+				tr.event(ev)
+			}
+		case <-keepAlive.C:
+			s.comment("keep-alive")
+		case <-events.Ready():
+		case <-events.Done():
 		}
 	}
 }

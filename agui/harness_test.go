@@ -413,6 +413,22 @@ func (e *env) journal(convID string, principal ...string) []agentik.Message {
 	return stacktest.Journal(e.t, e.eng, convID, p)
 }
 
+// allMessages returns every message of the conversation, of every branch.
+func (e *env) allMessages(convID string) []agentik.Message {
+	e.t.Helper()
+	ctx := testCtx(e.t)
+	conv, err := e.eng.Conversation(ctx, convID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conv.Close()
+	page, err := conv.Messages(ctx, agentik.MessagesRequest{Branch: agentik.BranchAll, Limit: agentik.MaxMessagesLimit})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return page.Messages
+}
+
 func journalTypes(msgs []agentik.Message) string {
 	var s []string
 	for _, m := range msgs {

@@ -72,7 +72,7 @@ func threadCandidates(principal, threadID string) (existing, fresh []string) {
 }
 
 // RunInput is a decoded, validated RunAgentInput: only what the facade uses.
-// state and forwardedProps are accepted and ignored.
+// forwardedProps is accepted and ignored.
 type RunInput struct {
 	ThreadID    string
 	RunID       string
@@ -82,6 +82,10 @@ type RunInput struct {
 	Context     []InputContext
 	// Resume answers the interrupts of an earlier run (AG-UI 1.0), in order.
 	Resume []ResumeEntry
+	// State is input.state when it is a JSON object with members: the
+	// conversation's shared state becomes it (SPEC §19). nil when absent,
+	// null or {} — an empty state never wipes one (docs/state.md).
+	State json.RawMessage
 
 	// ProtocolVersion is input.protocolVersion, "" when absent (clients
 	// before AG-UI 1.0 do not send it); it selects the dialect (dialect.go).
@@ -202,7 +206,31 @@ func DecodeInput(b []byte) (RunInput, error) {
 	if in.Tools, err = decodeTools(w.Tools); err != nil {
 		return in, err
 	}
+	if in.State, err = decodeState(w.State); err != nil {
+		return in, err
+	}
 	return in, nil
+}
+
+// decodeState takes input.state: absent, null or an object (the shared
+// state is one); an empty object is no state to set.
+func decodeState(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, agentik.Errorf(agentik.EInvalid, "state must be a JSON object")
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil || buf.Len() > agentik.MaxSharedState {
+		return nil, agentik.Errorf(agentik.ETooLarge, "state is larger than %d bytes", agentik.MaxSharedState)
+	}
+	return buf.Bytes(), nil
 }
 
 // decodeWire decodes the body as exactly one JSON object.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
+	"github.com/agentik/agentik/internal/jsonpatch"
 )
 
 // translator turns the core's conversation events into the AG-UI events of
@@ -48,6 +49,9 @@ type translator struct {
 	// asking: calls of the run's turns waiting for approval, in request
 	// order, until answered.
 	asking []agentik.PendingApproval
+	// state is the conversation's shared state as the client has it: the
+	// run's STATE_SNAPSHOT, then each STATE_DELTA sent (nil: {}).
+	state any
 }
 
 func newTranslator(threadID, runID string, turns []string, skip map[string]bool, newID func() string) *translator {
@@ -108,8 +112,47 @@ func (t *translator) event(ev agentik.Event) []Event {
 		}
 	case agentik.EvEnd:
 		return t.end(ev)
+	case agentik.EvStateUpdated:
+		return t.stateUpdated(ev.State)
 	}
 	return nil
+}
+
+// snapshot starts the client's state: a STATE_SNAPSHOT when the state
+// is not empty.
+func (t *translator) snapshot(state []byte) []Event {
+	v, err := jsonpatch.Unmarshal(state)
+	if err != nil {
+		return nil
+	}
+	t.state = v
+	if m, ok := v.(map[string]any); ok && len(m) == 0 {
+		return nil
+	}
+	return []Event{{Type: StateSnapshot, Snapshot: state}}
+}
+
+// stateUpdated shows a change of the shared state, by anyone, as the
+// patch from what the client has to the new state. The event's own patch
+// goes from the state before it, which the client may not have had: the
+// run's snapshot, read once the run began, may already hold this change
+// or later ones (the patch is then empty, or takes it back until the
+// later change arrives).
+func (t *translator) stateUpdated(state []byte) []Event {
+	v, err := jsonpatch.Unmarshal(state)
+	if err != nil {
+		return nil
+	}
+	old := t.state
+	if old == nil {
+		old = map[string]any{}
+	}
+	ops := jsonpatch.Diff(old, v)
+	t.state = v
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Event{{Type: StateDelta, Patch: jsonpatch.Marshal(ops)}}
 }
 
 // startPhase opens the reasoning or the text of one of the run's turns.

@@ -20,6 +20,8 @@ const (
 	ReasoningMessageEnd     = "REASONING_MESSAGE_END"
 	ReasoningEnd            = "REASONING_END"
 	MessagesSnapshot        = "MESSAGES_SNAPSHOT"
+	StateSnapshot           = "STATE_SNAPSHOT"
+	StateDelta              = "STATE_DELTA"
 )
 
 // Event is one AG-UI event on the wire. One flat struct covers every type
@@ -43,6 +45,11 @@ type Event struct {
 	Outcome         *Outcome  `json:"outcome,omitempty"`
 	Message         string    `json:"message,omitempty"` // RUN_ERROR
 	Code            string    `json:"code,omitempty"`    // RUN_ERROR
+	// Snapshot is STATE_SNAPSHOT's state; Patch is STATE_DELTA's delta, an
+	// RFC 6902 patch (written as "delta", which text events use for
+	// their text: appendFrame).
+	Snapshot json.RawMessage `json:"snapshot,omitempty"`
+	Patch    json.RawMessage `json:"-"`
 }
 
 // Outcome is RUN_FINISHED.outcome: absent means success.
@@ -115,7 +122,17 @@ const (
 // appendFrame appends one SSE frame: "data: " + compact JSON + "\n\n". JSON
 // from encoding/json never holds a raw newline, so one data line suffices.
 func appendFrame(buf []byte, ev Event) ([]byte, error) {
-	b, err := json.Marshal(ev)
+	var b []byte
+	var err error
+	if ev.Type == StateDelta {
+		b, err = json.Marshal(struct {
+			Type      string          `json:"type"`
+			Timestamp int64           `json:"timestamp,omitempty"`
+			Delta     json.RawMessage `json:"delta"`
+		}{ev.Type, ev.Timestamp, ev.Patch})
+	} else {
+		b, err = json.Marshal(ev)
+	}
 	if err != nil {
 		return buf, err
 	}

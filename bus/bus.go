@@ -17,7 +17,9 @@ const DefaultBuffer = 1024
 // Bus is the in-process agentik.Bus.
 //
 // Delivery rules: Publish never blocks. Each subscriber has a bounded buffer;
-// an online event that does not fit is dropped for that subscriber, a durable
+// an online event that does not fit is dropped for that subscriber, which
+// then finds an EvDeltasLost marker in its place (so it knows the text it
+// streams has a gap, and recovers it from the stored message); a durable
 // event that does not fit cuts the subscriber off (Next reports it closed,
 // its channel is closed) so it can resume from its last cursor through the
 // store. Each event is published as one Shared that every subscriber holds
@@ -55,11 +57,12 @@ func (b *Bus) Publish(ev agentik.Event) {
 	b.mu.RLock()
 	var slow []*subscriber[agentik.Event]
 	var sh *agentik.Shared[agentik.Event]
+	kind := classOf(ev)
 	for s := range b.convs[ev.ConversationID] {
 		if sh == nil {
 			sh = agentik.NewShared(ev.Cursor, ev.Type, ev)
 		}
-		if !s.offer(sh) && durable {
+		if !s.offer(sh, kind) && durable {
 			slow = append(slow, s)
 		}
 	}
@@ -78,7 +81,7 @@ func (b *Bus) PublishAgent(ev agentik.AgentEvent) {
 		if sh == nil {
 			sh = agentik.NewShared(ev.Cursor, ev.Type, ev)
 		}
-		if !s.offer(sh) {
+		if !s.offer(sh, classDurable) {
 			slow = append(slow, s)
 		}
 	}
@@ -91,6 +94,10 @@ func (b *Bus) PublishAgent(ev agentik.AgentEvent) {
 // Subscribe registers a subscriber of one conversation.
 func (b *Bus) Subscribe(conversationID string) agentik.Subscriber[agentik.Event] {
 	s := newSubscriber[agentik.Event](b.buffer)
+	s.mark = func() *agentik.Shared[agentik.Event] {
+		return agentik.NewShared(0, agentik.EvDeltasLost, agentik.Event{
+			ConversationID: conversationID, Date: agentik.Now(), Type: agentik.EvDeltasLost})
+	}
 	s.remove = func() {
 		b.mu.Lock()
 		set := b.convs[conversationID]
@@ -133,6 +140,31 @@ func (b *Bus) Subscribers(conversationID string) int {
 	return len(b.convs[conversationID])
 }
 
+// Classes of events, for what a full buffer does with them.
+const (
+	classDurable = iota // cuts the subscriber off: it resumes from its cursor
+	classDelta          // dropped, and the subscriber told (EvDeltasLost)
+	classControl        // online but not text: fits in controlRoom more
+)
+
+// controlRoom is how many online events that are not deltas (working,
+// start_response, end…) a full buffer still takes: a reader that lost
+// some text still learns where a response starts and that its turn ended,
+// which text recovered from the store cannot tell it. It stays bounded:
+// every turn also publishes durable events, and one that does not fit
+// cuts the subscriber off.
+const controlRoom = 16
+
+func classOf(ev agentik.Event) int {
+	switch {
+	case ev.Cursor != 0:
+		return classDurable
+	case ev.Type == agentik.EvAppendText || ev.Type == agentik.EvAppendImage:
+		return classDelta
+	}
+	return classControl
+}
+
 // keepQueue is the largest queue (in events) a subscriber keeps once its
 // reader has caught up; a longer one, grown by a burst, is let go.
 const keepQueue = 16
@@ -145,11 +177,13 @@ const keepQueue = 16
 type subscriber[T any] struct {
 	max    int // events held at most
 	remove func()
-	ready  chan struct{} // capacity 1: Next may have something
+	mark   func() *agentik.Shared[T] // makes the EvDeltasLost marker
+	ready  chan struct{}             // capacity 1: Next may have something
 
-	mu     sync.Mutex // guards what follows
-	queue  []*agentik.Shared[T]
-	head   int // queue[head:] is what waits
+	mu     sync.Mutex           // guards what follows
+	queue  []*agentik.Shared[T] // a nil entry marks where events were lost
+	head   int                  // queue[head:] is what waits
+	lost   bool                 // events were dropped after the last one queued
 	closed bool
 	once   sync.Once
 
@@ -168,14 +202,19 @@ func notify(c chan struct{}) {
 	}
 }
 
-// offer queues v without blocking; false when the buffer is full.
-func (s *subscriber[T]) offer(v *agentik.Shared[T]) bool {
+// offer queues v (of class kind) without blocking; false when the buffer
+// is full. A dropped online event leaves a mark: the next event queued,
+// or Next once the queue is empty, is preceded by the marker.
+func (s *subscriber[T]) offer(v *agentik.Shared[T], kind int) bool {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return true
 	}
-	if len(s.queue)-s.head >= s.max {
+	if n := len(s.queue) - s.head; n >= s.max && (kind != classControl || n >= s.max+controlRoom) {
+		if kind != classDurable {
+			s.lost = true
+		}
 		s.mu.Unlock()
 		return false
 	}
@@ -184,6 +223,9 @@ func (s *subscriber[T]) offer(v *agentik.Shared[T]) bool {
 		n := copy(s.queue, s.queue[s.head:])
 		clear(s.queue[n:])
 		s.queue, s.head = s.queue[:n], 0
+	}
+	if s.lost {
+		s.queue, s.lost = append(s.queue, nil), false
 	}
 	s.queue = append(s.queue, v)
 	s.mu.Unlock()
@@ -195,6 +237,10 @@ func (s *subscriber[T]) Next() (*agentik.Shared[T], bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.head == len(s.queue) {
+		if s.lost && !s.closed {
+			s.lost = false
+			return s.marker(), false
+		}
 		return nil, s.closed
 	}
 	v := s.queue[s.head]
@@ -209,7 +255,20 @@ func (s *subscriber[T]) Next() (*agentik.Shared[T], bool) {
 		}
 		s.head = 0
 	}
+	if v == nil {
+		v = s.marker()
+	}
 	return v, false
+}
+
+// marker is the EvDeltasLost event, made when a reader takes it (never
+// while publishing).
+func (s *subscriber[T]) marker() *agentik.Shared[T] {
+	if s.mark == nil {
+		var zero T
+		return agentik.NewShared(0, agentik.EvDeltasLost, zero)
+	}
+	return s.mark()
 }
 
 func (s *subscriber[T]) Ready() <-chan struct{} { return s.ready }
@@ -218,7 +277,7 @@ func (s *subscriber[T]) Ready() <-chan struct{} { return s.ready }
 func (s *subscriber[T]) Pending() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.head < len(s.queue)
+	return s.head < len(s.queue) || (s.lost && !s.closed)
 }
 
 func (s *subscriber[T]) isClosed() bool {
@@ -269,7 +328,7 @@ func (s *subscriber[T]) Close() {
 		s.remove()
 		s.mu.Lock()
 		s.closed = true
-		s.queue, s.head = nil, 0
+		s.queue, s.head, s.lost = nil, 0, false
 		s.mu.Unlock()
 		notify(s.ready)
 	})

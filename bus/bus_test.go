@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agentik/agentik"
@@ -39,6 +40,10 @@ func TestSlowSubscriberIsCutOffOnDurableAndSkipsOnline(t *testing.T) {
 	}
 	for range 2 {
 		<-fast.C()
+	}
+	// It lost "3" too: it is told.
+	if ev := <-fast.C(); ev.Type != agentik.EvDeltasLost {
+		t.Fatalf("fast subscriber got %+v, want the marker of the lost delta", ev)
 	}
 	// A durable event that does not fit cuts the slow one off, and what it
 	// had not taken is dropped: it resumes from its cursor.
@@ -163,5 +168,92 @@ func TestSubscriberChannel(t *testing.T) {
 	}
 	s.Close()
 	for range s.C() {
+	}
+}
+
+// drain takes every event Next has ready, as their types (and texts).
+func drain(t *testing.T, s agentik.Subscriber[agentik.Event]) []string {
+	t.Helper()
+	var got []string
+	for {
+		sh, closed := s.Next()
+		if sh == nil {
+			if closed {
+				t.Fatal("subscriber closed")
+			}
+			return got
+		}
+		ev, err := sh.Value()
+		if err != nil || ev.Type != sh.Type {
+			t.Fatalf("event %s: %+v %v", sh.Type, ev, err)
+		}
+		got = append(got, ev.Type+":"+ev.Text)
+	}
+}
+
+// A subscriber that had no room for deltas finds one marker where they
+// were, before what came after them; control events still fit in the room
+// kept for them, and one that takes everything in time never sees a marker.
+func TestDroppedDeltasLeaveAMarker(t *testing.T) {
+	b := NewBuffered(2)
+	slow := b.Subscribe("c")
+	defer slow.Close()
+	fast := b.Subscribe("c")
+	defer fast.Close()
+	var fastGot []string
+	pub := func(typ, text string) {
+		b.Publish(agentik.Event{ConversationID: "c", Type: typ, Text: text})
+		fastGot = append(fastGot, drain(t, fast)...)
+	}
+	pub(agentik.EvAppendText, "1")
+	pub(agentik.EvAppendText, "2")
+	pub(agentik.EvAppendText, "3") // dropped
+	pub(agentik.EvAppendText, "4") // dropped
+	pub(agentik.EvEnd, "")         // a control event: fits
+	got := drain(t, slow)
+	want := []string{"append_text:1", "append_text:2", "deltas_lost:", "end:"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("slow got %q, want %q", got, want)
+	}
+	if strings.Contains(strings.Join(fastGot, " "), agentik.EvDeltasLost) || len(fastGot) != 5 {
+		t.Fatalf("fast got %q", fastGot)
+	}
+
+	// Lost at the end of the queue: the marker comes once the queue is
+	// empty, and only once.
+	pub(agentik.EvAppendText, "5")
+	pub(agentik.EvAppendText, "6")
+	pub(agentik.EvAppendText, "7") // dropped
+	got = drain(t, slow)
+	if strings.Join(got, " ") != "append_text:5 append_text:6 deltas_lost:" {
+		t.Fatalf("slow got %q", got)
+	}
+	pub(agentik.EvAppendText, "8")
+	if got = drain(t, slow); strings.Join(got, " ") != "append_text:8" {
+		t.Fatalf("after the marker: %q", got)
+	}
+	// Through C as well.
+	pub(agentik.EvAppendText, "9")
+	pub(agentik.EvAppendText, "10")
+	pub(agentik.EvAppendText, "11") // dropped
+	var viaC []string
+	for range 3 {
+		ev := <-slow.C()
+		viaC = append(viaC, ev.Type)
+	}
+	if viaC[2] != agentik.EvDeltasLost {
+		t.Fatalf("through C: %q", viaC)
+	}
+}
+
+func BenchmarkPublishToFullSubscriber(b *testing.B) {
+	bus := NewBuffered(1)
+	s := bus.Subscribe("c")
+	defer s.Close()
+	ev := agentik.Event{ConversationID: "c", Type: agentik.EvAppendText, Text: "x"}
+	bus.Publish(ev)
+	b.ReportAllocs()
+	for b.Loop() {
+		bus.Publish(ev) // dropped: marks the loss without allocating for it
 	}
 }

@@ -24,7 +24,7 @@ type Agent struct {
 	SystemPromptFile string // where SystemPrompt was read from ("" when inline); re-read on SIGHUP
 
 	// The model.
-	Backend       string // BackendOpenAI or BackendDemo
+	Backend       string // BackendOpenAI, BackendDemo or BackendLocal
 	BaseURL       string
 	Model         string
 	APIKey        string // secret
@@ -33,6 +33,12 @@ type Agent struct {
 	ContextTokens int    // 0: by model name
 	ImageInput    string // auto, on, off
 	SendReasoning bool
+	// The local backend: its GGUF file, CPU threads and parallel calls
+	// (0: the local package's defaults).
+	ModelPath string
+	Threads   int
+	Slots     int
+	LlamaLib  string // AGENTIK_LLAMA_LIB: one llama.cpp per process
 
 	// Tools.
 	Builtin       []string // built-in tools by name
@@ -53,6 +59,19 @@ type Agent struct {
 	// one per message (AG-UI, WebSocket, MCP); "" leaves each facade's own
 	// default (AGENTIK_AGUI_IF_BUSY, …).
 	IfBusy string
+
+	// The conversation's shared state (SPEC §19, docs/state.md):
+	// StateContext shows it to the model on every call, StateTool also
+	// offers update_state. From the file's state: {tool, context}.
+	StateContext bool
+	StateTool    bool
+
+	// Schedules and Webhooks from the file's entry (schedulefile.go).
+	Schedules []ScheduleSpec
+	Webhooks  []WebhookSpec
+
+	// Memory is the agent's memory blocks and recall (SPEC §19, memory.go).
+	Memory MemorySpec
 
 	// Per-principal limits on this agent (see AuthConfig for their meaning).
 	MaxConcurrentTurns     int
@@ -91,17 +110,25 @@ func (c Config) AgentFromEnv() Agent {
 		ContextTokens: c.ContextTokens,
 		ImageInput:    c.ImageInput,
 		SendReasoning: c.ReasoningToModel,
+		ModelPath:     c.LocalModelPath,
+		Threads:       c.LocalThreads,
+		Slots:         c.LocalSlots,
+		LlamaLib:      c.LlamaLib,
 		Builtin:       append([]string(nil), BuiltinTools...),
 		MCPConfig:     c.MCP.ConfigPath,
 		ToolTimeout:   c.ToolTimeout,
 		MaxToolRounds: c.MaxToolRounds,
 		Approval:      c.ToolApproval,
+		StateTool:     c.SharedState == "tool",
+		StateContext:  c.SharedState == "tool" || c.SharedState == "context",
 
 		MaxConcurrentTurns:     c.Auth.MaxConcurrentTurns,
 		MessagesPerMinute:      c.Auth.MessagesPerMinute,
 		ConversationsPerMinute: c.Auth.ConversationsPerMinute,
 		MaxImageBytes:          c.MaxImageBytes,
 		TemporalIdle:           c.TemporalIdle,
+
+		Memory: c.Memory.spec(),
 	}
 	for i, u := range c.A2A.Agents {
 		a.A2AAgents = append(a.A2AAgents, Remote{URL: u, Token: c.A2A.AgentToken(i)})
@@ -158,6 +185,9 @@ func (a Agent) redacted() Agent {
 		}
 	}
 	a.A2AAgents = remotes
+	if a.Memory.Embeddings.APIKey != "" {
+		a.Memory.Embeddings.APIKey = "[redacted]"
+	}
 	if a.MCPServers != nil {
 		a.MCPServers = []byte(`"[redacted]"`) // may hold header secrets
 	}
@@ -168,8 +198,15 @@ func validPattern(p string) bool {
 	return p != "" && !strings.ContainsAny(p, "\x00\n")
 }
 
-// Example is a commented configuration file of three agents (agentik config
-// example prints it).
+// Example is a commented configuration file of two agents that starts as
+// written: the offline demo model, no tokens, no file it does not create
+// (agentik config example prints it).
 //
 //go:embed example.yaml
 var Example string
+
+// ExampleFull is the annotated configuration file of three agents, every
+// setting shown (agentik config example --full prints it).
+//
+//go:embed example-full.yaml
+var ExampleFull string

@@ -43,6 +43,9 @@ var agentOptions = []agentOption{
 	{"model", (*agentEntry).apiKey},               // api_key_env, api_key_file or api_key
 	{"model.backend", (*agentEntry).backend},
 	{"model.base_url", (*agentEntry).baseURL},
+	{"model.path", (*agentEntry).modelPath},
+	{"model.threads", number(1, 1024, func(f *fileAgent, a *Agent) (int, *int) { return f.Model.Threads, &a.Threads })},
+	{"model.slots", number(1, 64, func(f *fileAgent, a *Agent) (int, *int) { return f.Model.Slots, &a.Slots })},
 	{"model.context_tokens", number(256, 100_000_000, func(f *fileAgent, a *Agent) (int, *int) { return f.Model.ContextTokens, &a.ContextTokens })},
 	{"model.image_input", choice(func(f *fileAgent, a *Agent) (string, *string) { return f.Model.ImageInput, &a.ImageInput }, "auto", "on", "off")},
 	{"model.timeout", lasting(func(f *fileAgent, a *Agent) (duration, *time.Duration) { return f.Model.Timeout, &a.LLMTimeout })},
@@ -55,6 +58,12 @@ var agentOptions = []agentOption{
 	{"tools.deny", patterns(func(f *fileAgent, a *Agent) ([]string, *[]string) { return f.Tools.Deny, &a.Deny })},
 	{"tools.timeout", lasting(func(f *fileAgent, a *Agent) (duration, *time.Duration) { return f.Tools.Timeout, &a.ToolTimeout })},
 	{"approval", (*agentEntry).approval},
+	{"schedules", (*agentEntry).schedules}, // schedulefile.go
+	{"webhooks", (*agentEntry).webhooks},
+	{"memory", (*agentEntry).memory}, // memory.go
+	{"state", func(e *agentEntry, _ string) {
+		e.a.StateTool, e.a.StateContext = e.f.State.Tool, e.f.State.Tool || e.f.State.Context
+	}},
 	{"if_busy", choice(func(f *fileAgent, a *Agent) (string, *string) { return f.IfBusy, &a.IfBusy }, busyPolicies...)},
 	{"limits.max_tool_rounds", number(1, 1000, func(f *fileAgent, a *Agent) (int, *int) { return f.Limits.MaxToolRounds, &a.MaxToolRounds })},
 	{"limits.max_concurrent_turns", optional(0, 1_000_000, noLimit, func(f *fileAgent, a *Agent) (*int, *int) {
@@ -82,7 +91,8 @@ func (l *loader) agent(c *Config, p string, fa fileAgent) Agent {
 		Builtin: append([]string(nil), BuiltinTools...), ToolTimeout: c.ToolTimeout, MaxToolRounds: c.MaxToolRounds,
 		MaxConcurrentTurns: env.MaxConcurrentTurns, MessagesPerMinute: env.MessagesPerMinute,
 		ConversationsPerMinute: env.ConversationsPerMinute, MaxImageBytes: env.MaxImageBytes, TemporalIdle: env.TemporalIdle,
-		IfBusy: fa.IfBusy,
+		IfBusy:  fa.IfBusy,
+		Threads: env.Threads, Slots: env.Slots, LlamaLib: env.LlamaLib,
 	}
 	e := &agentEntry{l: l, p: p, f: &fa, a: &a}
 	for _, o := range agentOptions {
@@ -210,10 +220,27 @@ func (e *agentEntry) backend(key string) {
 		if a.BaseURL != "" || a.APIKey != "" {
 			a.Backend = BackendOpenAI
 		}
-	case BackendOpenAI, BackendDemo:
+	case BackendOpenAI, BackendDemo, BackendLocal:
 	default:
-		e.bad(key, fmt.Sprintf("want openai or demo, got %q", a.Backend))
+		e.bad(key, fmt.Sprintf("want openai, demo or local, got %q", a.Backend))
 	}
+}
+
+// modelPath is the local backend's GGUF file, relative to the
+// configuration file's folder; the local backend needs one.
+func (e *agentEntry) modelPath(key string) {
+	a, m := e.a, e.f.Model
+	if a.Backend != BackendLocal {
+		if m.Path != "" || m.Threads != 0 || m.Slots != 0 {
+			e.bad(key, "path, threads and slots are for the local backend (backend: local)")
+		}
+		return
+	}
+	if m.Path == "" {
+		e.bad(key, "the local backend needs the path of a GGUF model file")
+		return
+	}
+	a.ModelPath = e.l.path(m.Path)
 }
 
 // baseURL is an http(s) URL; the openai backend with a key and no

@@ -19,6 +19,7 @@ import (
 const (
 	BackendOpenAI = "openai"
 	BackendDemo   = "demo"
+	BackendLocal  = "local" // a GGUF model in the process (SPEC §22, docs/local-model.md)
 )
 
 // Config is the whole runtime configuration.
@@ -34,6 +35,12 @@ type Config struct {
 	OpenAIAPIKey  string // OPENAI_API_KEY or OPENAI_API_KEY_FILE
 	OpenAIModel   string // OPENAI_MODEL
 	LLMMaxRetries int    // AGENTIK_LLM_MAX_RETRIES
+
+	// The local backend (docs/local-model.md).
+	LocalModelPath string // AGENTIK_LOCAL_MODEL_PATH: a GGUF file
+	LocalThreads   int    // AGENTIK_LOCAL_THREADS (0: half the logical CPUs, at most 8)
+	LocalSlots     int    // AGENTIK_LOCAL_SLOTS: calls the model runs at once (0: 1)
+	LlamaLib       string // AGENTIK_LLAMA_LIB: the folder of llama.cpp's shared libraries
 
 	ContextTokens int    // AGENTIK_CONTEXT_TOKENS (0 = per model name)
 	ImageInput    string // AGENTIK_IMAGE_INPUT: auto, on, off
@@ -51,8 +58,12 @@ type Config struct {
 	KeepAlive    time.Duration // AGENTIK_SSE_KEEPALIVE
 
 	// Tool approval (SPEC §10, docs/approvals.md).
-	ToolApproval    agentik.ApprovalPolicy // AGENTIK_TOOL_APPROVAL: "send_*=ask,delete_*=deny"
-	ApprovalTimeout time.Duration          // AGENTIK_APPROVAL_TIMEOUT (0: calls wait until answered)
+	ToolApproval agentik.ApprovalPolicy // AGENTIK_TOOL_APPROVAL: "send_*=ask,delete_*=deny"
+	// SharedState is what the default agent's model does with the
+	// conversation's shared state (docs/state.md): AGENTIK_STATE off (the
+	// default), context (sees it) or tool (sees it, and update_state).
+	SharedState     string
+	ApprovalTimeout time.Duration // AGENTIK_APPROVAL_TIMEOUT (0: calls wait until answered)
 
 	MaxBodyBytes int64  // AGENTIK_MAX_BODY_BYTES
 	OnRestart    string // AGENTIK_ON_RESTART: resume or interrupt
@@ -75,16 +86,22 @@ type Config struct {
 	Warnings []string
 
 	// One struct per area, each declared and read in its own file.
-	MCP  MCPConfig
-	A2A  A2AConfig
-	AGUI AGUIConfig
-	WS   WSConfig
-	IRC  IRCConfig
-	Auth AuthConfig
+	MCP       MCPConfig
+	A2A       A2AConfig
+	AGUI      AGUIConfig
+	LangGraph LangGraphConfig
+	WS        WSConfig
+	IRC       IRCConfig
+	Auth      AuthConfig
 
 	MCPServer MCPServerConfig // the MCP server facade (MCP is the tool source)
-	HTTP      HTTPConfig
-	Obs       ObsConfig // metrics and the admin API
+	// OpenAICompat is the OpenAI-compatible front door (OpenAI* above
+	// configure the model the agents use).
+	OpenAICompat OpenAICompatConfig
+	HTTP         HTTPConfig
+	Obs          ObsConfig       // metrics and the admin API
+	Schedules    SchedulesConfig // schedules and webhooks (schedules.go)
+	Memory       MemoryConfig    // the environment's agent's memory (memory.go)
 }
 
 // Default returns the configuration used when no variable is set.
@@ -213,7 +230,11 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	integer("AGENTIK_DB_POOL_SIZE", &c.DBPoolSize, 1, 1000)
 	duration("AGENTIK_DB_STATEMENT_TIMEOUT", &c.DBStatementTimeout)
 	str("AGENTIK_SYSTEM_PROMPT", &c.SystemPrompt)
-	oneOf("AGENTIK_LLM_BACKEND", &c.Backend, BackendOpenAI, BackendDemo)
+	oneOf("AGENTIK_LLM_BACKEND", &c.Backend, BackendOpenAI, BackendDemo, BackendLocal)
+	str("AGENTIK_LOCAL_MODEL_PATH", &c.LocalModelPath)
+	integer("AGENTIK_LOCAL_THREADS", &c.LocalThreads, 1, 1024)
+	integer("AGENTIK_LOCAL_SLOTS", &c.LocalSlots, 1, 64)
+	str("AGENTIK_LLAMA_LIB", &c.LlamaLib)
 	str("OPENAI_BASE_URL", &c.OpenAIBaseURL)
 	str("OPENAI_API_KEY", &c.OpenAIAPIKey)
 	if f := getenv("OPENAI_API_KEY_FILE"); f != "" && c.OpenAIAPIKey == "" {
@@ -228,6 +249,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	integer("AGENTIK_LLM_MAX_RETRIES", &c.LLMMaxRetries, 0, 10)
 	integer("AGENTIK_CONTEXT_TOKENS", &c.ContextTokens, 256, 100_000_000)
 	oneOf("AGENTIK_IMAGE_INPUT", &c.ImageInput, "auto", "on", "off")
+	oneOf("AGENTIK_STATE", &c.SharedState, "off", "context", "tool")
 	integer("AGENTIK_MAX_IMAGE_BYTES", &c.MaxImageBytes, 1024, 1<<30)
 	reasoning := ""
 	oneOf("AGENTIK_REASONING_TO_MODEL", &reasoning, "on", "off", "true", "false", "1", "0")
@@ -264,12 +286,16 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.MCP.read(r)
 	c.A2A.read(r)
 	c.AGUI.read(r)
+	c.LangGraph.read(r)
 	c.WS.read(r)
 	c.IRC.read(r)
 	c.Auth.read(r)
 	c.MCPServer.read(r)
+	c.OpenAICompat.read(r)
 	c.HTTP.read(r)
 	c.Obs.read(r)
+	c.Schedules.read(r)
+	c.Memory.read(r)
 
 	if c.Backend == "" {
 		c.Backend = BackendDemo
@@ -283,6 +309,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		} else {
 			c.OpenAIBaseURL = "https://api.openai.com/v1"
 		}
+	}
+	if c.Backend == BackendLocal && c.LocalModelPath == "" {
+		bad("AGENTIK_LOCAL_MODEL_PATH", "", "the local backend needs a GGUF model file")
 	}
 	if c.OpenAIBaseURL != "" && !strings.HasPrefix(c.OpenAIBaseURL, "http://") && !strings.HasPrefix(c.OpenAIBaseURL, "https://") {
 		bad("OPENAI_BASE_URL", c.OpenAIBaseURL, "want an http:// or https:// URL")
@@ -335,6 +364,9 @@ func (c Config) Redacted() Config {
 	}
 	if c.Auth.Tokens != "" {
 		c.Auth.Tokens = "[redacted]"
+	}
+	if c.Memory.EmbeddingsAPIKey != "" {
+		c.Memory.EmbeddingsAPIKey = "[redacted]"
 	}
 	if len(c.A2A.AgentTokens) > 0 {
 		tokens := make([]string, len(c.A2A.AgentTokens))

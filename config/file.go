@@ -70,6 +70,19 @@ type fileAgent struct {
 	Approval         yaml.Node  `yaml:"approval"` // glob → ask|allow|deny, in order
 	IfBusy           string     `yaml:"if_busy"`
 	Limits           fileLimits `yaml:"limits"`
+	// Schedules and webhooks of the agent (schedulefile.go).
+	Schedules []fileSchedule `yaml:"schedules"`
+	Webhooks  []fileWebhook  `yaml:"webhooks"`
+	// Memory blocks and recall (memory.go).
+	Memory fileMemory `yaml:"memory"`
+	// State: what the model does with the conversation's shared state
+	// (SPEC §19, docs/state.md).
+	State fileState `yaml:"state"`
+}
+
+type fileState struct {
+	Tool    bool `yaml:"tool"`    // offer update_state (and show the state)
+	Context bool `yaml:"context"` // show the state in the model's context
 }
 
 type fileModel struct {
@@ -84,6 +97,9 @@ type fileModel struct {
 	Timeout       duration `yaml:"timeout"`
 	MaxRetries    *int     `yaml:"max_retries"`
 	SendReasoning bool     `yaml:"send_reasoning"`
+	Path          string   `yaml:"path"`    // backend local: the GGUF file
+	Threads       int      `yaml:"threads"` // backend local
+	Slots         int      `yaml:"slots"`   // backend local
 }
 
 type fileTools struct {

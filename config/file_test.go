@@ -219,6 +219,7 @@ func FuzzLoadFile(f *testing.F) {
 	f.Add(specExample)
 	f.Add("agents:\n  - id: a\n    model: {timeout: 3s}\n    tools: {a2a_agents: [\"http://x\"]}\n")
 	f.Add("agents: [{id: a, approval: {\"*\": ask}}]\n")
+	f.Add("agents:\n  - id: a\n    memory: {enabled: true, blocks: [{label: human, limit: 3, value: abcd}], embeddings: {base_url: \"http://x\"}}\n")
 	f.Add("agents: [[[[[[[[[[[[]]]]]]]]]]]]\n")
 	f.Add(aliasBomb(3))
 	dir := f.TempDir()
@@ -260,12 +261,13 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// TestExampleLoads: the example that agentik config example prints is valid.
+// TestExampleLoads: the annotated example that agentik config example
+// --full prints is valid.
 func TestExampleLoads(t *testing.T) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "prompts"), 0o755)
 	writeFile(t, dir, "prompts/coder.md", "You write code.")
-	path := writeFile(t, dir, "agentik.yaml", Example)
+	path := writeFile(t, dir, "agentik.yaml", ExampleFull)
 	c, err := Load(path, env(map[string]string{"ALICE_TOKEN": "alice-secret-1", "ROUTER_TOKEN": "router-secret-1", "OPS_TOKEN": "ops-secret-1", "OPENAI_API_KEY": "sk-x"}))
 	if err != nil {
 		t.Fatal(err)

@@ -300,11 +300,20 @@ func (s *shapeScanner) token() {
 	}
 }
 
+// emptyValue counts, for a node that starts directly in a flow mapping,
+// the empty value the library gives a key written without ':' ("{a}").
+func (s *shapeScanner) emptyValue() {
+	if n := len(s.flows); n > 0 && !s.flows[n-1].seq {
+		s.values++
+	}
+}
+
 // tokenAt moves over a token told by its first character c alone.
 func (s *shapeScanner) tokenAt(c byte) {
 	switch c {
 	case '[', '{':
 		s.saveKey()
+		s.emptyValue()
 		s.flows = append(s.flows, flowFrame{seq: c == '['})
 		s.values++
 		s.allowed = true
@@ -335,16 +344,19 @@ func (s *shapeScanner) tokenAt(c byte) {
 			s.skip()
 		}
 		s.values++ // the empty value a tag may stand for
+		s.emptyValue()
 	case '\'', '"':
 		s.saveKey()
 		s.allowed = false
 		s.quoted(c)
 		s.values++
+		s.emptyValue()
 	case '\t', '@', '`', '%', '|', '>': // '|' and '>' here: in a flow collection
 		s.stopped = true // "found character that cannot start any token"
 	default:
 		s.saveKey()
 		s.allowed = false
+		s.emptyValue()
 		s.plain()
 		s.values++
 	}
@@ -437,6 +449,7 @@ func (s *shapeScanner) anchor() {
 		s.stopped = true
 	}
 	s.values++ // an alias, or the empty value an anchor may name
+	s.emptyValue()
 }
 
 // plain moves over a plain scalar, which may go on over lines indented

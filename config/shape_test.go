@@ -160,7 +160,7 @@ func TestShapeLimitsAreExact(t *testing.T) {
 			}
 		})
 	}
-	for name, doc := range map[string]string{"config.Example": Example, "the SPEC example": specExample} {
+	for name, doc := range map[string]string{"config.Example": Example, "config.ExampleFull": ExampleFull, "the SPEC example": specExample} {
 		s := &shapeScanner{b: []byte(doc), indent: -1, allowed: true}
 		if e := s.run(); e != nil || s.stopped || s.deepest > 8 || s.values > 1000 {
 			t.Errorf("%s: %+v, stopped %v, %d deep, %d values", name, e, s.stopped, s.deepest, s.values)
@@ -214,7 +214,7 @@ func treeNodes(n *yaml.Node) int {
 // values as the library built, and never thought the library would stop.
 func FuzzShape(f *testing.F) {
 	for _, s := range []string{
-		specExample, Example,
+		specExample, Example, ExampleFull,
 		"a:\n- b\n- c: d\n  e: [f, {g: h}]\n",
 		"- - - x\n- ? a\n  : b\n",
 		"a: |\n  text [[[\n  more\nb: >-\n    folded\n  # comment\nc: 'it''s [' \n",

@@ -122,6 +122,11 @@ type Route struct {
 	// (HTTP JSON). It is called before anything of the request is read but
 	// its headers, and must answer with the status Status gives.
 	Refuse func(w http.ResponseWriter, r *http.Request, err error)
+	// Bearer, when set, authenticates the bearer tokens Tokens does not
+	// know: the route's OAuth access tokens (package oauth), which are
+	// short-lived and bound to the route, and so are not watched for
+	// reloads.
+	Bearer func(r *http.Request, token string) (principal string, ok bool)
 }
 
 // errUnauthorized is the refusal of a missing or unknown token.
@@ -143,6 +148,11 @@ func (e *Edge) Guard(h http.Handler, rt Route) http.Handler {
 		if rt.Access != Unauthenticated && e.tokens != nil {
 			tok := e.token(r, rt.Access)
 			p, ok := e.tokens.Lookup(tok)
+			bearer := false
+			if !ok && tok != "" && rt.Bearer != nil {
+				p, ok = rt.Bearer(r, tok)
+				bearer = ok
+			}
 			if !ok {
 				e.refuse(w, r, refuse, errUnauthorized)
 				return
@@ -155,17 +165,13 @@ func (e *Edge) Guard(h http.Handler, rt Route) http.Handler {
 			if n, ok := ctx.Value(noteKey{}).(*note); ok {
 				n.principal = p
 			}
-			// A request that outlives a reload (an event stream, a
-			// WebSocket) ends when its token is revoked.
-			cred := &credential{tokens: e.tokens, token: tok, principal: p, agent: rt.Agent}
-			var cancel context.CancelCauseFunc
-			ctx, cancel = context.WithCancelCause(context.WithValue(ctx, credentialKey{}, cred))
-			stop := e.tokens.Watch(tok, p, rt.Agent, func() { cancel(ErrRevoked) })
-			defer cancel(nil)
-			defer stop()
-			if ctx.Err() != nil { // revoked by a reload since Lookup
-				e.refuse(w, r, refuse, errUnauthorized)
-				return
+			if !bearer {
+				var stop func() bool
+				if ctx, stop = e.watch(ctx, tok, p, rt.Agent); stop == nil {
+					e.refuse(w, r, refuse, errUnauthorized)
+					return
+				}
+				defer stop()
 			}
 		}
 		if r.ContentLength != 0 {
@@ -178,6 +184,21 @@ func (e *Edge) Guard(h http.Handler, rt Route) http.Handler {
 		}
 		h.ServeHTTP(w, r.WithContext(withBodyTimeout(ctx, e.bodyTimeout)))
 	})
+}
+
+// watch ends ctx when token stops authenticating principal for agent: a
+// request that outlives a reload (an event stream, a WebSocket) ends when
+// its token is revoked. stop is nil when the token was revoked already.
+func (e *Edge) watch(ctx context.Context, tok, p, agent string) (context.Context, func() bool) {
+	cred := &credential{tokens: e.tokens, token: tok, principal: p, agent: agent}
+	ctx, cancel := context.WithCancelCause(context.WithValue(ctx, credentialKey{}, cred))
+	stop := e.tokens.Watch(tok, p, agent, func() { cancel(ErrRevoked) })
+	if ctx.Err() != nil { // revoked by a reload since Lookup
+		stop()
+		cancel(nil)
+		return ctx, nil
+	}
+	return ctx, func() bool { ok := stop(); cancel(nil); return ok }
 }
 
 // credentialKey carries the credential Guard authenticated a request with,
@@ -216,10 +237,14 @@ func (e *Edge) refuse(w http.ResponseWriter, r *http.Request, refuse func(http.R
 	refuse(w, r, err)
 }
 
-// token returns the request's bearer token: the Authorization header, or on
-// a GET of a Stream route the access_token query parameter.
+// token returns the request's bearer token: the Authorization header, the
+// X-Api-Key header (what the LangGraph SDKs send for an apiKey), or on a
+// GET of a Stream route the access_token query parameter.
 func (e *Edge) token(r *http.Request, access Access) string {
 	if t := BearerToken(r); t != "" {
+		return t
+	}
+	if t := strings.TrimSpace(r.Header.Get("X-Api-Key")); t != "" {
 		return t
 	}
 	if access == Stream && r.Method == http.MethodGet {

@@ -172,6 +172,36 @@ func TestGuard(t *testing.T) {
 	}
 }
 
+// TestGuardAPIKeyHeader: the token may come as X-Api-Key (what the
+// LangGraph SDKs send for an apiKey), with the same checks as a bearer
+// token; an Authorization header wins.
+func TestGuardAPIKeyHeader(t *testing.T) {
+	srv, _ := newServer(t, Options{})
+	for _, tc := range []struct {
+		name, path string
+		hdr        []string
+		status     int
+		principal  string
+	}{
+		{"key", "/private", []string{"X-Api-Key", "alice-token-1"}, 200, "alice"},
+		{"unknown key", "/private", []string{"X-Api-Key", "nobody-token"}, 401, ""},
+		{"key of a principal the agent refuses", "/agents/coder", []string{"X-Api-Key", "bob-token-22"}, 404, ""},
+		{"bearer wins", "/private", []string{"X-Api-Key", "alice-token-1", "Authorization", "Bearer bob-token-22"}, 200, "bob"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, body := do(t, "GET", srv.URL+tc.path, "", tc.hdr...)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d: %s", status, tc.status, body)
+			}
+			var v map[string]string
+			json.Unmarshal([]byte(body), &v)
+			if status == 200 && v["principal"] != tc.principal {
+				t.Fatalf("principal %q, want %q", v["principal"], tc.principal)
+			}
+		})
+	}
+}
+
 func TestRefuseInTheRoutesFormat(t *testing.T) {
 	srv, _ := newServer(t, Options{})
 	status, h, body := do(t, "POST", srv.URL+"/rpc", `{}`)

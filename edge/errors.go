@@ -145,10 +145,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 }
 
 // PrepareError sets the headers every error response of any format carries:
-// WWW-Authenticate on 401 and Retry-After when err says when to retry.
+// WWW-Authenticate on 401 (Challenge, unless the route set its own) and
+// Retry-After when err says when to retry.
 func PrepareError(w http.ResponseWriter, r *http.Request, err error) {
 	h := w.Header()
-	if Status(agentik.ErrorCode(err)) == http.StatusUnauthorized {
+	if Status(agentik.ErrorCode(err)) == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
 		h.Set("WWW-Authenticate", Challenge)
 	}
 	if d := agentik.RetryAfter(err); d > 0 {

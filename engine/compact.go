@@ -97,7 +97,11 @@ func (c *conv) appendModelMessages(out []agentik.ModelMessage) []agentik.ModelMe
 
 // request builds the model request of the current working memory.
 func (r *turnRun) request(offered []agentik.ToolSpec) agentik.ModelRequest {
-	return agentik.ModelRequest{System: r.c.e.SystemPrompt(), Tools: offered, Messages: r.c.modelMessages()}
+	system := r.system
+	if system == "" {
+		system = r.c.e.SystemPrompt()
+	}
+	return agentik.ModelRequest{System: system, Tools: offered, Messages: r.c.modelMessages(), Params: r.params}
 }
 
 // cut is a planned compaction.

@@ -851,3 +851,102 @@ func BenchmarkTurnByJournalLength(b *testing.B) {
 		})
 	}
 }
+
+// TestBranchBeforeASummaryRebuildsItsMemory (SPEC §18, compaction per
+// path): after compaction summarised the start of a conversation, an edit
+// inside the summarised part is answered from its own path, rebuilt from
+// the journal — without the summary of messages it does not follow — and
+// the budget compacts that path again when it grows; the first path keeps
+// its summary when the head moves back.
+func TestBranchBeforeASummaryRebuildsItsMemory(t *testing.T) {
+	const budgetTokens = 600
+	h := newHarness(t, budget(budgetTokens))
+	var summaries atomic.Int64
+	h.llm.Handle(chatty(&summaries))
+	c, s := h.conversation()
+	ask := func(q string, parent *int64) []agentik.Event {
+		t.Helper()
+		res, err := c.Send(h.ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text(q)}, Parent: parent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := until(t, s, endOf(res.MessageID))
+		if last := got[len(got)-1]; last.Reason != agentik.EndCompleted {
+			t.Fatalf("%q: %s", q, types(got))
+		}
+		return got
+	}
+	var first []agentik.Event
+	for i := 0; len(compactions(first)) == 0; i++ {
+		if i == 12 {
+			t.Fatal("no compaction in 12 long turns")
+		}
+		first = append(first, ask(question(i, ""), nil)...)
+	}
+	cp := compactions(first)[0].Compaction
+	if cp.FromSeq != 1 || cp.ToSeq < 4 {
+		t.Fatalf("the compaction covers %d..%d, want 1 to past the first exchange", cp.FromSeq, cp.ToSeq)
+	}
+	info, err := c.Info(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldHead := info.Head
+
+	// An edit of question 1 (after the first answer, seq 2): inside the
+	// summarised part.
+	two := int64(2)
+	ask("edited "+question(1, ""), &two)
+	turns, _ := turnCalls(h.llm.Requests())
+	req := turns[len(turns)-1]
+	checkRequest(t, req)
+	var texts []string
+	for _, m := range req.Messages[1:] {
+		if strings.HasPrefix(m.Text(), summaryPrefix) {
+			t.Fatalf("the edit's request carries the first path's summary: %s", req.Raw)
+		}
+		texts = append(texts, m.Role+":"+m.Text())
+	}
+	want := []string{"user:" + question(0, ""), "assistant:" + longAnswer, "user:edited " + question(1, "")}
+	if strings.Join(texts, "|") != strings.Join(want, "|") {
+		t.Fatalf("the edit's request saw %q, want its own path %q", texts, want)
+	}
+
+	// The branch grows until the budget compacts it again, on its own path.
+	var branch []agentik.Event
+	for i := 2; len(compactions(branch)) == 0; i++ {
+		if i == 14 {
+			t.Fatal("the branch was never compacted")
+		}
+		branch = append(branch, ask("branch "+question(i, ""), nil)...)
+	}
+	turns, _ = turnCalls(h.llm.Requests())
+	for _, r := range turns[len(turns)-1:] {
+		checkRequest(t, r)
+		if !strings.HasPrefix(r.Messages[1].Text(), summaryPrefix) {
+			t.Fatalf("the compacted branch's next request has no summary: %s", r.Raw)
+		}
+		for _, m := range r.Messages {
+			if strings.HasPrefix(m.Text(), "question 2") {
+				t.Fatalf("the branch's request holds the first path's question 2: %s", r.Raw)
+			}
+		}
+	}
+
+	// Back on the first path: its summary is there again.
+	if _, err := c.SetHead(h.ctx, oldHead); err != nil {
+		t.Fatal(err)
+	}
+	ask(question(20, ""), nil)
+	turns, _ = turnCalls(h.llm.Requests())
+	last := turns[len(turns)-1]
+	checkRequest(t, last)
+	for _, m := range last.Messages {
+		if strings.HasPrefix(m.Text(), "branch ") || strings.HasPrefix(m.Text(), "edited ") {
+			t.Fatalf("the first path's request holds the branch: %s", last.Raw)
+		}
+	}
+	if !strings.HasPrefix(last.Messages[1].Text(), summaryPrefix) {
+		t.Fatalf("the first path lost its summary: %s", last.Raw)
+	}
+}

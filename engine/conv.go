@@ -20,7 +20,7 @@ import (
 //     writeMu;
 //   - loopState: working memory, cached; the turn loop's, no lock.
 //
-// Lock order: titleMu, then resolveMu, then mu, then writeMu, then
+// Lock order: titleMu, then resolveMu, then stateMu, then mu, then writeMu, then
 // Engine.agentMu (never held across a store call).
 type conv struct {
 	e        *Engine
@@ -42,6 +42,8 @@ type conv struct {
 	// title from the first message, which reads the title before it sets
 	// one (title.go).
 	titleMu sync.Mutex
+	// stateMu serialises the shared state's changes made here (state.go).
+	stateMu sync.Mutex
 }
 
 // sharedState is what callers and the turn loop share. Whoever touches it
@@ -69,6 +71,10 @@ type sharedState struct {
 
 	// The turn loop and its lease.
 	looping bool // a turn loop goroutine owns the queue
+	// counted: the limiter counts this conversation as running a turn —
+	// from the loop's start until its turn's end is published, and again
+	// while a later turn of the same loop runs
+	counted bool
 	leased  bool // the loop holds the lease (of epoch): this process starts the turns
 	epoch   int64
 
@@ -184,6 +190,15 @@ func (c *conv) hasPending() bool {
 	return c.pending != nil
 }
 
+// busyHere reports whether a turn runs, waits or is queued in this
+// process (read at once: a turn moving from the queue to running is seen
+// in one or the other).
+func (c *conv) busyHere() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running != nil || c.parked != nil || c.handling != "" || len(c.queue) > 0
+}
+
 func (c *conv) isWorking() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -213,7 +228,13 @@ func (c *conv) dropMemoryIfIdle(now time.Time, d time.Duration) {
 
 func (c *conv) info(rec agentik.ConversationRecord) agentik.ConversationInfo {
 	info := infoOf(rec, c.e.opts.ImageInput)
-	info.Working = c.working()
+	// A turn sent here that its loop has not started yet counts: a reader
+	// that sees the message stored and working false would take the turn
+	// for one that ended without an answer.
+	info.Working = c.busyHere()
+	if !info.Working {
+		_, info.Working = c.coord.Running(c.id)
+	}
 	return info
 }
 
@@ -280,7 +301,7 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	if busy && req.IfBusy == agentik.BusyReject {
 		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
 	}
-	if err := c.e.limits.admit(c.owner, c.looping || c.runsElsewhere()); err != nil {
+	if err := c.e.limits.admit(c.owner, c.counted || c.runsElsewhere()); err != nil {
 		return agentik.SendResult{}, err
 	}
 	msg := agentik.Message{
@@ -292,10 +313,17 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 		Context:        req.Context,
 		ClientTools:    req.ClientTools, // stored: any process, or a restart, offers them again
 	}
+	if !req.Params.Empty() {
+		msg.Params = req.Params // stored, like the client tools
+	}
 	if tr := c.e.opts.Tracer; tr != nil {
 		msg.TraceParent = tr.TraceParent(ctx) // stored: the turn is tied to the request wherever it runs
 	}
-	w := agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&msg)}, Touch: msg.Date}
+	w := agentik.Write{Events: []agentik.Event{agentik.MessageEvent(&msg)}, Touch: msg.Date, Keys: req.Keys}
+	if req.Parent != nil {
+		// An edit: stored on its own branch; its turn moves the head there.
+		w.Detached, w.Parent = true, *req.Parent
+	}
 	abandoned := c.pending
 	if abandoned != nil {
 		// A new message instead of tool results: the waiting turn is closed.
@@ -307,12 +335,12 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	// runs or is being started, and alone on the store every other open turn
 	// not started is queued here (busy) or stranded. (Not when sharing the
 	// store, where only the lease holder writes working memory.)
-	withEntry := !busy && !c.shared && !c.stranded
+	withEntry := !busy && !c.shared && !c.stranded && !w.Detached
 	var ec earlyCall
 	if withEntry {
 		w.Memory = []agentik.MemoryEntry{{SourceID: msg.ID, ReplyTo: msg.ID,
 			Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: msg.Content}}}
-		ec = c.startEarly(msg.ID, w.Memory[0], req.ClientTools)
+		ec = c.startEarly(msg.ID, w.Memory[0], req.ClientTools, msg.Params)
 	}
 	if _, err := c.commit(ctx, w); err != nil {
 		ec.drop() // the message does not exist: neither does its turn
@@ -427,6 +455,9 @@ func (c *conv) sendToolResults(ctx context.Context, req agentik.SendRequest) (ag
 	if len(req.Content) > 0 {
 		msg = &agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgUser,
 			Content: agentik.CanonicalImages(req.Content), Context: req.Context, ClientTools: req.ClientTools}
+		if !req.Params.Empty() {
+			msg.Params = req.Params
+		}
 		if tr := c.e.opts.Tracer; tr != nil {
 			msg.TraceParent = tr.TraceParent(ctx)
 		}
@@ -650,6 +681,15 @@ func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.Sen
 		// are denied and it is closed, then this message is answered.
 		if _, err := c.interruptParked(ctx, agentik.ReasonBusyPolicy, agentik.PrincipalFrom(ctx)); err != nil {
 			return agentik.SendResult{}, err
+		}
+	}
+	if req.Parent != nil && len(req.ToolResults) == 0 {
+		head, err := c.checkParent(ctx, *req.Parent)
+		if err != nil {
+			return agentik.SendResult{}, err
+		}
+		if head {
+			req.Parent = nil // follows the head: an ordinary send
 		}
 	}
 	res, err := c.send(ctx, req)

@@ -136,16 +136,6 @@ func joinAfterReplay(join []agentik.Event, ev agentik.Event) []agentik.Event {
 	return join
 }
 
-// working reports whether a turn of the conversation runs here or in
-// another process.
-func (c *conv) working() bool {
-	if c.isWorking() {
-		return true
-	}
-	_, ok := c.coord.Running(c.id)
-	return ok
-}
-
 func (e *Engine) isDraining() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()

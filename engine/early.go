@@ -90,12 +90,12 @@ func (ec *earlyCall) dropFor(id string) {
 // be a model call paid for nothing), and not when the turn would compact
 // first. It returns the call started, not held yet (the zero earlyCall when
 // none is). Caller holds mu.
-func (c *conv) startEarly(id string, entry agentik.MemoryEntry, client []agentik.ToolSpec) earlyCall {
+func (c *conv) startEarly(id string, entry agentik.MemoryEntry, client []agentik.ToolSpec, params *agentik.ModelParams) earlyCall {
 	es, ok := c.e.opts.LLM.(agentik.EarlyStarter)
-	if !ok || !c.memoryLoaded || c.e.opts.Tracer != nil || c.e.opts.Tools.Starting() {
+	if !ok || !c.memoryLoaded || c.e.opts.Tracer != nil || len(c.e.opts.Context) > 0 || c.e.opts.Tools.Starting() {
 		return earlyCall{}
 	}
-	r := &turnRun{c: c, ctx: c.e.baseCtx, client: client}
+	r := &turnRun{c: c, ctx: c.e.baseCtx, client: client, params: params}
 	n := len(c.memory)
 	c.memory = append(c.memory, entry)
 	// The tools known now (no source is starting): a source whose list
@@ -112,7 +112,7 @@ func (c *conv) startEarly(id string, entry agentik.MemoryEntry, client []agentik
 		}
 	}()
 	req := agentik.ModelRequest{System: c.e.SystemPrompt(), Tools: r.offered(c.e.opts.Tools.Snapshot(noWait)),
-		Messages: c.appendModelMessages((*scratch)[:0])}
+		Messages: c.appendModelMessages((*scratch)[:0]), Params: params}
 	*scratch = req.Messages
 	c.memory = c.memory[:n]
 	if trigger, _ := c.e.compactLimits(); tokens.Request(req, c.e.opts.SendReasoning) > trigger {
@@ -145,7 +145,7 @@ var noWait = func() context.Context {
 func (r *turnRun) startNext(set *tools.Set, entries []agentik.MemoryEntry) earlyCall {
 	c := r.c
 	es, ok := c.e.opts.LLM.(agentik.EarlyStarter)
-	if !ok || c.e.opts.Tracer != nil || r.round+1 >= c.e.opts.MaxToolRounds {
+	if !ok || c.e.opts.Tracer != nil || len(c.e.opts.Context) > 0 || r.round+1 >= c.e.opts.MaxToolRounds {
 		return earlyCall{}
 	}
 	n := len(c.memory)

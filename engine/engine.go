@@ -57,6 +57,10 @@ type Options struct {
 
 	Info         agentik.AgentInfo // ID, Name, Description, Version; Model and capabilities are filled in
 	SystemPrompt string
+	// Context adds to the system prompt of every model call (memory,
+	// shared state: agentik.ContextSource). With any, no model call is
+	// sent early: its system context is read when the turn calls.
+	Context []agentik.ContextSource
 
 	MaxToolRounds int           // model calls per turn; default 16
 	ToolTimeout   time.Duration // per tool call; default 60s
@@ -360,6 +364,48 @@ func (e *Engine) CreateConversation(ctx context.Context, req agentik.CreateReque
 		CreatedAt: now,
 		UpdatedAt: now,
 	}
+	if err := checkHistory(req.History); err != nil {
+		return agentik.ConversationInfo{}, err
+	}
+	c, err := e.create(ctx, rec)
+	if err != nil {
+		return agentik.ConversationInfo{}, err
+	}
+	if len(req.History) > 0 {
+		if err := c.copyPath(ctx, req.History, now); err != nil {
+			return agentik.ConversationInfo{}, err
+		}
+		return c.snapshot(ctx)
+	}
+	return c.info(rec), nil
+}
+
+// checkHistory refuses a CreateRequest.History the journal cannot take as
+// given: other than user and assistant messages, an answer to no user
+// message before it, bad content, or a last message that is no answer.
+func checkHistory(h []agentik.Message) error {
+	users := map[string]bool{}
+	for i, m := range h {
+		switch {
+		case m.Type == agentik.MsgUser && agentik.ValidID(m.ID):
+			users[m.ID] = true
+		case m.Type == agentik.MsgAssistant && users[m.ReplyTo]:
+		default:
+			return agentik.Errorf(agentik.EInvalid, "history[%d]: want a user message or an answer to one before it", i)
+		}
+		if err := agentik.ValidateContent(m.Content); err != nil && m.Type == agentik.MsgUser {
+			return err
+		}
+	}
+	if n := len(h); n > 0 && h[n-1].Type != agentik.MsgAssistant {
+		return agentik.Errorf(agentik.EInvalid, "history: the last message must be an answer")
+	}
+	return nil
+}
+
+// create stores the conversation rec, publishes its created event and
+// makes it live.
+func (e *Engine) create(ctx context.Context, rec agentik.ConversationRecord) (*conv, error) {
 	c := e.newConv(rec)
 	// A conversation made here has no working memory yet: its first turn
 	// need not read it (and can send its model call early). A process that
@@ -376,9 +422,9 @@ func (e *Engine) CreateConversation(ctx context.Context, req agentik.CreateReque
 		aw.done(nil)
 	}
 	if err != nil {
-		return agentik.ConversationInfo{}, fmt.Errorf("create conversation: %w", err)
+		return nil, fmt.Errorf("create conversation: %w", err)
 	}
-	return c.info(rec), nil
+	return c, nil
 }
 
 // Conversation returns a handle to the caller's conversation id.
@@ -388,6 +434,18 @@ func (e *Engine) Conversation(ctx context.Context, id string) (agentik.Conversat
 		return nil, err
 	}
 	return &handle{c: c}, nil
+}
+
+var _ agentik.KeyFinder = (*Engine)(nil)
+
+// FindKeys finds the caller's persistent conversations by lookup keys
+// (agentik.KeyFinder).
+func (e *Engine) FindKeys(ctx context.Context, keys []string) (map[string]agentik.KeyRef, error) {
+	refs, err := e.opts.Store.FindKeys(ctx, agentik.PrincipalFrom(ctx), keys)
+	if err != nil {
+		return nil, fmt.Errorf("find keys: %w", err)
+	}
+	return refs, nil
 }
 
 // ListConversations pages the caller's persistent conversations, newest
@@ -415,11 +473,11 @@ func (e *Engine) ListConversations(ctx context.Context, req agentik.ListRequest)
 		live[i] = e.live[r.ID]
 	}
 	e.mu.Unlock()
-	// isWorking takes conv.mu, which is never taken under e.mu.
+	// busyHere takes conv.mu, which is never taken under e.mu.
 	for i, r := range recs {
 		info := infoOf(r, e.opts.ImageInput)
 		if live[i] != nil {
-			info.Working = live[i].isWorking()
+			info.Working = live[i].busyHere()
 		}
 		if !info.Working && !r.Temporal {
 			_, info.Working = e.coord.Running(r.ID) // runs in another process
@@ -525,6 +583,12 @@ func (e *Engine) load(ctx context.Context, id string) (*conv, error) {
 	rec, err := e.opts.Store.GetConversation(ctx, id)
 	if err != nil {
 		if agentik.IsNotFound(err) {
+			if e.opts.Cluster != nil {
+				// Temporal conversations live in the memory of the process
+				// that created them: another process cannot tell one from
+				// an id that never existed, so it says so.
+				return nil, agentik.Errorf(agentik.ENotFound, "conversation not found (a temporal conversation is reachable only through the process that created it)")
+			}
 			return nil, agentik.Errorf(agentik.ENotFound, "conversation not found")
 		}
 		return nil, fmt.Errorf("load conversation: %w", err)
@@ -626,6 +690,8 @@ func infoOf(r agentik.ConversationRecord, images bool) agentik.ConversationInfo 
 		CreatedAt:          r.CreatedAt,
 		UpdatedAt:          r.UpdatedAt,
 		SupportsImageInput: images,
+		Head:               r.Head,
+		ForkedFrom:         r.ForkedFrom,
 		Owner:              r.Owner,
 	}
 	if r.Tokens != (agentik.TurnTokens{}) {

@@ -1070,6 +1070,49 @@ func TestPerPrincipalLimits(t *testing.T) {
 	}
 }
 
+// TestEndedTurnFreesItsCount: a turn stops counting against its owner's
+// concurrent turns when its end is published, not when its loop later lets
+// go of the conversation: a client that saw the end may start a turn in
+// another conversation at once.
+func TestEndedTurnFreesItsCount(t *testing.T) {
+	at, release := make(chan string, 1), make(chan struct{})
+	h := &harness{t: t, llm: llmtest.NewServer(), path: filepath.Join(t.TempDir(), "agentik.db"), ctx: context.Background(),
+		llmTimeout: 30 * time.Second, hook: func(p, replyTo string) {
+			if p == "ended" {
+				at <- replyTo
+				<-release
+			}
+		}}
+	t.Cleanup(h.llm.Close)
+	h.start(func(o *engine.Options) { o.MaxConcurrentTurns = 1 })
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free) // before the engine stops, on failure too
+	h.llm.Enqueue(llmtest.Text("one"), llmtest.Text("two"))
+	alice := agentik.WithPrincipal(h.ctx, "alice")
+	open := func() agentik.Conversation {
+		info, err := h.eng.CreateConversation(alice, agentik.CreateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := h.eng.Conversation(alice, info.ID)
+		return c
+	}
+	msg := agentik.SendRequest{Content: []agentik.Content{agentik.Text("hi")}}
+	a1, a2 := open(), open()
+	r, err := a1.Send(alice, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := <-at; got != r.MessageID { // a1's loop holds here, after the end
+		t.Fatalf("ended %s, want %s", got, r.MessageID)
+	}
+	if _, err := a2.Send(alice, msg); err != nil {
+		t.Fatalf("a turn in another conversation after the end: %v", err)
+	}
+	free()
+	<-at // a2's turn ended too
+}
+
 func TestInterruptTurnTargetsOneTurn(t *testing.T) {
 	h := newHarness(t)
 	gate := llmtest.NewGate()

@@ -12,9 +12,21 @@ import (
 // agentik.Limits with token buckets refilled continuously (a principal may
 // use a minute's worth at once, then the rate) and counters of turns and
 // temporal memory. It is what an engine uses when Options.Limiter is nil.
+//
+// What it counts lives in a Ledger, which the limiters of several agents
+// may share (Ledger.Limiter): a principal's limits then count what the
+// principal does with every agent of the process together, each agent
+// holding it to its own limits.
 type LocalLimiter struct {
 	l agentik.Limits
+	*Ledger
+}
 
+// A Ledger is what local limiters count per principal: buckets of
+// conversations and messages, running turns, temporal memory. Share one
+// between the agents of a process so that a principal with N agents does
+// not get N times every limit.
+type Ledger struct {
 	mu       sync.Mutex
 	running  map[string]int
 	convs    map[string]*bucket
@@ -25,11 +37,17 @@ type LocalLimiter struct {
 
 var _ agentik.Limiter = (*LocalLimiter)(nil)
 
-// NewLocalLimiter returns a limiter of l.
-func NewLocalLimiter(l agentik.Limits) *LocalLimiter {
-	return &LocalLimiter{l: l, running: map[string]int{}, convs: map[string]*bucket{},
+// NewLedger returns an empty ledger.
+func NewLedger() *Ledger {
+	return &Ledger{running: map[string]int{}, convs: map[string]*bucket{},
 		messages: map[string]*bucket{}, temporal: map[string]int64{}}
 }
+
+// Limiter returns a limiter of l that counts in the ledger.
+func (g *Ledger) Limiter(l agentik.Limits) *LocalLimiter { return &LocalLimiter{l: l, Ledger: g} }
+
+// NewLocalLimiter returns a limiter of l with a ledger of its own.
+func NewLocalLimiter(l agentik.Limits) *LocalLimiter { return NewLedger().Limiter(l) }
 
 type bucket struct {
 	tokens float64
@@ -135,8 +153,23 @@ type limits struct{ agentik.Limiter }
 func (l limits) admit(principal string, looping bool) error {
 	return l.AdmitMessage(principal, looping)
 }
-func (l limits) started(principal string) { l.TurnsStarted(principal) }
-func (l limits) stopped(principal string) { l.TurnsStopped(principal) }
+
+// countLocked counts the conversation as running a turn for its owner's
+// limits, once. Caller holds c.mu.
+func (c *conv) countLocked() {
+	if !c.counted {
+		c.counted = true
+		c.e.limits.TurnsStarted(c.owner)
+	}
+}
+
+// uncountLocked stops counting it. Caller holds c.mu.
+func (c *conv) uncountLocked() {
+	if c.counted {
+		c.counted = false
+		c.e.limits.TurnsStopped(c.owner)
+	}
+}
 
 // messageBytes is what a journal message costs a memory store: its text,
 // images, reasoning, arguments, details and context.

@@ -86,7 +86,7 @@ func (c *conv) kickLocked() {
 		return
 	}
 	c.looping = true
-	c.e.limits.started(c.owner)
+	c.countLocked()
 	c.e.loops.Go(c.loop)
 }
 
@@ -107,7 +107,7 @@ func (c *conv) loop() {
 		sent := c.sent
 		c.mu.Unlock()
 
-		lease, err := c.coord.Acquire(ctx, c.id)
+		lease, first, err := c.acquire(ctx)
 		if err != nil && ctx.Err() == nil && !agentik.IsNotFound(err) {
 			c.e.log.Warn("acquire turn lease", "conversation", c.id, "err", err)
 		}
@@ -123,17 +123,14 @@ func (c *conv) loop() {
 			c.mu.Lock()
 			c.leased, c.epoch = true, lease.Epoch
 			c.mu.Unlock()
-			stuck = c.runPending(ctx, lease.Epoch)
+			stuck = c.runPending(ctx, lease.Epoch, first)
 			c.mu.Lock()
 			c.leased, c.epoch = false, 0
 			c.mu.Unlock()
-			c.coord.Release(context.WithoutCancel(ctx), c.id)
-			if c.shared && !stuck {
-				// A process that stored a message while we held the lease
-				// could not take it: the message is ours to see now.
-				if q, err := c.coord.Pending(ctx, c.id); err == nil && len(q.Open) > 0 && !c.waiting(q) {
-					again = true
-				}
+			// A process that stored a message while we held the lease
+			// could not take it: the message is ours to see now.
+			if q, read, err := c.release(ctx, stuck); read && err == nil && len(q.Open) > 0 && !c.waiting(q) {
+				again = true
 			}
 		}
 		c.mu.Lock()
@@ -150,7 +147,7 @@ func (c *conv) loop() {
 		c.forgetWithdrawnLocked()
 		c.early.drop() // its turn did not start here
 		c.looping = false
-		c.e.limits.stopped(c.owner)
+		c.uncountLocked()
 		c.mu.Unlock()
 		return
 	}
@@ -163,7 +160,7 @@ func (c *conv) loop() {
 // reports stuck when a turn stayed open after it ran and waits for nothing
 // (its closing write failed), unless a message came while it ran: that is
 // the next message, which retries it first.
-func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
+func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQueue) (stuck bool) {
 	last := ""
 	lastSent := 0 // c.sent when the turn last started
 	for !c.e.isDraining() && ctx.Err() == nil {
@@ -171,6 +168,10 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 			return false // alone on the store, nothing else is open
 		}
 		q, known := c.nextSent()
+		if !known && first != nil {
+			q, known = *first, true // read with the lease
+		}
+		first = nil
 		if !known {
 			var err error
 			if q, err = c.coord.Pending(ctx, c.id); err != nil {
@@ -218,16 +219,11 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		// process took the lease meanwhile, the store refuses it.
 		fctx := withFence(agentik.WithConversation(ctx, c.id), epoch)
 		if item.resume == nil {
-			run, err := c.recoverTurn(fctx, q, &item, local && !item.recovered)
+			run, err := c.prepareTurn(ctx, fctx, q, user, &item, local && !item.recovered)
 			if err != nil {
-				c.handled()
-				if ctx.Err() == nil && !errors.Is(err, errWaiting) {
-					c.e.log.Warn("recover open turn", "conversation", c.id, "reply_to", user.ID, "err", err)
-				}
 				return false
 			}
 			if !run {
-				c.handled()
 				continue // closed here; the next open turn is read again
 			}
 		}
@@ -243,6 +239,7 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 			continue // withdrawn just now: it never starts
 		}
 		c.running = t
+		c.countLocked() // a later turn of the loop: running again
 		lastSent = c.sent
 		if item.resume == nil {
 			t.early = c.early.take(user.ID)
@@ -257,8 +254,9 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		c.publishLocked(agentik.Event{Type: agentik.EvWorking, ReplyTo: user.ID})
 		c.mu.Unlock()
 
-		c.runTurn(tctx, t, item)
+		outcome := c.runTurn(tctx, t, item)
 		cancel()
+		c.e.testHook("ended", user.ID)
 
 		c.mu.Lock()
 		c.running = nil
@@ -266,11 +264,42 @@ func (c *conv) runPending(ctx context.Context, epoch int64) (stuck bool) {
 		c.lastActive = timeNow()
 		lost := t.reason == reasonLeaseLost
 		c.mu.Unlock()
-		if lost {
+		if lost || (outcome == agentik.EndCompleted && c.releaseReads()) {
+			// Answered, its answer committed: the turn is closed. Sharing
+			// the store, the queue is read with the lease given back (one
+			// round trip, not two per plain turn); should it hold another
+			// turn, the loop takes the lease again.
 			return false
 		}
 	}
 	return false
+}
+
+// prepareTurn readies the open turn of item before it runs: it recovers
+// what an earlier attempt left, then, on a branch, moves the head to where
+// the turn answers. run false: the turn was closed here; an error: the loop
+// stops (logged unless the context ended).
+func (c *conv) prepareTurn(ctx, fctx context.Context, q agentik.TurnQueue, user agentik.Message, item *queued, fresh bool) (run bool, err error) {
+	run, err = c.recoverTurn(fctx, q, item, fresh)
+	if err != nil {
+		c.handled()
+		if ctx.Err() == nil && !errors.Is(err, errWaiting) {
+			c.e.log.Warn("recover open turn", "conversation", c.id, "reply_to", user.ID, "err", err)
+		}
+		return false, err
+	}
+	if !run {
+		c.handled()
+		return false, nil
+	}
+	if err := c.placeTurn(fctx, user, q.Head); err != nil {
+		c.handled()
+		if ctx.Err() == nil {
+			c.e.log.Warn("move the head for a turn", "conversation", c.id, "reply_to", user.ID, "err", err)
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // take removes the entry of user message id from the local queue, and
@@ -563,4 +592,42 @@ func (c *conv) parkedAt(ctx context.Context, user agentik.Message) bool {
 	}
 	p, err := c.openRound(ctx, user, q.Turn)
 	return err == nil && p != nil && len(p.asking) > 0
+}
+
+// acquire takes the conversation's lease and, from a Coordinator that reads
+// the queue in the same round trip, returns the queue read with it.
+func (c *conv) acquire(ctx context.Context) (agentik.Lease, *agentik.TurnQueue, error) {
+	qc, ok := c.coord.(agentik.QueueCoordinator)
+	if !ok || !c.shared {
+		l, err := c.coord.Acquire(ctx, c.id)
+		return l, nil, err
+	}
+	l, q, err := qc.AcquirePending(ctx, c.id)
+	if err != nil || !l.Held {
+		return l, nil, err
+	}
+	return l, &q, nil
+}
+
+// releaseReads reports whether release reads the queue in the same round
+// trip as it gives the lease back.
+func (c *conv) releaseReads() bool {
+	_, ok := c.coord.(agentik.QueueCoordinator)
+	return ok && c.shared
+}
+
+// release gives the lease back and, sharing the store unless stuck, reads
+// the queue after it (in the same round trip when the Coordinator can):
+// read says it did.
+func (c *conv) release(ctx context.Context, stuck bool) (q agentik.TurnQueue, read bool, err error) {
+	if qc, ok := c.coord.(agentik.QueueCoordinator); ok && c.shared && !stuck {
+		q, err = qc.ReleasePending(context.WithoutCancel(ctx), c.id)
+		return q, true, err
+	}
+	c.coord.Release(context.WithoutCancel(ctx), c.id)
+	if !c.shared || stuck {
+		return q, false, nil
+	}
+	q, err = c.coord.Pending(ctx, c.id)
+	return q, true, err
 }

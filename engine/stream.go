@@ -47,6 +47,7 @@ type stream[T any] struct {
 	replayed func(*agentik.Shared[T]) (bool, error)                               // per replayed event: deliver it?
 	joined   func() []*agentik.Shared[T]                                          // delivered between replay and live
 	live     func(*agentik.Shared[T]) bool                                        // deliver this bus event?
+	mend     func(*agentik.Shared[T]) (bool, []*agentik.Shared[T])                // nil: marks of lost events are dropped
 	onFinish func()
 	reported func() // reports the stream's end to the Observer
 
@@ -56,6 +57,7 @@ type stream[T any] struct {
 	pending  []*agentik.Shared[T]
 	lastPage bool
 	join     []*agentik.Shared[T]
+	mended   []*agentik.Shared[T] // what mend put before an event, and it
 
 	done     chan struct{} // closed once ending or finished
 	doneOnce sync.Once
@@ -171,8 +173,40 @@ func (s *stream[T]) Ready() <-chan struct{} { return s.sub.Ready() }
 
 func (s *stream[T]) Done() <-chan struct{} { return s.done }
 
-// Next returns the next event: replayed, joined or live, in that order.
+// Next returns the next event: replayed, joined or live, in that order,
+// with the text a slow reader lost put back (mend).
 func (s *stream[T]) Next() (*agentik.Shared[T], bool) {
+	for {
+		if len(s.mended) > 0 {
+			sh := s.mended[0]
+			s.mended[0] = nil
+			s.mended = s.mended[1:]
+			return sh, false
+		}
+		sh, ended := s.next()
+		if sh == nil {
+			return nil, ended
+		}
+		if s.mend == nil {
+			if sh.Type == agentik.EvDeltasLost {
+				continue
+			}
+			return sh, false
+		}
+		keep, before := s.mend(sh)
+		if !keep {
+			continue
+		}
+		if len(before) > 0 {
+			s.mended = append(before[1:], sh)
+			return before[0], false
+		}
+		return sh, false
+	}
+}
+
+// next returns the next event as the store and the bus have it.
+func (s *stream[T]) next() (*agentik.Shared[T], bool) {
 	for {
 		if s.isFinished() {
 			return nil, true
@@ -365,6 +399,7 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 	}
 	s.joined = func() []*agentik.Shared[agentik.Event] { return shareAll(join, eventFrame) }
 	s.live = func(sh *agentik.Shared[agentik.Event]) bool { return sh.Cursor == 0 || sh.Cursor > bound }
+	s.mend = new(mender).pass
 	s.onFinish = func() {
 		c.mu.Lock()
 		delete(c.streams, s)

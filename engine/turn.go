@@ -21,9 +21,11 @@ var timeNow = time.Now
 // on a fresh context because the turn's own is already cancelled.
 const finalWriteTimeout = 10 * time.Second
 
-// runTurn answers one user message and always closes its turn.
-func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
-	r := &turnRun{c: c, t: t, ctx: ctx, client: q.client, start: time.Now()}
+// runTurn answers one user message and always closes its turn. It returns
+// how the turn ended: its end reason, "approval_pending" (parked) or
+// "lease_lost" (fenced).
+func (c *conv) runTurn(ctx context.Context, t *turn, q queued) (outcome string) {
+	r := &turnRun{c: c, t: t, ctx: ctx, client: q.client, params: t.user.Params, start: time.Now()}
 	obs, agent := c.e.opts.Observer, c.e.opts.Info.ID
 	obs.TurnStarted(agent)
 	var span agentik.Span
@@ -33,7 +35,7 @@ func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
 	}
 	defer func() {
 		t.early.drop() // ended before its model call took it
-		outcome := r.outcome
+		outcome = r.outcome
 		if outcome == "" {
 			outcome = "lease_lost" // fenced: another process runs the turn
 		}
@@ -59,6 +61,7 @@ func (c *conv) runTurn(ctx context.Context, t *turn, q queued) {
 	default:
 		r.closeFailed(err)
 	}
+	return "" // set by the deferred function
 }
 
 // turnRun is the state of one turn, owned by the turn loop goroutine.
@@ -66,7 +69,8 @@ type turnRun struct {
 	c      *conv
 	t      *turn
 	ctx    context.Context
-	client []agentik.ToolSpec // client tools offered in this turn
+	client []agentik.ToolSpec   // client tools offered in this turn
+	params *agentik.ModelParams // the user message's sampling parameters
 	tokens agentik.TurnTokens
 	// The response text and reasoning of the current model call, as they
 	// stream (a builder: an answer of n deltas is copied once, not n times).
@@ -80,6 +84,10 @@ type turnRun struct {
 	// the results of the calls that ran; closeInterrupted puts it in
 	// working memory, so that the model knows what ran.
 	cut *pendingRound
+
+	// system is the system context of the current model call: the system
+	// prompt with what the context sources add ("": the system prompt).
+	system string
 
 	round     int       // the tool round under way, from 0
 	start     time.Time // for the observer
@@ -138,6 +146,9 @@ func (r *turnRun) run(resume *pendingRound) error {
 	}
 	for round := 0; round < c.e.opts.MaxToolRounds; round++ {
 		r.round = round
+		if err := r.loadSystem(); err != nil {
+			return err
+		}
 		set := c.e.opts.Tools.Snapshot(r.ctx)
 		resp, err := r.callModel(set)
 		if err != nil {
@@ -178,6 +189,34 @@ func (e *turnError) Error() string {
 	return e.code + ": " + e.details
 }
 func (e *turnError) Unwrap() error { return e.err }
+
+// loadSystem reads the system context of the next model call from the
+// context sources (Options.Context), with the conversation and its owner
+// in the context they are asked with.
+func (r *turnRun) loadSystem() error {
+	srcs := r.c.e.opts.Context
+	if len(srcs) == 0 {
+		return nil
+	}
+	ctx := agentik.WithPrincipal(agentik.WithConversation(r.ctx, r.c.id), r.c.owner)
+	ctx = agentik.WithSharedState(ctx, agentSharer{&handle{r.c}})
+	var b strings.Builder
+	b.WriteString(r.c.e.SystemPrompt())
+	for _, src := range srcs {
+		text, err := src.SystemContext(ctx)
+		if err != nil {
+			return &turnError{code: agentik.CodeStoreError, details: "the conversation's context could not be read", err: err}
+		}
+		if text != "" {
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(text)
+		}
+	}
+	r.system = b.String()
+	return nil
+}
 
 func (r *turnRun) callModel(set *tools.Set) (agentik.ModelResponse, error) {
 	c := r.c
@@ -615,7 +654,8 @@ func (r *turnRun) callTool(set *tools.Set, tc agentik.ToolCall) (res agentik.Too
 	if tt, ok := tool.(agentik.TimeoutTool); ok && tt.Timeout() > 0 {
 		timeout = tt.Timeout()
 	}
-	ctx, cancel := context.WithTimeout(agentik.WithConversationState(base, convState{r.c}), timeout)
+	base = agentik.WithSharedState(agentik.WithConversationState(base, convState{r.c}), agentSharer{&handle{r.c}})
+	ctx, cancel := context.WithTimeout(agentik.WithPrincipal(base, r.c.owner), timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
@@ -761,7 +801,7 @@ func (r *turnRun) interruptedWrite(ctx context.Context, reason string) (agentik.
 	}
 	if r.text.Len() > 0 {
 		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: now, Type: agentik.MsgAssistant,
-			Content: textContent(r.text.String()), Reasoning: r.reason.String(), Interrupted: true, ReplyTo: r.t.user.ID}
+			Content: textContent(r.text.String()), Reasoning: r.reason.String(), Interrupted: true, InterruptReason: reason, ReplyTo: r.t.user.ID}
 		if r.tokens != (agentik.TurnTokens{}) {
 			tok := r.tokens
 			m.Tokens = &tok
@@ -809,6 +849,7 @@ func (r *turnRun) end(reason string) {
 	// message sent right after it, or a subscriber joining, sees an idle
 	// conversation.
 	r.c.mu.Lock()
+	r.c.uncountLocked() // before the end is seen: the next message is admitted
 	r.c.publishLocked(ev)
 	if r.c.running == r.t {
 		r.c.running = nil

@@ -243,6 +243,9 @@ func (cv *conversation) Messages(ctx context.Context, req agentik.MessagesReques
 	setInt("before", req.Before)
 	setInt("offset", int64(req.Offset))
 	setInt("limit", int64(req.Limit))
+	if req.Branch != "" {
+		q.Set("branch", req.Branch)
+	}
 	err = cv.c.do(ctx, http.MethodGet, p+"/messages", q, nil, &page, http.StatusOK)
 	return page, err
 }
@@ -262,6 +265,44 @@ func (cv *conversation) Rename(ctx context.Context, title string) (agentik.Conve
 }
 
 func (cv *conversation) Close() error { return nil }
+
+var _ agentik.Brancher = (*conversation)(nil)
+
+// Regenerate answers a user message again on a new branch (POST
+// …/regenerate).
+func (cv *conversation) Regenerate(ctx context.Context, req agentik.RegenerateRequest) (agentik.SendResult, error) {
+	var res agentik.SendResult
+	p, err := convPath(cv.id)
+	if err != nil {
+		return res, err
+	}
+	err = cv.c.do(ctx, http.MethodPost, p+"/regenerate", nil, req, &res, http.StatusAccepted)
+	return res, err
+}
+
+// SetHead moves the head (PUT …/head).
+func (cv *conversation) SetHead(ctx context.Context, seq int64) (agentik.ConversationInfo, error) {
+	var info agentik.ConversationInfo
+	p, err := convPath(cv.id)
+	if err != nil {
+		return info, err
+	}
+	err = cv.c.do(ctx, http.MethodPut, p+"/head", nil, struct {
+		Seq int64 `json:"seq"`
+	}{seq}, &info, http.StatusOK)
+	return info, err
+}
+
+// Fork copies a path into a new conversation (POST …/fork).
+func (cv *conversation) Fork(ctx context.Context, req agentik.ForkRequest) (agentik.ConversationInfo, error) {
+	var info agentik.ConversationInfo
+	p, err := convPath(cv.id)
+	if err != nil {
+		return info, err
+	}
+	err = cv.c.do(ctx, http.MethodPost, p+"/fork", nil, req, &info, http.StatusCreated)
+	return info, err
+}
 
 // ErrUnsupported is returned (wrapped) by the conversations of a Client for
 // what the REST API has no endpoint for: interrupting one turn by its user
@@ -300,6 +341,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if idempotent(method, path) {
+		// Go's client sends again, on another connection, a request
+		// that met a kept-alive connection the server had just closed
+		// (EOF or reset, nothing answered) only when it is marked
+		// idempotent; a nil value is not sent.
+		req.Header["Idempotency-Key"] = nil
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return agentik.WrapError(agentik.EUnavailable, "cannot reach the agent", err)
@@ -315,6 +363,19 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		return agentik.WrapError(agentik.EUnavailable, "cannot read the agent's answer", err)
 	}
 	return nil
+}
+
+// idempotent reports whether sending the request twice does what sending
+// it once does: DELETE and PUT (HTTP's rule), and a conversation's rename
+// (PATCH of its title), not a state PATCH.
+func idempotent(method, path string) bool {
+	switch method {
+	case http.MethodDelete, http.MethodPut:
+		return true
+	case http.MethodPatch:
+		return strings.HasPrefix(path, "/conversations/") && !strings.Contains(strings.TrimPrefix(path, "/conversations/"), "/")
+	}
+	return false
 }
 
 func (c *Client) newRequest(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Request, error) {
@@ -340,4 +401,40 @@ func responseError(resp *http.Response) error {
 		return agentik.Errorf(codeOf(resp.StatusCode), "%s", http.StatusText(resp.StatusCode))
 	}
 	return &agentik.Error{Code: body.Error.Code, Message: body.Error.Message}
+}
+
+// SharedState reads the conversation's shared state (GET …/state).
+func (cv *conversation) SharedState(ctx context.Context) (agentik.RawJSON, error) {
+	return cv.state(ctx, http.MethodGet, nil)
+}
+
+// PutSharedState replaces the shared state (PUT …/state).
+func (cv *conversation) PutSharedState(ctx context.Context, state agentik.RawJSON) (agentik.RawJSON, error) {
+	if !json.Valid(state) {
+		return nil, agentik.Errorf(agentik.EInvalid, "the state is not JSON")
+	}
+	return cv.state(ctx, http.MethodPut, state)
+}
+
+// PatchSharedState applies an RFC 6902 patch to the shared state (PATCH
+// …/state).
+func (cv *conversation) PatchSharedState(ctx context.Context, patch agentik.RawJSON) (agentik.RawJSON, error) {
+	if !json.Valid(patch) {
+		return nil, agentik.Errorf(agentik.EInvalid, "the patch is not JSON")
+	}
+	return cv.state(ctx, http.MethodPatch, patch)
+}
+
+func (cv *conversation) state(ctx context.Context, method string, body agentik.RawJSON) (agentik.RawJSON, error) {
+	p, err := convPath(cv.id)
+	if err != nil {
+		return nil, err
+	}
+	var out agentik.RawJSON
+	var in any
+	if body != nil {
+		in = body
+	}
+	err = cv.c.do(ctx, method, p+"/state", nil, in, &out, http.StatusOK)
+	return out, err
 }

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/edge"
+	"github.com/agentik/agentik/internal/jsonpatch"
 )
 
 // The request decoders below are pure functions of the request's bytes so that
@@ -92,7 +94,99 @@ func decodeSend(b []byte) (agentik.SendRequest, error) {
 	if err := agentik.ValidateContent(req.Content); err != nil {
 		return req, err
 	}
+	if err := clientContext(req.Context); err != nil {
+		return req, err
+	}
+	if req.Parent != nil && *req.Parent < 0 {
+		return req, agentik.Errorf(agentik.EInvalid, "parent must be a message's seq, or 0 for the root")
+	}
 	return req, nil
+}
+
+// decodeRegenerate decodes a regenerate body; no body answers the head
+// path's last user message again.
+func decodeRegenerate(b []byte) (agentik.RegenerateRequest, error) {
+	var req agentik.RegenerateRequest
+	if len(bytes.TrimSpace(b)) == 0 {
+		return req, nil
+	}
+	if err := decodeJSON(b, &req); err != nil {
+		return req, err
+	}
+	if !agentik.ValidBusyPolicy(req.IfBusy) {
+		return req, agentik.Errorf(agentik.EInvalid, "if_busy must be one of enqueue, interrupt, reject")
+	}
+	if req.Seq < 0 {
+		return req, agentik.Errorf(agentik.EInvalid, "seq must be a message's seq")
+	}
+	return req, nil
+}
+
+// decodeHead decodes a head body: seq is required.
+func decodeHead(b []byte) (int64, error) {
+	var req struct {
+		Seq *int64 `json:"seq"`
+	}
+	if err := decodeJSON(b, &req); err != nil {
+		return 0, err
+	}
+	if req.Seq == nil || *req.Seq <= 0 {
+		return 0, agentik.Errorf(agentik.EInvalid, "seq is required: the seq of a message of the conversation")
+	}
+	return *req.Seq, nil
+}
+
+// decodeFork decodes a fork body; no body forks at the head.
+func decodeFork(b []byte) (agentik.ForkRequest, error) {
+	var req agentik.ForkRequest
+	if len(bytes.TrimSpace(b)) == 0 {
+		return req, nil
+	}
+	if err := decodeJSON(b, &req); err != nil {
+		return req, err
+	}
+	if req.Seq < 0 {
+		return req, agentik.Errorf(agentik.EInvalid, "seq must be a message's seq")
+	}
+	return req, nil
+}
+
+// facadeChannels are the origin channels the other front doors set on the
+// messages they store, and facadeMetadata the prefixes of the metadata keys
+// they set there (the IRC mask a line is shown from, the A2A and AG-UI
+// message ids they reconcile by). They are the front doors' alone: a
+// native API client that could write them would make its message look
+// like another client's line on IRC, or like a message an AG-UI or A2A
+// client sent.
+var (
+	facadeChannels = []string{"irc", "a2a", "agui", "websocket", "mcp", "schedule"}
+	facadeMetadata = []string{"irc_", "a2a_", "agui_"}
+)
+
+// clientContext refuses a message context that claims what only another
+// front door sets.
+func clientContext(c *agentik.MessageContext) error {
+	if c == nil {
+		return nil
+	}
+	if c.Origin != nil && slices.Contains(facadeChannels, c.Origin.Channel) {
+		return agentik.Errorf(agentik.EInvalid, "context.origin.channel %q is set by that front door only", c.Origin.Channel)
+	}
+	for k := range c.Metadata {
+		for _, p := range facadeMetadata {
+			if strings.HasPrefix(k, p) {
+				return agentik.Errorf(agentik.EInvalid, "context.metadata key %q is set by a front door only (keys starting %q are reserved)", truncate(k, 64), p)
+			}
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // decodeRename decodes a rename body. The title is required; "" clears it.
@@ -142,6 +236,12 @@ func parseMessagesQuery(q url.Values) (agentik.MessagesRequest, error) {
 		return req, agentik.Errorf(agentik.EInvalid, "offset is too large")
 	}
 	req.Offset = int(offset)
+	switch b := q.Get("branch"); b {
+	case "", agentik.BranchHead, agentik.BranchAll:
+		req.Branch = b
+	default:
+		return req, agentik.Errorf(agentik.EInvalid, "branch must be %q or %q", agentik.BranchHead, agentik.BranchAll)
+	}
 	req.Limit, err = parseLimit(q)
 	return req, err
 }
@@ -195,4 +295,29 @@ func parseCursor(lastEventID string, q url.Values) (int64, error) {
 // errBadID is the answer to a path id that cannot be one of ours.
 func errBadID(id string) error {
 	return agentik.WrapError(agentik.ENotFound, "conversation not found", fmt.Errorf("malformed id %q", id))
+}
+
+// decodeState decodes a shared-state body (PUT …/state): a JSON object.
+func decodeState(b []byte) (agentik.RawJSON, error) {
+	var m map[string]json.RawMessage
+	if err := decodeJSON(b, &m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, agentik.Errorf(agentik.EInvalid, "the state must be a JSON object")
+	}
+	return agentik.RawJSON(bytes.TrimSpace(b)), nil
+}
+
+// decodeStatePatch decodes a JSON Patch body (PATCH …/state, RFC 6902):
+// an array of operations. Whether it applies is the state's to say.
+func decodeStatePatch(b []byte) (agentik.RawJSON, error) {
+	var ops []json.RawMessage
+	if err := decodeJSON(b, &ops); err != nil {
+		return nil, err
+	}
+	if _, err := jsonpatch.Decode(b); err != nil {
+		return nil, agentik.Errorf(agentik.EInvalid, "%v", err)
+	}
+	return agentik.RawJSON(bytes.TrimSpace(b)), nil
 }

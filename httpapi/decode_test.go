@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/url"
+	"reflect"
 	"testing"
 
 	"github.com/agentik/agentik"
@@ -40,7 +41,7 @@ func TestDecodeSend(t *testing.T) {
 }
 
 func TestDecodeCreateAndRename(t *testing.T) {
-	if req, err := decodeCreate(nil); err != nil || req != (agentik.CreateRequest{}) {
+	if req, err := decodeCreate(nil); err != nil || !reflect.DeepEqual(req, agentik.CreateRequest{}) {
 		t.Errorf("empty create body: %+v, %v", req, err)
 	}
 	if req, err := decodeCreate([]byte(`{"temporal":true,"title":"x"}`)); err != nil || !req.Temporal || req.Title != "x" {
@@ -176,6 +177,72 @@ func FuzzParseQuery(f *testing.F) {
 			t.Fatalf("cursor %d", c)
 		} else if err != nil && agentik.ErrorCode(err) != agentik.EInvalid {
 			t.Fatalf("cursor: %v", err)
+		}
+	})
+}
+
+// FuzzDecodeBranching: the bodies of regenerate, head and fork (SPEC §18)
+// are refused as malformed or invalid, never accepted with a negative seq
+// (or, for head, without a positive one).
+func FuzzDecodeBranching(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"seq":3}`, `{"seq":-1}`, `{"seq":0}`, `{"seq":"3"}`, `{"seq":1.5}`,
+		`{"seq":3,"if_busy":"reject"}`, `{"if_busy":"later"}`, `[]`, `null`, `{"seq":1}{}`, `{"seq":9223372036854775808}`} {
+		f.Add([]byte(s))
+	}
+	check := func(t *testing.T, b []byte, err error) {
+		if err != nil {
+			if c := agentik.ErrorCode(err); c != agentik.EMalformed && c != agentik.EInvalid {
+				t.Fatalf("code %q for %q", c, b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		req, err := decodeRegenerate(b)
+		check(t, b, err)
+		if err == nil && (req.Seq < 0 || !agentik.ValidBusyPolicy(req.IfBusy)) {
+			t.Fatalf("regenerate accepted %+v", req)
+		}
+		seq, err := decodeHead(b)
+		check(t, b, err)
+		if err == nil && seq <= 0 {
+			t.Fatalf("head accepted seq %d", seq)
+		}
+		fork, err := decodeFork(b)
+		check(t, b, err)
+		if err == nil && fork.Seq < 0 {
+			t.Fatalf("fork accepted %+v", fork)
+		}
+		send, err := decodeSend(b)
+		if err == nil && send.Parent != nil && *send.Parent < 0 {
+			t.Fatalf("send accepted parent %d", *send.Parent)
+		}
+	})
+}
+
+// FuzzParseSearchQuery: GET {p}/memory/search's parameters are accepted
+// with a query the search can parse and a limit in bounds, or refused as
+// invalid.
+func FuzzParseSearchQuery(f *testing.F) {
+	for _, s := range []string{"q=a", "q=a&limit=5", "q=&limit=1", "limit=51&q=x", "q=%22a%22+OR+*", "q=a&limit=-1", "q=a%00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		req, err := parseSearchQuery(v)
+		if err != nil {
+			if agentik.ErrorCode(err) != agentik.EInvalid {
+				t.Fatalf("%q: %v", raw, err)
+			}
+			return
+		}
+		if _, err := agentik.ParseSearchQuery(req.Query); err != nil {
+			t.Fatalf("%q: accepted a query the search refuses: %v", raw, err)
+		}
+		if req.Limit < 0 || req.Limit > agentik.MaxSearchLimit {
+			t.Fatalf("%q: limit %d", raw, req.Limit)
 		}
 	})
 }

@@ -22,11 +22,14 @@ type realEnv struct {
 	store *sqlite.Store
 }
 
-func newRealEnv(t *testing.T, opts Options) *realEnv {
+func newRealEnv(t *testing.T, opts Options, eopts ...func(*engine.Options)) *realEnv {
 	t.Helper()
 	st := stacktest.New(t, stacktest.Engine(func(o *engine.Options) {
 		o.Tools = nil // an agent without tools
 		o.Info = agentik.AgentInfo{ID: "test", Name: "Test agent"}
+		for _, f := range eopts {
+			f(o)
+		}
 	}))
 	if opts.Ready == nil {
 		opts.Ready = st.Store.Ping

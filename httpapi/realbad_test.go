@@ -47,6 +47,12 @@ func TestRealBadRequests(t *testing.T) {
 		{"bad base64", "POST", msgs, js, `{"content":[{"type":"image","mime":"image/png","data":"not base64!"}]}`, 422, agentik.EInvalid},
 		{"image with unknown mime", "POST", msgs, js, `{"content":[{"type":"image","mime":"image/tiff","data":"aGk="}]}`, 422, agentik.EInvalid},
 		{"image the model cannot take", "POST", msgs, js, `{"content":[{"type":"image","mime":"image/png","data":"aGk="}]}`, 422, agentik.EInvalid},
+		// What another front door sets on its messages is not a client's to
+		// write: an IRC line's mask, another door's channel, its message ids.
+		{"forged irc origin and mask", "POST", msgs, js, `{"content":[{"type":"text","text":"hi"}],"context":{"origin":{"channel":"irc","user":"bob"},"metadata":{"irc_source":"bob!bob@agentik/user"}}}`, 422, agentik.EInvalid},
+		{"forged irc mask", "POST", msgs, js, `{"content":[{"type":"text","text":"hi"}],"context":{"metadata":{"irc_source":"bob!bob@h"}}}`, 422, agentik.EInvalid},
+		{"forged a2a origin", "POST", msgs, js, `{"content":[{"type":"text","text":"hi"}],"context":{"origin":{"channel":"a2a"}}}`, 422, agentik.EInvalid},
+		{"forged agui message id", "POST", msgs, js, `{"content":[{"type":"text","text":"hi"}],"context":{"metadata":{"agui_message_id":"m1"}}}`, 422, agentik.EInvalid},
 		{"bad if_busy", "POST", msgs, js, `{"content":[{"type":"text","text":"hi"}],"if_busy":"sometimes"}`, 422, agentik.EInvalid},
 		{"oversized body", "POST", msgs, js, `{"content":[{"type":"text","text":"` + strings.Repeat("a", 5000) + `"}]}`, 413, agentik.ETooLarge},
 		{"wrong content type", "POST", msgs, "text/plain", ok, 415, agentik.EUnsupportedMed},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -387,7 +388,12 @@ func TestRealSlowClient(t *testing.T) {
 		chunks[i] = strings.Repeat("x", 8<<10)
 	}
 	e.llm.Enqueue(llmtest.Stream().Role().Content(chunks...).Finish("stop").Done())
-	e.turn(conv, "flood me")
+	// Sent, not followed: a second subscriber reading 2 MiB of deltas on a
+	// busy machine may itself be cut off as slow, which is not what this
+	// test is about. The handler returning is.
+	if _, err := conv.Send(testCtx(t), text("flood me")); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-returned:
 	case <-testCtx(t).Done():
@@ -428,5 +434,40 @@ func TestRealAgentEventsResume(t *testing.T) {
 	}
 	if got := resumed.next(); got.event != agentik.AgentEvDeleted || got.ev.ConversationID != b.ID() {
 		t.Fatalf("live agent event %+v", got)
+	}
+}
+
+// An event stream whose subscriber lost deltas (the bus had no room for
+// them) still carries the answer's text whole in its append_text events:
+// the rest, from the stored message, comes just before assistant_message,
+// with no gap and no repeat; the bus's marker never reaches the wire.
+func TestRealSSELostDeltasArriveWhole(t *testing.T) {
+	e := newRealEnv(t, Options{}, stacktest.LoseDeltas)
+	conv := e.create()
+	reply, want := stacktest.LossyAnswer(40)
+	e.llm.Enqueue(reply)
+	s := e.openSSE("/agentik/conversations/" + conv.ID() + "/events")
+	if _, err := conv.Send(testCtx(t), text("hi")); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	for {
+		ev := s.next()
+		switch ev.event {
+		case agentik.EvAppendText:
+			got.WriteString(ev.ev.Text)
+		case agentik.EvDeltasLost:
+			t.Fatalf("the marker reached the wire: %+v", ev)
+		case agentik.EvAssistantMessage:
+			if got.String() != want {
+				t.Fatalf("streamed text before the message %q\nwant %q", got.String(), want)
+			}
+		}
+		if ev.event == agentik.EvEnd {
+			break
+		}
+	}
+	if got.String() != want {
+		t.Fatalf("streamed text %q", got.String())
 	}
 }

@@ -7,6 +7,13 @@ import (
 	"github.com/agentik/agentik/edge"
 )
 
+// route is one endpoint: its method, path, handler and access.
+type route struct {
+	method, path string
+	h            http.HandlerFunc
+	access       edge.Access
+}
+
 // routes registers the agent's endpoints (SPEC §4) under prefix p. This is
 // the whole surface of the facade: one line per endpoint.
 func (s *server) routes(mux *http.ServeMux, p string) {
@@ -15,11 +22,7 @@ func (s *server) routes(mux *http.ServeMux, p string) {
 		info = "/{$}"
 	}
 	const private, stream = edge.Private, edge.Stream // stream: EventSource may pass ?access_token=
-	table := []struct {
-		method, path string
-		h            http.HandlerFunc
-		access       edge.Access
-	}{
+	table := []route{
 		{"GET", info, s.agentInfo, private},
 		{"GET", p + "/events", s.agentEvents, stream},
 		{"POST", p + "/conversations", s.createConversation, private},
@@ -30,10 +33,49 @@ func (s *server) routes(mux *http.ServeMux, p string) {
 		{"POST", p + "/conversations/{id}/messages", s.send, private},
 		{"GET", p + "/conversations/{id}/messages", s.messages, private},
 		{"POST", p + "/conversations/{id}/interrupt", s.interrupt, private},
+		{"POST", p + "/conversations/{id}/regenerate", s.regenerate, private},
+		{"PUT", p + "/conversations/{id}/head", s.setHead, private},
+		{"POST", p + "/conversations/{id}/fork", s.fork, private},
+		{"GET", p + "/conversations/{id}/state", s.getState, private},
+		{"PUT", p + "/conversations/{id}/state", s.putState, private},
+		{"PATCH", p + "/conversations/{id}/state", s.patchState, private},
 		{"GET", p + "/conversations/{id}/events", s.conversationEvents, stream},
 		{"GET", p + "/conversations/{id}/approvals", s.approvals, private},
 		{"POST", p + "/conversations/{id}/approvals/{call_id}", s.resolveApproval, private},
 		{"GET", p + "/conversations/{id}/messages/{seq}/images/{n}", s.image, private},
+	}
+	if s.opts.Schedules != nil {
+		table = append(table, []route{
+			{"POST", p + "/schedules", s.createSchedule, private},
+			{"GET", p + "/schedules", s.listSchedules, private},
+			{"GET", p + "/schedules/{id}", s.getSchedule, private},
+			{"PATCH", p + "/schedules/{id}", s.updateSchedule, private},
+			{"DELETE", p + "/schedules/{id}", s.deleteSchedule, private},
+			{"POST", p + "/schedules/{id}/run", s.runSchedule, private},
+			{"GET", p + "/schedules/{id}/runs", s.scheduleRuns, private},
+		}...)
+	}
+	if s.opts.Webhooks != nil {
+		table = append(table, []route{
+			{"POST", p + "/webhooks", s.createWebhook, private},
+			{"GET", p + "/webhooks", s.listWebhooks, private},
+			{"GET", p + "/webhooks/{id}", s.getWebhook, private},
+			{"DELETE", p + "/webhooks/{id}", s.deleteWebhook, private},
+			{"GET", p + "/webhooks/{id}/deliveries", s.webhookDeliveries, private},
+		}...)
+	}
+	if s.opts.Memory != nil {
+		table = append(table, []route{
+			{"GET", p + "/memory", s.listMemory, private},
+			{"DELETE", p + "/memory", s.forgetMemory, private},
+			{"GET", p + "/memory/blocks/{label}", s.getMemoryBlock, private},
+			{"PUT", p + "/memory/blocks/{label}", s.putMemoryBlock, private},
+			{"DELETE", p + "/memory/blocks/{label}", s.deleteMemoryBlock, private},
+			{"GET", p + "/memory/blocks/{label}/history", s.memoryBlockHistory, private},
+		}...)
+	}
+	if s.opts.Recall != nil {
+		table = append(table, route{"GET", p + "/memory/search", s.memorySearch, private})
 	}
 	allowed := map[string][]string{}
 	var paths []string

@@ -47,6 +47,16 @@ type Options struct {
 	Guard func(h http.Handler, access edge.Access) http.Handler
 	// Logger receives refused and failed requests; nil means slog.Default().
 	Logger *slog.Logger
+	// Schedules and Webhooks serve {p}/schedules and {p}/webhooks (SPEC
+	// §20); nil: those paths are 404.
+	Schedules agentik.Schedules
+	Webhooks  agentik.Webhooks
+	// Memory serves {p}/memory (SPEC §19, memory.go); nil: those paths
+	// are 404.
+	Memory agentik.Memory
+	// Recall serves GET {p}/memory/search (SPEC §19) for the caller's own
+	// messages; nil: that path is 404.
+	Recall agentik.Recall
 }
 
 // server holds one mounted agent and its options, defaults applied.
@@ -223,6 +233,78 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, res)
+}
+
+// regenerate answers a user message again on a new branch (SPEC §18).
+func (s *server) regenerate(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	req, ok := decodeBody(s, w, r, decodeRegenerate)
+	if !ok {
+		return
+	}
+	conv, err := s.agent.Conversation(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer conv.Close()
+	res, err := conv.Regenerate(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, res)
+}
+
+// setHead moves the head to another message (SPEC §18).
+func (s *server) setHead(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	seq, ok := decodeBody(s, w, r, decodeHead)
+	if !ok {
+		return
+	}
+	conv, err := s.agent.Conversation(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer conv.Close()
+	info, err := conv.SetHead(r.Context(), seq)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// fork copies a path into a new conversation (SPEC §18).
+func (s *server) fork(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	req, ok := decodeBody(s, w, r, decodeFork)
+	if !ok {
+		return
+	}
+	conv, err := s.agent.Conversation(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer conv.Close()
+	info, err := conv.Fork(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, info)
 }
 
 type interruptResult struct {

@@ -105,15 +105,8 @@ type conn struct {
 
 func newConn(s *Server, nc net.Conn, id uint64) *conn {
 	ctx, cancel := context.WithCancel(agentik.WithFacade(context.Background(), "irc"))
-	host := "unknown"
-	if h, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
-		host = h
-		if strings.Contains(h, ":") { // an IPv6 address cannot start a prefix part with ':'
-			host = "[" + h + "]"
-		}
-	}
 	c := &conn{srv: s, nc: nc, id: id, out: newSendq(s.opts.SendQBytes), ctx: ctx, cancel: cancel,
-		host: host, wdone: make(chan struct{}), channels: map[string]*joined{}, direct: map[string]*joined{},
+		host: cloakedHost, wdone: make(chan struct{}), channels: map[string]*joined{}, direct: map[string]*joined{},
 		topics: map[string]string{}}
 	c.sasl.Initialize(8192)
 	if s.opts.FloodRate > 0 {
@@ -175,6 +168,12 @@ func (c *conn) source() string {
 	defer c.mu.Unlock()
 	return c.sourceLocked()
 }
+
+// cloakedHost is the host of every client's mask: a mask is shown to the
+// other clients (WHO, WHOIS, channel lines) and stored with each message
+// (irc_source), where every reader of the journal sees it, so it carries
+// no client's address. The address is in the server's own log only.
+const cloakedHost = "agentik/user"
 
 func (c *conn) sourceLocked() string {
 	user := c.user
@@ -521,6 +520,9 @@ func (c *conn) writer() {
 	defer close(c.wdone)
 	defer c.nc.Close()
 	defer c.cancel()
+	// The nick is free before the client sees the link close: a client
+	// that logs in again at once is not told it is in use.
+	defer c.freeNick()
 	for {
 		lines, final := c.out.take(c.ctx.Done())
 		if len(lines) > 0 {
@@ -534,6 +536,16 @@ func (c *conn) writer() {
 		if final {
 			return
 		}
+	}
+}
+
+// freeNick gives up the nick the connection holds, if it still does.
+func (c *conn) freeNick() {
+	c.mu.Lock()
+	nick := c.nick
+	c.mu.Unlock()
+	if nick != "" {
+		c.srv.releaseNick(c, nick)
 	}
 }
 

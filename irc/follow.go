@@ -9,6 +9,7 @@ import (
 	"github.com/ergochat/irc-go/ircmsg"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
 // typingEvery is how often +typing=active is repeated while a turn runs:
@@ -23,13 +24,14 @@ const typingEvery = 3 * time.Second
 // The lines of stored events (messages, tool lines, notices) wait for room
 // in the client's send queue (conn.followLine): a client that reads gets a
 // message of any size. While the follower waits, the bus holds the
-// conversation's events for it, and may drop deltas it has no room for: a
-// response's text would then have a gap. So live lines never wait, and a
-// response whose lines cannot all be sent live, or that may have lost
-// deltas because the follower waited since the previous one began (or
-// during it), is "lagging": its deltas are ignored from then on, and its
-// lines are sent, waiting, from its stored message. A follower cut off by
-// the bus resumes from its last durable event.
+// conversation's events for it, and may drop deltas it has no room for;
+// the bus then says so, and the stream hands the follower the text it lost
+// from the stored message, just before that message (engine streams mend
+// it), so a response's text never has a gap. Live lines never wait: a
+// response whose lines cannot all be sent live is "lagging": its deltas
+// are ignored from then on, and its lines are sent, waiting, from its
+// stored message. A follower cut off by the bus resumes from its last
+// durable event.
 type follower struct {
 	c        *conn
 	j        *joined
@@ -42,7 +44,6 @@ type follower struct {
 	resumed  string           // text sent before a resubscription
 	lagging  bool             // the current response is sent from its message
 	backlog  []ircmsg.Message // its complete lines not sent yet
-	waited   bool             // a line waited for room since the response began
 	final    bool             // sending from the message: live lines wait
 	replyTo  string
 	cut      cutAnswer // the last answer stored as interrupted
@@ -99,8 +100,22 @@ func (c *conn) follow(j *joined, stream agentik.Stream[agentik.Event], after int
 	}
 }
 
+// run pulls the stream's events on the connection's follower goroutine
+// (edge.Pull): a follower costs the engine no goroutine or channel.
 func (f *follower) run(stream agentik.Stream[agentik.Event]) error {
+	events := edge.Pull(stream, edge.EventFrame)
+	ready, done := events.Ready(), events.Done()
 	for {
+		ev, ok, ended, err := edge.Take(events)
+		switch {
+		case ended && err != nil:
+			return err
+		case ended:
+			return events.Err()
+		case ok:
+			f.handle(ev)
+			continue
+		}
 		var tick <-chan time.Time
 		if f.typing != nil {
 			tick = f.typing.C
@@ -108,11 +123,8 @@ func (f *follower) run(stream agentik.Stream[agentik.Event]) error {
 		select {
 		case <-f.j.ctx.Done():
 			return nil
-		case ev, ok := <-stream.C():
-			if !ok {
-				return stream.Err()
-			}
-			f.handle(ev)
+		case <-ready:
+		case <-done:
 		case <-tick:
 			f.sendTyping("active")
 		}
@@ -136,9 +148,6 @@ func (f *follower) handle(ev agentik.Event) {
 		}
 		f.phase = ev.Type
 		f.newResponse()
-		// Deltas of this response may have been dropped while a line
-		// waited: it is sent from its message.
-		f.lagging, f.waited = f.waited, false
 	case agentik.EvAppendText:
 		if f.phase != agentik.EvStartResponse {
 			return // reasoning is not shown
@@ -349,15 +358,10 @@ func (f *follower) sendAll(msgs []ircmsg.Message) {
 }
 
 // put queues one line of a stored event for the client, waiting for room
-// (conn.followLine). A response under way when it had to wait may have
-// lost deltas meanwhile: it lags from then on, and so does the next one.
+// (conn.followLine). Deltas the bus dropped meanwhile come back whole from
+// the stream, before the response's message.
 func (f *follower) put(m ircmsg.Message) {
-	if _, waited := f.c.followLine(f.j.ctx, m, true); waited {
-		f.waited = true
-		if f.phase == agentik.EvStartResponse && !f.final {
-			f.lagging = true
-		}
-	}
+	f.c.followLine(f.j.ctx, m, true)
 }
 
 func (f *follower) startTyping() {

@@ -57,7 +57,18 @@ func newEngine(t testing.TB, id string, set ...func(*engine.Options)) (*engine.E
 // with extra agents after the stack's own (the default agent).
 func newStackOn(t testing.TB, opts Options, tokens map[string]string, wrap func(net.Listener) net.Listener, extra ...Agent) *stack {
 	t.Helper()
-	eng, llm := newEngine(t, "agentik")
+	return newStackWith(t, opts, tokens, wrap, nil, extra...)
+}
+
+// newStackWith is newStackOn with the default agent's engine options
+// adjusted by eopt (nil: as they are).
+func newStackWith(t testing.TB, opts Options, tokens map[string]string, wrap func(net.Listener) net.Listener, eopt func(*engine.Options), extra ...Agent) *stack {
+	t.Helper()
+	var set []func(*engine.Options)
+	if eopt != nil {
+		set = append(set, eopt)
+	}
+	eng, llm := newEngine(t, "agentik", set...)
 	return newStackFor(t, eng, llm, opts, tokens, wrap, extra...)
 }
 

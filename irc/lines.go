@@ -198,10 +198,13 @@ func (v view) message(m *agentik.Message, history bool) []ircmsg.Message {
 		}
 		out := textLines(src, target, prefix, text, m.ID, at, bot)
 		if history && m.Type == agentik.MsgAssistant && m.Interrupted {
-			// The journal keeps that the answer was cut, not why: the
-			// reason is only on the live line.
-			out = append(out, v.ctcp(prefix, "INTERRUPTED", "", eventID(m.ID, "interrupted"), at, map[string]string{
-				"event": agentik.EvInterrupted, "reply-to": m.ReplyTo}))
+			// The journal keeps that the answer was cut and why: the line
+			// says what the live one said.
+			tags := map[string]string{"event": agentik.EvInterrupted, "reply-to": m.ReplyTo}
+			if m.InterruptReason != "" {
+				tags["reason"] = m.InterruptReason
+			}
+			out = append(out, v.ctcp(prefix, "INTERRUPTED", m.InterruptReason, eventID(m.ID, "interrupted"), at, tags))
 		}
 		return out
 	case agentik.MsgToolCall:

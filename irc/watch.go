@@ -7,6 +7,7 @@ import (
 	"github.com/ergochat/irc-go/ircmsg"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 )
 
 // watchAgents follows the agent-level events of the client's principal,
@@ -54,7 +55,25 @@ func (c *conn) watchAgents() {
 func (c *conn) watch(a *agentUser, st agentik.Stream[agentik.AgentEvent]) {
 	after := agentik.LiveOnly
 	for {
-		for ev := range st.C() {
+		// Pulled on this goroutine (edge.Pull): no goroutine of the
+		// engine's runs for it.
+		events := edge.Pull(st, edge.AgentEventFrame)
+		var err error
+		for {
+			ev, ok, ended, terr := edge.Take(events)
+			if ended {
+				if err = terr; err == nil {
+					err = events.Err()
+				}
+				break
+			}
+			if !ok {
+				select {
+				case <-events.Ready():
+				case <-events.Done():
+				}
+				continue
+			}
 			if ev.Cursor > after {
 				after = ev.Cursor
 			}
@@ -62,7 +81,6 @@ func (c *conn) watch(a *agentUser, st agentik.Stream[agentik.AgentEvent]) {
 				c.renamed(a, ev.ConversationID, ev.Title, ev.Date.Time)
 			}
 		}
-		err := st.Err()
 		st.Close()
 		if c.ctx.Err() != nil || !errors.Is(err, agentik.ErrSlowSubscriber) {
 			return

@@ -40,6 +40,8 @@ type Server struct {
 	handle   func(Request) Reply
 	requests []Request
 	seq      int
+
+	emb embeddings // POST /v1/embeddings (embeddings.go)
 }
 
 // NewServer starts a server on a random 127.0.0.1 port. It panics if it
@@ -54,6 +56,7 @@ func NewServer() *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
 	mux.HandleFunc("GET /v1/models", s.serveModels)
+	mux.HandleFunc("POST /v1/embeddings", s.serveEmbeddings)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln) //nolint:errcheck // returns ErrServerClosed on Close
 	return s
@@ -114,6 +117,9 @@ type Request struct {
 	StreamOptions       *StreamOptions `json:"stream_options,omitempty"`
 	MaxTokens           *int           `json:"max_tokens,omitempty"`
 	MaxCompletionTokens *int           `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	TopP                *float64       `json:"top_p,omitempty"`
+	Seed                *int64         `json:"seed,omitempty"`
 
 	Raw    []byte      `json:"-"` // the body as received
 	Header http.Header `json:"-"`

@@ -63,7 +63,7 @@ func Bridge(ctx context.Context, in io.ReadCloser, out io.WriteCloser, opts Brid
 	}
 	b := &bridge{log: log, progress: map[string]*relay{}}
 	client := sdk.NewClient(&sdk.Implementation{Name: "agentik-mcp-bridge", Version: opts.Version},
-		&sdk.ClientOptions{ProgressNotificationHandler: b.relayProgress, Logger: quieter(log)})
+		&sdk.ClientOptions{ProgressNotificationHandler: b.relayProgress, ElicitationHandler: b.relayElicitation, Logger: quieter(log)})
 	remote, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolCurrent})
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", opts.URL, err)
@@ -166,6 +166,9 @@ func (b *bridge) forward(name string) sdk.ToolHandler {
 			args = continueConversation(args, conv)
 		}
 		params := &sdk.CallToolParams{Name: name, Arguments: args}
+		// The server's questions (approvals, as input_required results the
+		// client answers by the handler) go to the local client that called.
+		ctx = context.WithValue(ctx, localSessionKey{}, req.Session)
 		var rel *relay
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			rel = &relay{ctx: ctx, session: req.Session, token: tok, changed: make(chan struct{}, 1)}
@@ -201,6 +204,33 @@ func (b *bridge) forward(name string) sdk.ToolHandler {
 		}
 		return res, nil
 	}
+}
+
+// localSessionKey carries, in the context of a remote call, the local
+// session the call came from.
+type localSessionKey struct{}
+
+// relayElicitation asks the local client what the server asks (an
+// approval) when it takes elicitations; otherwise, or when it cannot be
+// asked, the answer is cancel: no answer, and the server says where else
+// to give it.
+func (b *bridge) relayElicitation(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	local, _ := ctx.Value(localSessionKey{}).(*sdk.ServerSession)
+	if local == nil {
+		return &sdk.ElicitResult{Action: "cancel"}, nil
+	}
+	init := local.InitializeParams()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Elicitation == nil || init.ProtocolVersion >= ProtocolCurrent {
+		return &sdk.ElicitResult{Action: "cancel"}, nil
+	}
+	res, err := local.Elicit(ctx, req.Params)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.Warn("MCP bridge: elicitation of the local client failed", "err", err)
+		}
+		return &sdk.ElicitResult{Action: "cancel"}, nil
+	}
+	return res, nil
 }
 
 func (b *bridge) relayProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {

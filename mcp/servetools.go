@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -116,19 +117,25 @@ func (f *front) addTools() {
 			"pass the conversation_id of an answer to continue it. Without conversation_id the conversation this MCP session used last " +
 			"is continued (a session-less client starts a new one every time); new_conversation starts afresh. " +
 			"The answer is streamed as progress notifications while it is written.",
-		Annotations: &sdk.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes},
+		Annotations:  &sdk.ToolAnnotations{DestructiveHint: &no, OpenWorldHint: &yes},
+		InputSchema:  portableSchema[AskInput](),
+		OutputSchema: portableSchema[AskOutput](),
 	}, f.ask)
 	sdk.AddTool(f.server, &sdk.Tool{
-		Name:        ToolListConversations,
-		Title:       "List conversations",
-		Description: "List your conversations with " + name + ", newest activity first, a page at a time.",
-		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+		Name:         ToolListConversations,
+		Title:        "List conversations",
+		Description:  "List your conversations with " + name + ", newest activity first, a page at a time.",
+		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+		InputSchema:  portableSchema[ListInput](),
+		OutputSchema: portableSchema[ListOutput](),
 	}, f.listConversations)
 	sdk.AddTool(f.server, &sdk.Tool{
-		Name:        ToolReadConversation,
-		Title:       "Read a conversation",
-		Description: "Read the transcript of one of your conversations with " + name + ", a page at a time (ascending seq; by default from the start).",
-		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+		Name:         ToolReadConversation,
+		Title:        "Read a conversation",
+		Description:  "Read the transcript of one of your conversations with " + name + ", a page at a time (ascending seq; by default from the start).",
+		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no},
+		InputSchema:  portableSchema[ReadInput](),
+		OutputSchema: portableSchema[ReadOutput](),
 	}, f.readConversation)
 }
 
@@ -219,6 +226,9 @@ func (f *front) ask(ctx context.Context, req *sdk.CallToolRequest, in AskInput) 
 	}
 	defer f.h.inflight.Done()
 	ctx = f.ctx(ctx)
+	if req.Params.RequestState != "" {
+		return f.resume(ctx, req)
+	}
 	if strings.TrimSpace(in.Message) == "" {
 		return toolError("message is empty"), AskOutput{}, nil
 	}
@@ -237,7 +247,6 @@ func (f *front) ask(ctx context.Context, req *sdk.CallToolRequest, in AskInput) 
 	if err != nil {
 		return f.coreError(ctx, "subscribe", err), AskOutput{}, nil
 	}
-	defer func() { stream.Close() }()
 	origin := &agentik.Origin{Channel: Channel, User: f.principal}
 	if ci := req.ClientInfo(); ci != nil {
 		origin.DisplayName = truncate(ci.Name, 100)
@@ -250,15 +259,24 @@ func (f *front) ask(ctx context.Context, req *sdk.CallToolRequest, in AskInput) 
 		IfBusy:  f.h.opts.IfBusy,
 	})
 	if err != nil {
+		stream.Close()
 		return f.coreError(ctx, "send", err), AskOutput{}, nil
 	}
 	f.remember(session, conv.ID())
 
+	return f.finish(ctx, req, conv, stream, &turn{userID: res.MessageID, userSeq: res.Seq})
+}
+
+// finish follows t, the turn of an ask, to its end and answers it; a turn
+// that parks for approval asks the client (elicitation, or an
+// input_required result) or says where to answer.
+func (f *front) finish(ctx context.Context, req *sdk.CallToolRequest, conv agentik.Conversation, stream agentik.Stream[agentik.Event], t *turn) (*sdk.CallToolResult, AskOutput, error) {
+	defer func() { stream.Close() }()
 	var prog *progress
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		prog = startProgress(ctx, req.Session, token)
 	}
-	t := &turn{userID: res.MessageID, userSeq: res.Seq}
+	var err error
 	for {
 		stream, err = f.follow(ctx, conv, stream, t, prog)
 		if err != nil || ctx.Err() != nil || !t.awaiting {
@@ -326,6 +344,9 @@ type turn struct {
 	// awaiting is set when the turn parks for them.
 	pending  map[string]agentik.PendingApproval
 	awaiting bool
+	// resolved are the calls this ask answered: a stream that joined the
+	// parked turn before the answer repeats their requests.
+	resolved map[string]bool
 	ended    bool
 	reason   string // end reason
 	errCode  string // of the turn's error entry
@@ -364,7 +385,7 @@ func (t *turn) event(ev agentik.Event) string {
 			t.errCode, t.errText = ev.Message.Code, ev.Message.Details
 		}
 	case agentik.EvApprovalRequested:
-		if ev.ReplyTo == t.userID {
+		if ev.ReplyTo == t.userID && !t.resolved[ev.CallID] {
 			if t.pending == nil {
 				t.pending = map[string]agentik.PendingApproval{}
 			}
@@ -455,42 +476,52 @@ func (t *turn) result(convID string) (*sdk.CallToolResult, AskOutput, error) {
 // ended on, for the caller to close.
 func (f *front) follow(ctx context.Context, conv agentik.Conversation, stream agentik.Stream[agentik.Event], t *turn, prog *progress) (agentik.Stream[agentik.Event], error) {
 	var last int64
+	// Pulled on the call's goroutine (edge.Pull): a call costs the engine
+	// no goroutine or channel of its own.
+	events := edge.Pull(stream, edge.EventFrame)
 	for !t.ended && !t.awaiting {
-		select {
-		case <-ctx.Done():
-			return stream, nil
-		case ev, ok := <-stream.C():
-			if !ok {
-				err := stream.Err()
-				if ctx.Err() != nil {
-					return stream, nil
-				}
-				if err != nil && !errors.Is(err, agentik.ErrSlowSubscriber) {
-					return stream, err
-				}
-				if err == nil {
-					return stream, agentik.Errorf(agentik.EUnavailable, "the conversation's event stream ended")
-				}
-				next, err := conv.Events(ctx, last) // 0: replay all, nothing of the turn lost
-				if err != nil {
-					return stream, err
-				}
-				stream.Close()
-				stream = next
-				if err := f.settle(ctx, conv, t); err != nil {
-					return stream, err
-				}
-				continue
+		ev, ok, ended, err := edge.Take(events)
+		if ended {
+			if err == nil {
+				err = events.Err()
 			}
-			if ev.Cursor > last {
-				last = ev.Cursor
+			if ctx.Err() != nil {
+				return events, nil
 			}
-			if text := t.event(ev); text != "" && prog != nil {
-				prog.add(text)
+			if err != nil && !errors.Is(err, agentik.ErrSlowSubscriber) {
+				return events, err
 			}
+			if err == nil {
+				return events, agentik.Errorf(agentik.EUnavailable, "the conversation's event stream ended")
+			}
+			next, err := conv.Events(ctx, last) // 0: replay all, nothing of the turn lost
+			if err != nil {
+				return events, err
+			}
+			events.Close()
+			events = edge.Pull(next, edge.EventFrame)
+			if err := f.settle(ctx, conv, t); err != nil {
+				return events, err
+			}
+			continue
+		}
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return events, nil
+			case <-events.Ready():
+			case <-events.Done():
+			}
+			continue
+		}
+		if ev.Cursor > last {
+			last = ev.Cursor
+		}
+		if text := t.event(ev); text != "" && prog != nil {
+			prog.add(text)
 		}
 	}
-	return stream, nil
+	return events, nil
 }
 
 // settle reads the turn from the journal: its assistant messages, and
@@ -717,6 +748,9 @@ var approvalSchema = map[string]any{
 // parked for an answer through another front door.
 func (f *front) approve(ctx context.Context, req *sdk.CallToolRequest, conv agentik.Conversation, t *turn) *sdk.CallToolResult {
 	caps := req.ClientCapabilities()
+	if req.ProtocolVersion() >= ProtocolCurrent && caps != nil && caps.Elicitation != nil {
+		return inputRequired(conv.ID(), t)
+	}
 	canAsk := req.Session != nil && req.Session.ID() != "" && req.ProtocolVersion() < ProtocolCurrent &&
 		caps != nil && caps.Elicitation != nil
 	for id, p := range t.pending {
@@ -730,21 +764,9 @@ func (f *front) approve(ctx context.Context, req *sdk.CallToolRequest, conv agen
 			}
 			return waitingElsewhere(conv.ID(), p)
 		}
-		var r agentik.Resolution
-		switch res.Action {
-		case "accept":
-			r.Approved, _ = res.Content["approved"].(bool)
-			r.Reason, _ = res.Content["reason"].(string)
-			if r.Approved {
-				r.Reason = ""
-			}
-		case "decline":
-			r.Reason = "declined in the MCP client"
-		default: // cancel: no answer; it may come from elsewhere
+		r, ok := resolution(res)
+		if !ok { // cancel: no answer; it may come from elsewhere
 			return waitingElsewhere(conv.ID(), p)
-		}
-		if len(r.Reason) > agentik.MaxApprovalReason {
-			r.Reason = r.Reason[:agentik.MaxApprovalReason]
 		}
 		if err := conv.Resolve(f.ctx(ctx), id, r); err != nil && agentik.ErrorCode(err) != agentik.EConflict {
 			// EConflict: answered elsewhere meanwhile, which is as good.

@@ -47,7 +47,11 @@ type Store struct {
 	convs    map[string]*conversation
 	msgs     map[string]msgRef // journal message id -> where it is; ids are unique store-wide
 	agentEvs []agentik.AgentEvent
+	keys     map[ownerKey]agentik.KeyRef // lookup keys (Write.Keys)
 }
+
+// ownerKey is a lookup key of an owner.
+type ownerKey struct{ owner, key string }
 
 type msgRef struct {
 	conv string
@@ -62,11 +66,12 @@ type conversation struct {
 	memory  []agentik.MemoryEntry
 	nextOrd int64
 	state   map[string]agentik.RawJSON
+	kids    map[int64][]int64 // the seqs of each message's children (0: the root), ascending
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{convs: map[string]*conversation{}, msgs: map[string]msgRef{}}
+	return &Store{convs: map[string]*conversation{}, msgs: map[string]msgRef{}, keys: map[ownerKey]agentik.KeyRef{}}
 }
 
 // lock takes the mutex. It fails, without holding the mutex, when ctx is
@@ -121,6 +126,9 @@ func cloneMessage(m agentik.Message) agentik.Message {
 		out.ClientTools = clone(m.ClientTools)
 	}
 	out.TraceParent = m.TraceParent
+	if m.Params != nil {
+		out.Params = clone(m.Params)
+	}
 	return out
 }
 
@@ -161,10 +169,11 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 		return agentik.AgentEvent{}, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.EConflict, "conversation %s already exists", c.ID))
 	}
 	c = normalise(c)
+	c.Head = 0
 	s.convs[c.ID] = &conversation{rec: c, open: map[string]bool{}, nextOrd: 1}
 	info := &agentik.ConversationInfo{
 		ID: c.ID, Title: c.Title, Temporal: c.Temporal,
-		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Owner: c.Owner,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Owner: c.Owner, ForkedFrom: c.ForkedFrom,
 	}
 	if c.Tokens != (agentik.TurnTokens{}) {
 		t := c.Tokens
@@ -284,34 +293,26 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		return nil, nil, err
 	}
 	defer s.mu.Unlock()
-	ids := map[string]bool{}
-	for _, ev := range w.Events {
-		if ev.Message == nil {
-			continue
-		}
-		if _, taken := s.msgs[ev.Message.ID]; taken || ids[ev.Message.ID] {
-			return nil, nil, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.EConflict, "message %s already exists", ev.Message.ID))
-		}
-		ids[ev.Message.ID] = true
+	if err := s.checkNew(c, &w); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", op, err)
 	}
-	answered := map[string]bool{}
-	for _, ev := range w.Events {
-		if ev.Type != agentik.EvApprovalResolved {
-			continue
-		}
-		if answered[ev.CallID] || c.answered(ev.CallID) {
-			return nil, nil, fmt.Errorf("%s: %w", op, agentik.Errorf(agentik.EConflict, "call %s already answered", ev.CallID))
-		}
-		answered[ev.CallID] = true
+	if err := c.checkTree(&w); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", op, err)
 	}
 
 	// Nothing fails from here on.
+	if ref, ok := s.msgs[w.Reopen]; ok && ref.conv == w.ConversationID && c.msgs[ref.seq-1].Type == agentik.MsgUser {
+		c.open[w.Reopen] = true
+	}
+	tip := c.rec.Head
+	if w.Detached {
+		tip = w.Parent
+	}
 	out := make([]agentik.Event, len(w.Events))
 	for i, ev := range w.Events {
 		ev.ConversationID = w.ConversationID
+		tip = c.place(&ev, tip, w.Detached)
 		if m := ev.Message; m != nil {
-			m.ConversationID = w.ConversationID
-			m.Seq = int64(len(c.msgs)) + 1
 			stored := cloneMessage(*m)
 			c.msgs = append(c.msgs, stored)
 			s.msgs[m.ID] = msgRef{conv: w.ConversationID, seq: m.Seq}
@@ -329,6 +330,9 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		c.events = append(c.events, clone(ev))
 		out[i] = ev
 	}
+	if w.ReplaceMemory {
+		c.memory = nil
+	}
 	if w.DropMemoryThrough > 0 {
 		c.memory = slices.DeleteFunc(c.memory, func(e agentik.MemoryEntry) bool { return e.Order <= w.DropMemoryThrough })
 	}
@@ -337,16 +341,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		c.nextOrd++
 		c.memory = append(c.memory, clone(w.Memory[i]))
 	}
-	for k, v := range w.State {
-		if v == nil {
-			delete(c.state, k)
-			continue
-		}
-		if c.state == nil {
-			c.state = map[string]agentik.RawJSON{}
-		}
-		c.state[k] = slices.Clone(v)
-	}
+	s.setRecords(c, &w, out)
 	c.rec.Tokens = c.rec.Tokens.Add(w.Tokens)
 	var touched *agentik.AgentEvent
 	if !w.Touch.IsZero() {
@@ -359,6 +354,57 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	return out, touched, nil
 }
 
+// checkNew refuses a write whose messages exist already or that answers
+// a call answered before (EConflict). Caller holds mu.
+func (s *Store) checkNew(c *conversation, w *agentik.Write) error {
+	ids := map[string]bool{}
+	for _, ev := range w.Events {
+		if ev.Message == nil {
+			continue
+		}
+		if _, taken := s.msgs[ev.Message.ID]; taken || ids[ev.Message.ID] {
+			return agentik.Errorf(agentik.EConflict, "message %s already exists", ev.Message.ID)
+		}
+		ids[ev.Message.ID] = true
+	}
+	answered := map[string]bool{}
+	for _, ev := range w.Events {
+		if ev.Type != agentik.EvApprovalResolved {
+			continue
+		}
+		if answered[ev.CallID] || c.answered(ev.CallID) {
+			return agentik.Errorf(agentik.EConflict, "call %s already answered", ev.CallID)
+		}
+		answered[ev.CallID] = true
+	}
+	return nil
+}
+
+// setRecords stores the lookup keys and state records of w, committed as
+// out. Caller holds mu.
+func (s *Store) setRecords(c *conversation, w *agentik.Write, out []agentik.Event) {
+	for _, k := range w.Keys {
+		var first int64
+		for _, ev := range out {
+			if ev.Message != nil {
+				first = ev.Message.Seq
+				break
+			}
+		}
+		s.keys[ownerKey{c.rec.Owner, k}] = agentik.KeyRef{ConversationID: w.ConversationID, Seq: first}
+	}
+	for k, v := range w.State {
+		if v == nil {
+			delete(c.state, k)
+			continue
+		}
+		if c.state == nil {
+			c.state = map[string]agentik.RawJSON{}
+		}
+		c.state[k] = slices.Clone(v)
+	}
+}
+
 // Messages pages the journal by seq with the same rules as the database
 // stores: with Before set, the newest entries below it (above After);
 // otherwise the oldest above After; Offset skips in the paging direction.
@@ -366,6 +412,9 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 	op := "messages " + conversationID
 	if req.After < 0 || req.Before < 0 || req.Offset < 0 {
 		return nil, false, agentik.Errorf(agentik.EInvalid, "messages: negative after, before or offset")
+	}
+	if b := req.Branch; b != "" && b != agentik.BranchHead && b != agentik.BranchAll {
+		return nil, false, agentik.Errorf(agentik.EInvalid, "branch must be %q or %q", agentik.BranchHead, agentik.BranchAll)
 	}
 	limit := req.Limit
 	if limit <= 0 {
@@ -377,14 +426,7 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 		return nil, false, err
 	}
 	defer s.mu.Unlock()
-	// msgs[i] has seq i+1: the window (After, Before) is msgs[lo:hi].
-	n := int64(len(c.msgs))
-	lo := min(req.After, n)
-	hi := n
-	if req.Before > 0 {
-		hi = max(min(req.Before-1, n), lo)
-	}
-	window := c.msgs[lo:hi]
+	window := c.window(req)
 	var page []agentik.Message
 	var more bool
 	if req.Before > 0 {
@@ -399,8 +441,109 @@ func (s *Store) Messages(ctx context.Context, conversationID string, req agentik
 	out := make([]agentik.Message, len(page))
 	for i, m := range page {
 		out[i] = cloneMessage(m)
+		if k := c.kids[m.Parent]; len(k) > 1 {
+			out[i].Siblings = slices.Clone(k)
+		}
 	}
 	return out, more, nil
+}
+
+// place puts ev in the tree: a head_moved event moves the head (and,
+// unless detached, what follows it); a message gets the next seq and tip
+// as its parent, and becomes the head unless detached. It returns the tip
+// for the next message; the mutex is held.
+func (c *conversation) place(ev *agentik.Event, tip int64, detached bool) int64 {
+	if ev.Type == agentik.EvHeadMoved {
+		ev.From, c.rec.Head = c.rec.Head, ev.To
+		if !detached {
+			tip = ev.To
+		}
+	}
+	m := ev.Message
+	if m == nil {
+		return tip
+	}
+	m.ConversationID = ev.ConversationID
+	m.Seq = int64(len(c.msgs)) + 1
+	m.Parent = tip
+	if !detached {
+		c.rec.Head = m.Seq
+	}
+	if c.kids == nil {
+		c.kids = map[int64][]int64{}
+	}
+	c.kids[m.Parent] = append(c.kids[m.Parent], m.Seq)
+	return m.Seq
+}
+
+// window is the part of the journal (all of it, or the head path) between
+// req.After and req.Before, ascending.
+func (c *conversation) window(req agentik.MessagesRequest) []agentik.Message {
+	if req.Branch != agentik.BranchAll {
+		var path []agentik.Message
+		for _, m := range c.path(c.rec.Head, req.After+1) {
+			if req.Before <= 0 || m.Seq < req.Before {
+				path = append(path, m)
+			}
+		}
+		return path
+	}
+	// msgs[i] has seq i+1: the window (After, Before) is msgs[lo:hi].
+	n := int64(len(c.msgs))
+	lo := min(req.After, n)
+	hi := n
+	if req.Before > 0 {
+		hi = max(min(req.Before-1, n), lo)
+	}
+	return c.msgs[lo:hi]
+}
+
+// path is the path from the root to seq to, without the messages below
+// from, ascending; the mutex is held.
+func (c *conversation) path(to, from int64) []agentik.Message {
+	var path []agentik.Message
+	for seq := to; seq >= max(from, 1) && seq <= int64(len(c.msgs)); seq = c.msgs[seq-1].Parent {
+		path = append(path, c.msgs[seq-1])
+	}
+	slices.Reverse(path)
+	return path
+}
+
+// checkTree refuses a write whose head move, parent or reopened turn names
+// nothing of the conversation; the mutex is held.
+func (c *conversation) checkTree(w *agentik.Write) error {
+	next := int64(len(c.msgs)) + 1
+	if w.Detached && w.Parent >= next {
+		return agentik.Errorf(agentik.ENotFound, "parent %d is no message of this conversation", w.Parent)
+	}
+	for _, ev := range w.Events {
+		if ev.Type == agentik.EvHeadMoved && (ev.To < 0 || ev.To >= next) {
+			return agentik.Errorf(agentik.ENotFound, "seq %d is no message of this conversation", ev.To)
+		}
+		if ev.Message != nil {
+			next++
+		}
+	}
+	return nil
+}
+
+// Path returns the path from the root to seq to (to < 0: the head),
+// without the messages below from.
+func (s *Store) Path(ctx context.Context, conversationID string, to, from int64) ([]agentik.Message, error) {
+	c, err := s.lockConv(ctx, "path "+conversationID, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if to < 0 {
+		to = c.rec.Head
+	}
+	path := c.path(to, from)
+	out := make([]agentik.Message, len(path))
+	for i, m := range path {
+		out[i] = cloneMessage(m)
+	}
+	return out, nil
 }
 
 // Message returns one journal message of the conversation.
@@ -639,6 +782,22 @@ func (s *Store) ApprovalEvents(ctx context.Context, conversationID string, after
 	for _, ev := range c.events {
 		if ev.Cursor > after && (ev.Type == agentik.EvApprovalRequested || ev.Type == agentik.EvApprovalResolved) {
 			out = append(out, clone(ev))
+		}
+	}
+	return out, nil
+}
+
+// FindKeys looks keys up (agentik.Store); a key of a deleted conversation
+// is not found.
+func (s *Store) FindKeys(ctx context.Context, owner string, keys []string) (map[string]agentik.KeyRef, error) {
+	if err := s.lock(ctx, "find keys"); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := map[string]agentik.KeyRef{}
+	for _, k := range keys {
+		if ref, ok := s.keys[ownerKey{owner, k}]; ok && s.convs[ref.ConversationID] != nil {
+			out[k] = ref
 		}
 	}
 	return out, nil

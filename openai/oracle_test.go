@@ -22,11 +22,22 @@ func (l *LLM) params(req agentik.ModelRequest) (oai.ChatCompletionNewParams, err
 		Model:         l.opts.Model,
 		StreamOptions: oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)},
 	}
-	if l.opts.MaxTokens > 0 {
+	if n := maxTokens(l.opts.MaxTokens, req.Params); n > 0 {
 		if l.opts.MaxTokensField == MaxTokens {
-			p.MaxTokens = oai.Int(int64(l.opts.MaxTokens))
+			p.MaxTokens = oai.Int(n)
 		} else {
-			p.MaxCompletionTokens = oai.Int(int64(l.opts.MaxTokens))
+			p.MaxCompletionTokens = oai.Int(n)
+		}
+	}
+	if q := req.Params; q != nil {
+		if q.Temperature != nil {
+			p.Temperature = oai.Float(*q.Temperature)
+		}
+		if q.TopP != nil {
+			p.TopP = oai.Float(*q.TopP)
+		}
+		if q.Seed != nil {
+			p.Seed = oai.Int(*q.Seed)
 		}
 	}
 	if req.System != "" {
@@ -224,6 +235,9 @@ func TestBodyMatchesParams(t *testing.T) {
 				{Name: "spaced", Parameters: agentik.RawJSON(" \n{ \"type\" : \"object\" }\n")},
 			},
 		},
+		"sampling": {Messages: []agentik.ModelMessage{{Role: "user", Content: []agentik.Content{agentik.Text("hi")}}},
+			Params: &agentik.ModelParams{Temperature: ptr(0.25), TopP: ptr(1e-7), Seed: ptr(int64(-42)), MaxTokens: ptr(int64(7))}},
+		"temperature 0": {Params: &agentik.ModelParams{Temperature: ptr(0.0), MaxTokens: ptr(int64(500))}},
 		"tool images at the end": {Messages: []agentik.ModelMessage{
 			{Role: "assistant", ToolCalls: []agentik.ToolCall{{ID: "c", Name: "shot", Arguments: agentik.RawJSON(`{}`)}}},
 			{Role: "tool", CallID: "c", Name: "shot", Content: []agentik.Content{png}},
@@ -312,3 +326,5 @@ func BenchmarkRequestBody(b *testing.B) {
 		}
 	})
 }
+
+func ptr[T any](v T) *T { return &v }

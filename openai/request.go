@@ -34,11 +34,22 @@ func (l *LLM) appendBody(b []byte, req agentik.ModelRequest) ([]byte, error) {
 	b = append(b, `{"model":`...)
 	b = appendString(b, l.opts.Model)
 	b = append(b, `,"stream":true,"stream_options":{"include_usage":true}`...)
-	if l.opts.MaxTokens > 0 {
+	if n := maxTokens(l.opts.MaxTokens, req.Params); n > 0 {
 		b = append(b, ',')
 		b = appendString(b, l.opts.MaxTokensField)
 		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(l.opts.MaxTokens), 10)
+		b = strconv.AppendInt(b, n, 10)
+	}
+	if p := req.Params; p != nil {
+		if p.Temperature != nil {
+			b = strconv.AppendFloat(append(b, `,"temperature":`...), *p.Temperature, 'g', -1, 64)
+		}
+		if p.TopP != nil {
+			b = strconv.AppendFloat(append(b, `,"top_p":`...), *p.TopP, 'g', -1, 64)
+		}
+		if p.Seed != nil {
+			b = strconv.AppendInt(append(b, `,"seed":`...), *p.Seed, 10)
+		}
 	}
 	b = append(b, `,"messages":[`...)
 	w := messagesWriter{l: l, b: b}
@@ -59,6 +70,17 @@ func (l *LLM) appendBody(b []byte, req agentik.ModelRequest) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '}'), nil
+}
+
+// maxTokens is the output limit of a call: the turn's (the client's), or
+// the configured one, the smaller when both are set — the configured
+// limit stays a bound. 0: none.
+func maxTokens(configured int, p *agentik.ModelParams) int64 {
+	n := int64(configured)
+	if p != nil && p.MaxTokens != nil && *p.MaxTokens > 0 && (n <= 0 || *p.MaxTokens < n) {
+		n = *p.MaxTokens
+	}
+	return n
 }
 
 // messagesWriter writes the messages array of a request.

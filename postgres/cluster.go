@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -63,12 +64,17 @@ type Coordinator struct {
 	last map[string]int64 // the epoch this process last held, by conversation
 	cb   agentik.CoordinatorCallbacks
 
+	// lost carries a lock session's failure to the goroutine that tells
+	// the engine (Lost): started by Start, joined by Close, and a burst of
+	// failures is one call.
+	lost chan struct{}
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-var _ agentik.Coordinator = (*Coordinator)(nil)
+var _ agentik.QueueCoordinator = (*Coordinator)(nil)
 
 // leaseSession is one lock connection; mu serialises its use.
 type leaseSession struct {
@@ -88,7 +94,7 @@ func NewCoordinator(s *Store, b *Bus, opts CoordinatorOptions) *Coordinator {
 	if opts.LeaseSessions <= 0 {
 		opts.LeaseSessions = DefaultLeaseSessions
 	}
-	c := &Coordinator{s: s, b: b, scan: opts.ScanInterval, log: opts.Logger, held: map[string]int64{}, last: map[string]int64{}}
+	c := &Coordinator{s: s, b: b, scan: opts.ScanInterval, log: opts.Logger, held: map[string]int64{}, last: map[string]int64{}, lost: make(chan struct{}, 1)}
 	for range opts.LeaseSessions {
 		c.sessions = append(c.sessions, &leaseSession{})
 	}
@@ -113,9 +119,29 @@ func (c *Coordinator) Start(cb agentik.CoordinatorCallbacks) error {
 	c.mu.Unlock()
 	f := c.onNotification
 	c.b.control.Store(&f)
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.run()
+	go c.tellLost()
 	return nil
+}
+
+// tellLost calls the engine's Lost for each failure of a lock session
+// that held leases, one call at a time, until Close.
+func (c *Coordinator) tellLost() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.lost:
+		}
+		c.mu.Lock()
+		cb := c.cb.Lost
+		c.mu.Unlock()
+		if cb != nil {
+			cb()
+		}
+	}
 }
 
 // Close stops the scan and ends the lock sessions, freeing every lease
@@ -178,10 +204,12 @@ func (c *Coordinator) dropLocked(ls *leaseSession) {
 			lost = true
 		}
 	}
-	cb := c.cb.Lost
 	c.mu.Unlock()
-	if lost && cb != nil {
-		go cb()
+	if lost {
+		select {
+		case c.lost <- struct{}{}:
+		default: // one is on its way: the engine stops every turn anyway
+		}
 	}
 }
 
@@ -194,52 +222,120 @@ func (c *Coordinator) dropLocked(ls *leaseSession) {
 // holder's first commit is then made in one round trip (see commitStates).
 const qAcquire = `WITH l AS (SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok),
 	u AS (UPDATE conversations SET lease_prev = lease_epoch, lease_epoch = nextval('lease_epochs')
-		WHERE id = $2 AND (SELECT ok FROM l) RETURNING lease_epoch, lease_prev, owner, agent_id, next_seq, next_ord, last_cursor)
-	SELECT l.ok, u.lease_epoch, u.lease_prev, u.owner, u.agent_id, u.next_seq, u.next_ord, u.last_cursor FROM l LEFT JOIN u ON true`
+		WHERE id = $2 AND (SELECT ok FROM l) RETURNING lease_epoch, lease_prev, owner, agent_id, next_seq, next_ord, last_cursor, head)
+	SELECT l.ok, u.lease_epoch, u.lease_prev, u.owner, u.agent_id, u.next_seq, u.next_ord, u.last_cursor, u.head FROM l LEFT JOIN u ON true`
+
+// qAcquireLeased is qAcquire that also records, for the rest of its
+// implicit transaction (a batch), whether it took the lock: qQueueLeased
+// reads the queue only then.
+var qAcquireLeased = strings.Replace(qAcquire, "SELECT l.ok, u.lease_epoch", "SELECT set_config('agentik.leased', coalesce(l.ok, false)::text, true), l.ok, u.lease_epoch", 1)
+
+// qQueueLeased is qQueue, empty unless qAcquireLeased took the lock
+// before it in the same batch.
+var qQueueLeased = strings.Replace(qQueue, "AND NOT closed)", "AND NOT closed AND current_setting('agentik.leased', true) = 'true')", 1)
 
 // Acquire tries to take the conversation's lease without waiting. Only the
 // conversation's lock session waits for its round trip.
 func (c *Coordinator) Acquire(ctx context.Context, conversationID string) (agentik.Lease, error) {
+	l, _, err := c.acquire(ctx, conversationID, false)
+	return l, err
+}
+
+// AcquirePending is Acquire and, when the lease is taken, Pending in the
+// same round trip: a batch whose second statement reads the queue once
+// the first took the lock (a statement of its own, so with a snapshot
+// taken after the lock: it sees every commit of the previous holder).
+func (c *Coordinator) AcquirePending(ctx context.Context, conversationID string) (agentik.Lease, agentik.TurnQueue, error) {
+	l, qr, err := c.acquire(ctx, conversationID, true)
+	if err != nil || !l.Held {
+		return l, agentik.TurnQueue{}, err
+	}
+	if qr == nil { // held already: read it
+		q, err := c.Pending(ctx, conversationID)
+		return l, q, err
+	}
+	if err := qr.restore(ctx, c.s.pool); err != nil {
+		q, err := c.Pending(ctx, conversationID)
+		return l, q, err
+	}
+	return l, qr.turnQueue(), nil
+}
+
+// acquire is Acquire; with queue, it reads the queue in the same round
+// trip when it takes the lease (nil when the lease was held already).
+func (c *Coordinator) acquire(ctx context.Context, conversationID string, queue bool) (agentik.Lease, *queueRows, error) {
 	c.mu.Lock()
 	e, ok := c.held[conversationID]
 	c.mu.Unlock()
 	if ok {
-		return agentik.Lease{Held: true, Epoch: e, Continued: true}, nil
+		return agentik.Lease{Held: true, Epoch: e, Continued: true}, nil, nil
 	}
 	ls := c.sessionOf(conversationID)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	conn, err := c.connect(ctx, ls)
 	if err != nil {
-		return agentik.Lease{}, unavailable(err)
+		return agentik.Lease{}, nil, unavailable(err)
 	}
-	var epoch, prev, nextSeq, nextOrd, lastCursor *int64
+	var epoch, prev, nextSeq, nextOrd, lastCursor, head *int64
 	var owner, agent *string
 	key := c.key(conversationID)
-	if err := conn.QueryRow(ctx, qAcquire, key, conversationID).Scan(&ok, &epoch, &prev, &owner, &agent, &nextSeq, &nextOrd, &lastCursor); err != nil {
+	scan := []any{&ok, &epoch, &prev, &owner, &agent, &nextSeq, &nextOrd, &lastCursor, &head}
+	var qr *queueRows
+	if queue {
+		qr = &queueRows{conv: conversationID}
+		var set string
+		b := &pgx.Batch{}
+		b.Queue(qAcquireLeased, key, conversationID).QueryRow(func(row pgx.Row) error { return row.Scan(append([]any{&set}, scan...)...) })
+		b.Queue(qQueueLeased, conversationID).Query(func(rows pgx.Rows) error { return storeutil.Each(rows, qr.scan) })
+		err = conn.SendBatch(ctx, b).Close()
+	} else {
+		err = conn.QueryRow(ctx, qAcquire, key, conversationID).Scan(scan...)
+	}
+	if err != nil {
 		if ctx.Err() == nil {
 			c.dropLocked(ls)
 		}
-		return agentik.Lease{}, classify(err)
+		return agentik.Lease{}, nil, classify(err)
 	}
 	if !ok {
-		return agentik.Lease{}, nil
+		return agentik.Lease{}, nil, nil
 	}
 	if epoch == nil { // deleted meanwhile: nothing to run
 		c.unlockLocked(ctx, ls, conversationID)
-		return agentik.Lease{}, notFound(conversationID)
+		return agentik.Lease{}, nil, notFound(conversationID)
 	}
-	c.s.states.read(conversationID, commitState{owner: *owner, agent: *agent, nextSeq: *nextSeq, nextOrd: *nextOrd, lastCursor: *lastCursor})
+	c.s.states.read(conversationID, commitState{owner: *owner, agent: *agent, nextSeq: *nextSeq, nextOrd: *nextOrd, lastCursor: *lastCursor, head: *head})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.held[conversationID] = *epoch
 	continued := c.last[conversationID] == *prev && *prev != 0
 	c.last[conversationID] = *epoch
-	return agentik.Lease{Held: true, Epoch: *epoch, Continued: continued}, nil
+	return agentik.Lease{Held: true, Epoch: *epoch, Continued: continued}, qr, nil
 }
 
 // Release gives the lease back.
 func (c *Coordinator) Release(ctx context.Context, conversationID string) {
+	c.release(ctx, conversationID, nil)
+}
+
+// ReleasePending is Release, then Pending, in one round trip: the queue is
+// read by a statement after the unlock, so it sees every message another
+// process stored while it could not take the lease.
+func (c *Coordinator) ReleasePending(ctx context.Context, conversationID string) (agentik.TurnQueue, error) {
+	qr := &queueRows{conv: conversationID}
+	if !c.release(ctx, conversationID, qr) {
+		return c.Pending(ctx, conversationID)
+	}
+	if err := qr.restore(ctx, c.s.pool); err != nil {
+		return agentik.TurnQueue{}, classify(err)
+	}
+	return qr.turnQueue(), nil
+}
+
+// release gives the lease back; with qr, it reads the queue into it in
+// the same round trip and reports whether it did.
+func (c *Coordinator) release(ctx context.Context, conversationID string, qr *queueRows) (read bool) {
 	ls := c.sessionOf(conversationID)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -247,12 +343,29 @@ func (c *Coordinator) Release(ctx context.Context, conversationID string) {
 	_, ok := c.held[conversationID]
 	delete(c.held, conversationID)
 	c.mu.Unlock()
-	if ok {
-		c.unlockLocked(ctx, ls, conversationID)
-		// Others write to it now: its next commit here reads the row.
-		c.s.states.doubt(conversationID)
+	if !ok {
+		return false
 	}
+	// Others write to it now: its next commit here reads the row.
+	defer c.s.states.doubt(conversationID)
+	if qr == nil || ls.conn == nil {
+		c.unlockLocked(ctx, ls, conversationID)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue(qUnlock, c.key(conversationID))
+	b.Queue(qQueue, conversationID).Query(func(rows pgx.Rows) error { return storeutil.Each(rows, qr.scan) })
+	if err := ls.conn.SendBatch(ctx, b).Close(); err != nil {
+		c.log.Warn("cluster: release lease", "conversation", conversationID, "err", err)
+		c.dropLocked(ls) // ending the session frees the lock
+		return false
+	}
+	return true
 }
+
+const qUnlock = "SELECT pg_advisory_unlock(hashtextextended($1, 0))"
 
 // unlockLocked frees the advisory lock of a conversation on its session;
 // ls.mu is held.
@@ -262,7 +375,7 @@ func (c *Coordinator) unlockLocked(ctx context.Context, ls *leaseSession, conver
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := ls.conn.Exec(ctx, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", c.key(conversationID)); err != nil {
+	if _, err := ls.conn.Exec(ctx, qUnlock, c.key(conversationID)); err != nil {
 		c.log.Warn("cluster: release lease", "conversation", conversationID, "err", err)
 		c.dropLocked(ls) // ending the session frees the lock
 	}
@@ -329,16 +442,28 @@ func truncate(s string, n int) string {
 }
 
 // Interrupt asks the process holding the conversation's lease to cancel its
-// running turn, as req says.
+// running turn, as req says. It reports true when a process holds the lease
+// and, for a request that names no turn (req.ReplyTo empty), runs a turn
+// as its online events tell (working seen, end not yet): a lease held for a
+// moment by another process's scan, or still held after the turn's end
+// while its loop looks at the queue once more, cuts nothing, and the
+// caller then looks for an open turn not started yet (the engine's
+// interruptUnstarted). A request naming a turn (a withdrawal) is the
+// holder's to answer: true once some process holds the lease.
 func (c *Coordinator) Interrupt(ctx context.Context, req agentik.InterruptRequest) (bool, error) {
 	var held bool
 	if err := c.s.pool.QueryRow(ctx, qLeaseHeld, c.key(req.ConversationID)).Scan(&held); err != nil {
 		return false, classify(err)
 	}
-	if held {
-		c.b.notifyControl(notification{kind: kindInterrupt, conv: req.ConversationID, reason: req.Reason, unless: req.Unless, replyTo: req.ReplyTo})
+	if !held {
+		return false, nil
 	}
-	return held, nil
+	c.b.notifyControl(notification{kind: kindInterrupt, conv: req.ConversationID, reason: req.Reason, unless: req.Unless, replyTo: req.ReplyTo})
+	if req.ReplyTo != "" {
+		return true, nil
+	}
+	t, running := c.b.running(req.ConversationID)
+	return running && (req.Unless == "" || t.ReplyTo != req.Unless), nil
 }
 
 func (c *Coordinator) onNotification(n notification) {
@@ -373,6 +498,15 @@ func (c *Coordinator) run() {
 // every scan.
 func (c *Coordinator) budget() time.Duration { return max(c.scan, time.Second) }
 
+// leaseProbeTimeout bounds the check of a lock session. A slow answer is
+// not a lost session: on a loaded machine (or database) a healthy
+// connection may take seconds to answer, and giving up on it closes it —
+// which does free its locks and stop every turn of this process. A broken
+// connection fails at once; a silent one (a network that drops packets)
+// is given up after this long. Correctness never depends on it: a write
+// under a lease another process took since is refused (fencing).
+const leaseProbeTimeout = 15 * time.Second
+
 // checkSession proves the lock sessions alive while they hold leases, so
 // a broken one is noticed within a scan interval even when idle.
 func (c *Coordinator) checkSession() {
@@ -388,7 +522,7 @@ func (c *Coordinator) checkSession() {
 		}
 		ls.mu.Lock()
 		if ls.conn != nil {
-			ctx, cancel := context.WithTimeout(c.ctx, c.budget())
+			ctx, cancel := context.WithTimeout(c.ctx, leaseProbeTimeout)
 			if _, err := ls.conn.Exec(ctx, "SELECT 1"); err != nil && c.ctx.Err() == nil {
 				c.log.Warn("cluster: lock session lost; stopping this process's turns", "err", err)
 				c.dropLocked(ls)

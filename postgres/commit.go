@@ -35,7 +35,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 	if err := w.Validate(); err != nil {
 		return nil, nil, err
 	}
-	c := &commit{w: &w, images: storeutil.ExtractImages(&w)}
+	c := &commit{w: &w, images: storeutil.ExtractImages(&w), index: !s.noSearchIndex}
 	guess, known := s.states.get(w.ConversationID)
 	st := guess
 	err := errStateMoved
@@ -64,7 +64,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 			var epoch int64
 			lock.Queue(qCommitConversation, w.ConversationID).QueryRow(func(row pgx.Row) error {
 				var r commitState
-				err := row.Scan(&r.owner, &r.agent, &r.nextSeq, &r.nextOrd, &epoch, &r.lastCursor)
+				err := row.Scan(&r.owner, &r.agent, &r.nextSeq, &r.nextOrd, &epoch, &r.lastCursor, &r.head)
 				if errors.Is(err, pgx.ErrNoRows) {
 					return notFound(w.ConversationID)
 				}
@@ -101,6 +101,7 @@ func (s *Store) Commit(ctx context.Context, w agentik.Write) ([]agentik.Event, *
 		next.lastCursor = evs[len(evs)-1].Cursor
 	}
 	s.states.put(w.ConversationID, next)
+	s.notifyOutbox(c.hooked)
 	out := c.n.Committed()
 	s.chain.add(st.lastCursor, out)
 	return out, c.touched, nil
@@ -114,26 +115,47 @@ type commit struct {
 	images *storeutil.WriteImages
 
 	n       *storeutil.Numbered // the write numbered; its events' cursors once committed
+	hooked  bool                // webhooks' outbox rows written (outbox.go)
 	next    commitState         // the counters after the write (lastCursor aside)
 	touched *agentik.AgentEvent
+	index   bool // fill the search vectors of its messages
 }
 
 // queue queues the write's statements, numbering from st, and COMMIT's
 // predecessors: the counters' update and the touched agent event.
 func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 	w := c.w
-	n, err := storeutil.Number(w, c.images, st.nextSeq, st.nextOrd)
+	n, err := storeutil.Number(w, c.images, st.nextSeq, st.nextOrd, st.head)
 	if err != nil {
 		return err
 	}
 	c.n = n
+	if n.HeadMoved {
+		batch.Queue(qSetHead, n.Head, w.ConversationID)
+	}
+	if w.Reopen != "" {
+		// Before the events: one of them may close the turn again.
+		batch.Queue(qReopenTurn, w.Reopen, w.ConversationID)
+	}
+	scope := "" // the owner's search scope, for the first message with text
 	for _, e := range n.Events {
 		if m := e.Event.Message; m != nil {
-			batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, e.MessagePayload, column(e.Images))
+			text := ""
+			if c.index {
+				text = agentik.SearchText(m)
+			}
+			if text != "" && scope == "" {
+				scope = storeutil.SearchScope(st.owner)
+			}
+			batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, e.MessagePayload, column(e.Images), m.Parent,
+				text, scope)
 		}
 		if e.Closes != "" {
 			batch.Queue(qCloseTurn, e.Closes, w.ConversationID)
 		}
+	}
+	if w.ReplaceMemory {
+		batch.Queue(qClearMemory, w.ConversationID)
 	}
 	if w.DropMemoryThrough > 0 {
 		batch.Queue(qDropMemory, w.ConversationID, w.DropMemoryThrough)
@@ -150,14 +172,19 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 			batch.Queue(qSetState, w.ConversationID, k, string(v))
 		}
 	}
+	for _, k := range w.Keys {
+		batch.Queue(qSetKey, st.agent, st.owner, k, w.ConversationID, n.FirstSeq())
+	}
 	for i := range n.Events {
 		e := &n.Events[i]
 		batch.Queue(qInsertEvent, w.ConversationID, e.Event.Type, e.Event.Date.Time, e.Payload, column(e.Images)).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&e.Cursor)
 		})
 	}
+	c.hooked = false
+	queueHooks(batch, st.agent, st.owner, n, &c.hooked)
 	c.next = st
-	c.next.nextSeq, c.next.nextOrd = n.NextSeq, n.NextOrd
+	c.next.nextSeq, c.next.nextOrd, c.next.head = n.NextSeq, n.NextOrd, n.Head
 	touch := !w.Touch.IsZero()
 	batch.Queue(qUpdateAfterCommit, n.NextSeq, n.NextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID,
 		len(w.Events) > 0)
@@ -275,6 +302,7 @@ type commitState struct {
 	owner, agent     string
 	nextSeq, nextOrd int64
 	lastCursor       int64 // the conversation's last event
+	head             int64 // the head (it only moves with an event: lastCursor guards it)
 	// sure: the next commit is built from these counters. Set by a commit
 	// built from them, by one that read the row and found it as the commit
 	// before had left it, and for a conversation this process created or

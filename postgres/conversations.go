@@ -17,16 +17,23 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 	if err != nil {
 		return agentik.AgentEvent{}, err
 	}
+	hooked := false // webhooks' outbox rows written (outbox.go)
 	err = s.write(ctx, "create conversation "+c.ID, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, qInsertConversation,
-			c.ID, c.Owner, c.Title, c.Temporal, c.CreatedAt.Time, c.UpdatedAt.Time, c.Tokens.Input, c.Tokens.Output, s.agent); err != nil {
+			c.ID, c.Owner, c.Title, c.Temporal, c.CreatedAt.Time, c.UpdatedAt.Time, c.Tokens.Input, c.Tokens.Output, s.agent,
+			storeutil.ForkedFromID(c.ForkedFrom), storeutil.ForkedFromSeq(c.ForkedFrom)); err != nil {
 			return err
 		}
-		return insertAgentEvent(ctx, tx, s.agent, &ev)
+		if err := insertAgentEvent(ctx, tx, s.agent, &ev); err != nil {
+			return err
+		}
+		hooked, err = enqueueAgentEvent(ctx, tx, s.agent, ev)
+		return err
 	})
 	if err != nil {
 		return agentik.AgentEvent{}, err
 	}
+	s.notifyOutbox(hooked)
 	// Its first commit (most often this process's) starts from the
 	// columns' defaults.
 	s.states.put(c.ID, commitState{owner: c.Owner, agent: s.agent, nextSeq: 1, nextOrd: 1, sure: true})
@@ -50,7 +57,11 @@ func (s *Store) GetConversation(ctx context.Context, id string) (agentik.Convers
 func scanConversation(row storeutil.Scanner) (agentik.ConversationRecord, error) {
 	var c agentik.ConversationRecord
 	var created, updated time.Time
-	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Temporal, &created, &updated, &c.Tokens.Input, &c.Tokens.Output)
+	var forked string
+	var forkedSeq int64
+	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Temporal, &created, &updated, &c.Tokens.Input, &c.Tokens.Output,
+		&c.Head, &forked, &forkedSeq)
+	c.ForkedFrom = storeutil.Forked(forked, forkedSeq)
 	c.CreatedAt = agentik.TimeOf(created)
 	c.UpdatedAt = agentik.TimeOf(updated)
 	return c, err
@@ -114,6 +125,7 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 // agent event stays.
 func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Time) (agentik.AgentEvent, error) {
 	var ev agentik.AgentEvent
+	hooked := false // webhooks' outbox rows written (outbox.go)
 	err := s.write(ctx, "delete conversation "+id, func(tx pgx.Tx) error {
 		// Locks in Commit's order — the conversation, then its images by
 		// hash — before the cascade takes the images in whatever order it
@@ -137,11 +149,16 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 			return err
 		}
 		ev = storeutil.Deleted(id, owner, at)
-		return insertAgentEvent(ctx, tx, s.agent, &ev)
+		if err := insertAgentEvent(ctx, tx, s.agent, &ev); err != nil {
+			return err
+		}
+		hooked, err = enqueueAgentEvent(ctx, tx, s.agent, ev)
+		return err
 	})
 	if err != nil {
 		return agentik.AgentEvent{}, err
 	}
+	s.notifyOutbox(hooked)
 	s.states.drop(id)
 	return ev, nil
 }

@@ -9,7 +9,9 @@ import (
 
 // Limiter is the agentik.Limiter of an agent served by several processes
 // sharing one database: it enforces the agent's per-principal limits across
-// them. Conversations and messages per minute are token buckets in the
+// them, and across the agents: what a principal does with every agent
+// counts against each agent's limits (buckets and running conversations
+// are the principal's, not the agent's). Conversations and messages per minute are token buckets in the
 // database (TakeToken, taken under their row lock, so N processes give a
 // principal the limit, not N times it), and the concurrent-turn limit
 // counts the principal's conversations that some process is answering now
@@ -38,7 +40,8 @@ const limitTimeout = 5 * time.Second
 // NewLimiter returns the limiter of l for the agent of store (a view from
 // ForAgent). local is asked what stays in this process — AdmitTemporal,
 // AddTemporal, TurnsStarted and TurnsStopped — and never for the rates or
-// the concurrent turns: engine.NewLocalLimiter(l) does.
+// the concurrent turns: a limiter of an engine.Ledger the process's agents
+// share does.
 func NewLimiter(store *Store, l agentik.Limits, local agentik.Limiter) *Limiter {
 	return &Limiter{local: local, store: store, limits: l}
 }
@@ -46,7 +49,7 @@ func NewLimiter(store *Store, l agentik.Limits, local agentik.Limiter) *Limiter 
 func (l *Limiter) take(bucket, principal string, perMinute int, msg string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), limitTimeout)
 	defer cancel()
-	wait, err := l.store.TakeToken(ctx, bucket+" "+principal, perMinute)
+	wait, err := l.store.TakePrincipalToken(ctx, bucket+" "+principal, perMinute)
 	if err != nil {
 		return err
 	}
@@ -68,7 +71,7 @@ func (l *Limiter) AdmitConversation(principal string) error {
 func (l *Limiter) AdmitMessage(principal string, looping bool) error {
 	if l.limits.MaxConcurrentTurns > 0 && !looping {
 		ctx, cancel := context.WithTimeout(context.Background(), limitTimeout)
-		n, err := l.store.RunningConversations(ctx, principal)
+		n, err := l.store.PrincipalRunning(ctx, principal)
 		cancel()
 		if err != nil {
 			return err

@@ -21,7 +21,8 @@ func rateLimited(t *testing.T, what string, err error) {
 
 // TestLimiterRatesAcrossProcesses: two limiters on one database (two
 // processes) give a principal the rates once between them, not once each;
-// another principal and another agent have their own.
+// another principal has its own, another agent does not (a principal's
+// limits count what it does with every agent).
 func TestLimiterRatesAcrossProcesses(t *testing.T) {
 	dsn := freshSchema(t)
 	l := agentik.Limits{ConversationsPerMinute: 2, MessagesPerMinute: 3}
@@ -47,8 +48,9 @@ func TestLimiterRatesAcrossProcesses(t *testing.T) {
 	rateLimited(t, "a fourth message in a minute", b.AdmitMessage("alice", false))
 
 	other := NewLimiter(openDSN(t, dsn).ForAgent("other"), l, &localCalls{})
-	if err := other.AdmitMessage("alice", false); err != nil {
-		t.Fatalf("a message to another agent: %v", err)
+	rateLimited(t, "a fourth message in a minute, to another agent", other.AdmitMessage("alice", false))
+	if err := other.AdmitMessage("bob", false); err != nil {
+		t.Fatalf("another principal's message to another agent: %v", err)
 	}
 	unlimited := NewLimiter(openDSN(t, dsn).ForAgent("agent"), agentik.Limits{}, &localCalls{})
 	if err := unlimited.AdmitConversation("alice"); err != nil {
@@ -81,6 +83,8 @@ func TestLimiterConcurrentTurnsAcrossProcesses(t *testing.T) {
 		t.Fatalf("Acquire: %+v, %v", lease, err)
 	}
 	rateLimited(t, "a second running conversation", lim.AdmitMessage("alice", false))
+	other := NewLimiter(openDSN(t, dsn).ForAgent("other"), agentik.Limits{MaxConcurrentTurns: 1}, &localCalls{})
+	rateLimited(t, "a second running conversation, with another agent", other.AdmitMessage("alice", false))
 	if err := lim.AdmitMessage("alice", true); err != nil {
 		t.Fatalf("a message to the running conversation: %v", err)
 	}

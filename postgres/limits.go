@@ -31,7 +31,16 @@ const qBucket = `SELECT LEAST($2::float8, tokens + EXTRACT(EPOCH FROM clock_time
 // process on the database. It returns 0 when a token was taken, else how
 // long until one is there.
 func (s *Store) TakeToken(ctx context.Context, key string, perMinute int) (time.Duration, error) {
-	key = s.agent + "\x1f" + key // text cannot hold NUL
+	return s.takeToken(ctx, s.agent+"\x1f"+key, perMinute) // text cannot hold NUL
+}
+
+// TakePrincipalToken is TakeToken for a bucket of every agent together
+// (its key names a principal's use of all of them).
+func (s *Store) TakePrincipalToken(ctx context.Context, key string, perMinute int) (time.Duration, error) {
+	return s.takeToken(ctx, "\x1f"+key, perMinute) // no agent: "" before the separator
+}
+
+func (s *Store) takeToken(ctx context.Context, key string, perMinute int) (time.Duration, error) {
 	var left float64
 	err := s.pool.QueryRow(ctx, qTakeToken, key, float64(perMinute)).Scan(&left)
 	if err == nil {
@@ -64,6 +73,24 @@ const qRunning = `WITH held AS (SELECT (classid::bigint << 32) | objid::bigint A
 func (s *Store) RunningConversations(ctx context.Context, owner string) (int, error) {
 	var n int
 	if err := s.pool.QueryRow(ctx, qRunning, s.agent, owner, s.schema).Scan(&n); err != nil {
+		return 0, classify(err)
+	}
+	return n, nil
+}
+
+// qRunningAll is qRunning over every agent.
+const qRunningAll = `WITH held AS (SELECT (classid::bigint << 32) | objid::bigint AS k FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND objsubid = 1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+	SELECT count(DISTINCT c.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id
+	WHERE m.type = 'user_message' AND NOT m.closed AND c.owner = $1
+	AND hashtextextended('agentik lease ' || $2 || ' ' || c.id, 0) IN (SELECT k FROM held)`
+
+// PrincipalRunning counts owner's conversations of every agent whose turns
+// a process is answering now, on any process.
+func (s *Store) PrincipalRunning(ctx context.Context, owner string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, qRunningAll, owner, s.schema).Scan(&n); err != nil {
 		return 0, classify(err)
 	}
 	return n, nil

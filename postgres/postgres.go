@@ -101,6 +101,7 @@ func (s *Store) AdoptConversations(ctx context.Context, id string) (int64, error
 
 // shared is what every view of one Open shares.
 type shared struct {
+	hooks   outboxHooks // told of outbox rows written (outbox.go)
 	pool    *pgxpool.Pool
 	cfg     *pgx.ConnConfig // for the Bus's and Coordinator's own connections
 	schema  string          // current_schema() at Open: scopes notifications and locks
@@ -108,6 +109,11 @@ type shared struct {
 	timeout time.Duration
 	chain   chain        // see Bus.Publish
 	states  commitStates // see Commit
+	trips   *trips       // see RoundTrips
+
+	// noSearchIndex leaves the search vectors out of commits: only for
+	// the benchmark that measures what the index adds to a commit.
+	noSearchIndex bool
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -139,6 +145,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if pc.ConnConfig.RuntimeParams["application_name"] == "" {
 		pc.ConnConfig.RuntimeParams["application_name"] = "agentik"
 	}
+	tr := &trips{}
+	pc.ConnConfig.Tracer = tr
 	// A connection that died while the database was down is noticed when it
 	// is next used; checking idle ones keeps the pool from handing them out.
 	pc.HealthCheckPeriod = 5 * time.Second
@@ -150,6 +158,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool:    pool,
 		cfg:     pc.ConnConfig.Copy(),
 		node:    agentik.NewID(),
+		trips:   tr,
 		timeout: opts.StatementTimeout,
 		closed:  make(chan struct{}),
 	}

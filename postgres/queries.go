@@ -6,7 +6,7 @@ import "github.com/agentik/agentik/storeutil"
 // caches it. Reads are answered from an index without a sort step
 // (TestQueryPlans checks it), so their cost does not grow with the journal.
 
-const conversationColumns = "id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out"
+const conversationColumns = "id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out, head, forked_from, forked_seq"
 
 // Reads.
 const (
@@ -22,6 +22,8 @@ const (
 	qSetState = `INSERT INTO conversation_state (conversation_id, key, value) VALUES ($1, $2, $3)
 		ON CONFLICT (conversation_id, key) DO UPDATE SET value = excluded.value`
 	qDeleteState = `DELETE FROM conversation_state WHERE conversation_id = $1 AND key = $2`
+	qSetKey      = `INSERT INTO lookup_keys (agent_id, owner, key, conversation_id, seq) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (agent_id, owner, key) DO UPDATE SET conversation_id = excluded.conversation_id, seq = excluded.seq`
 	qLastCursor  = `SELECT last_cursor FROM conversations WHERE id = $1`
 	qAgentEvents = `SELECT cursor, owner, payload FROM agent_events WHERE agent_id = $3 AND cursor > $1 ORDER BY cursor LIMIT $2`
 	// The agent-event counter: every numbered agent event has a cursor up
@@ -32,6 +34,8 @@ const (
 	// after the first (part 0) in seq order, then the first open turn and
 	// the journal entries answering it (part 1) in seq order. Only the
 	// first open turn's payload is read: the others are listed (TurnQueue).
+	// Part 2 is the conversation's head (TurnQueue.Head), when a turn is
+	// open.
 	qQueue = `WITH o AS (SELECT seq, id FROM messages
 			WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed),
 		f AS (SELECT seq, id FROM o ORDER BY seq LIMIT 1)
@@ -39,6 +43,8 @@ const (
 		UNION ALL
 		SELECT 1, m.seq, m.id, m.payload, m.images FROM messages m, f
 			WHERE m.conversation_id = $1 AND m.seq >= f.seq AND (m.seq = f.seq OR m.reply_to = f.id)
+		UNION ALL
+		SELECT 2, c.head, '', NULL, NULL FROM conversations c, f WHERE c.id = $1
 		ORDER BY part, seq`
 	// Used by the Bus: the events of the conversations it has subscribers
 	// for, each after the cursor it delivered up to and up to a bound, a
@@ -74,14 +80,27 @@ var reads = storeutil.ReadQueries{
 	OpenTurnsOf: `SELECT payload, images FROM messages
 		WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed ORDER BY seq`,
 	State: `SELECT value FROM conversation_state WHERE conversation_id = $1 AND key = $2`,
-	All:   nil, // LIMIT NULL is no limit
+	Key:   `SELECT conversation_id, seq FROM lookup_keys WHERE agent_id = $1 AND owner = $2 AND key = $3`,
+	// The path from the root to a seq (the head when $2 < 0), walked up
+	// the parent links by primary key and cut below $3 (SPEC §18).
+	PathAfter:  pathCTE + ` WHERE m.seq > $3 AND m.seq < $4 ORDER BY m.seq LIMIT $5 OFFSET $6`,
+	PathBefore: pathCTE + ` WHERE m.seq > $3 AND m.seq < $4 ORDER BY m.seq DESC LIMIT $5 OFFSET $6`,
+	Children:   `SELECT seq FROM messages WHERE conversation_id = $1 AND parent = $2 ORDER BY seq`,
+	All:        nil, // LIMIT NULL is no limit
 }
+
+const pathCTE = `WITH RECURSIVE path(seq) AS (
+		SELECT CASE WHEN $2::bigint < 0 THEN head ELSE $2::bigint END FROM conversations WHERE id = $1
+		UNION ALL
+		SELECT m.parent FROM path JOIN messages AS m ON m.conversation_id = $1 AND m.seq = path.seq
+		WHERE m.parent > $3::bigint)
+	SELECT m.payload, m.images FROM path JOIN messages AS m ON m.conversation_id = $1 AND m.seq = path.seq`
 
 // Writes.
 const (
 	qInsertConversation = `INSERT INTO conversations
-		(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out, agent_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+		(id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out, agent_id, forked_from, forked_seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 	qRename = "UPDATE conversations SET title = $1 WHERE id = $2 AND agent_id = $3 RETURNING " + conversationColumns
 	// The journal, events and working memory go with the conversation
 	// (a trigger: migrations/0009), its images and state by their keys.
@@ -103,13 +122,23 @@ const (
 	qCommitGuard = `SELECT 1 / coalesce((SELECT CASE WHEN ($2::bigint = 0 OR lease_epoch = $2::bigint)
 		AND next_seq = $3 AND next_ord = $4 AND last_cursor = $5 AND owner = $6 AND agent_id = $7 THEN 1 ELSE 0 END
 		FROM conversations WHERE id = $1 FOR UPDATE), 0)`
-	qCommitConversation = `SELECT owner, agent_id, next_seq, next_ord, lease_epoch, last_cursor FROM conversations WHERE id = $1 FOR UPDATE`
+	qCommitConversation = `SELECT owner, agent_id, next_seq, next_ord, lease_epoch, last_cursor, head FROM conversations WHERE id = $1 FOR UPDATE`
 	// The conversations and agent events of before agents (agent_id '')
 	// go to the default agent.
 	qAdoptConversations = `UPDATE conversations SET agent_id = $1 WHERE agent_id = ''`
 	qAdoptAgentEvents   = `UPDATE agent_events SET agent_id = $1 WHERE agent_id = ''`
-	qInsertMessage      = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+	// A message with text ($10) has its search vector, filed under its
+	// owner's scope token ($11; search.go, migrations/0013).
+	qInsertMessage = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images, parent, search, search_scope)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $10::text = '' THEN NULL
+			ELSE setweight(CAST($11::text AS tsvector), 'A') || to_tsvector('simple', $10::text) END,
+			CASE WHEN $10::text = '' THEN NULL ELSE $11::text END)`
+	// The head after a write that moved it (SPEC §18); a head move always
+	// comes with an event, so last_cursor moves with it (qCommitGuard).
+	qSetHead = `UPDATE conversations SET head = $1 WHERE id = $2`
+	// A regenerate opens the turn of a user message again.
+	qReopenTurn  = `UPDATE messages SET closed = false WHERE id = $1 AND conversation_id = $2 AND type = 'user_message'`
+	qClearMemory = `DELETE FROM memory WHERE conversation_id = $1`
 	// An event's cursor comes from a sequence, drawn under the
 	// conversation's row lock (migrations/0004).
 	qInsertEvent = `INSERT INTO events (cursor, conversation_id, type, date, payload, images)

@@ -209,3 +209,15 @@ func TestDeleteTakesTheJournal(t *testing.T) {
 		t.Fatalf("%d rows stored for the deleted conversation", n)
 	}
 }
+
+func TestMemory(t *testing.T) {
+	s := openDSN(t, freshSchema(t))
+	a, b := s.ForAgent("a"), s.ForAgent("b")
+	storetest.Memory(t, a, b, func() []agentik.AgentEvent {
+		evs, err := a.AgentEvents(t.Context(), 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	})
+}

@@ -100,57 +100,83 @@ func (b *Bus) expireTurns(open []string, since time.Time) {
 // in one query (one round trip on every turn of the lease holder). The open
 // turns after the first carry their identity only (TurnQueue).
 func (s *Store) queue(ctx context.Context, conversationID string) (agentik.TurnQueue, error) {
-	var later []agentik.Message // the open turns after the first
-	var msgs []agentik.Message  // the first open turn, then its journal
+	var qr queueRows
 	err := s.read(ctx, "open turns of "+conversationID, func(q querier) error {
-		later, msgs = nil, nil
-		var withImages []storeutil.Pending
-		if err := queryEach(ctx, q, func(rows pgx.Rows) error {
-			var part int
-			var seq int64
-			var id string
-			var payload []byte
-			var refs *string
-			if err := rows.Scan(&part, &seq, &id, &payload, &refs); err != nil {
-				return err
-			}
-			if part == 0 {
-				later = append(later, agentik.Message{ID: id, ConversationID: conversationID, Seq: seq, Type: agentik.MsgUser})
-				return nil
-			}
-			if payload == nil {
-				return errors.New("journal entry without payload")
-			}
-			m, err := storeutil.DecodeMessage(payload)
-			if err != nil {
-				return err
-			}
-			if refs != nil && *refs != "" {
-				withImages = append(withImages, storeutil.Pending{I: len(msgs), Refs: *refs})
-			}
-			msgs = append(msgs, m)
-			return nil
-		}, qQueue, conversationID); err != nil {
+		qr = queueRows{conv: conversationID}
+		if err := queryEach(ctx, q, qr.scan, qQueue, conversationID); err != nil {
 			return err
 		}
-		// Messages whose images are gone belong to a conversation deleted
-		// since the query: nothing is open any more.
-		missing, err := restoreImages(ctx, q, withImages, func(i int) []agentik.Content { return msgs[i].Content })
-		if len(missing) > 0 {
-			later, msgs = nil, nil
-		}
-		return err
+		return qr.restore(ctx, q)
 	})
 	if err != nil {
 		return agentik.TurnQueue{}, err
 	}
+	return qr.turnQueue(), nil
+}
+
+// queueRows collects the rows of qQueue.
+type queueRows struct {
+	conv       string
+	head       int64
+	later      []agentik.Message // the open turns after the first
+	msgs       []agentik.Message // the first open turn, then its journal
+	withImages []storeutil.Pending
+}
+
+func (qr *queueRows) scan(rows pgx.Rows) error {
+	var part int
+	var seq int64
+	var id string
+	var payload []byte
+	var refs *string
+	if err := rows.Scan(&part, &seq, &id, &payload, &refs); err != nil {
+		return err
+	}
+	if part == 2 {
+		qr.head = seq
+		return nil
+	}
+	if part == 0 {
+		qr.later = append(qr.later, agentik.Message{ID: id, ConversationID: qr.conv, Seq: seq, Type: agentik.MsgUser})
+		return nil
+	}
+	if payload == nil {
+		return errors.New("journal entry without payload")
+	}
+	m, err := storeutil.DecodeMessage(payload)
+	if err != nil {
+		return err
+	}
+	if refs != nil && *refs != "" {
+		qr.withImages = append(qr.withImages, storeutil.Pending{I: len(qr.msgs), Refs: *refs})
+	}
+	qr.msgs = append(qr.msgs, m)
+	return nil
+}
+
+// restore puts the images back into the messages that refer to them.
+// Messages whose images are gone belong to a conversation deleted since
+// the query: nothing is open any more.
+func (qr *queueRows) restore(ctx context.Context, q querier) error {
+	if len(qr.withImages) == 0 {
+		return nil
+	}
+	missing, err := restoreImages(ctx, q, qr.withImages, func(i int) []agentik.Content { return qr.msgs[i].Content })
+	if len(missing) > 0 {
+		qr.later, qr.msgs, qr.head = nil, nil, 0
+	}
+	return err
+}
+
+func (qr *queueRows) turnQueue() agentik.TurnQueue {
 	q := agentik.TurnQueue{Open: []agentik.Message{}}
-	if len(msgs) > 0 {
-		q.Open = append(append(q.Open, msgs[0]), later...)
-		q.Turn = msgs[1:]
+	if len(qr.msgs) > 0 {
+		q.Open = append(append(q.Open, qr.msgs[0]), qr.later...)
+		q.Turn = qr.msgs[1:]
 		if len(q.Turn) == 0 {
 			q.Turn = nil
 		}
+		q.Head = qr.head
 	}
-	return q, nil
+	return q
 }

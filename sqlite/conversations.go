@@ -17,16 +17,23 @@ func (s *Store) CreateConversation(ctx context.Context, c agentik.ConversationRe
 	if err != nil {
 		return agentik.AgentEvent{}, err
 	}
+	hooked := false // webhooks' outbox rows written (webhooks.go)
 	err = s.write(ctx, "create conversation "+c.ID, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, qInsertConversation,
-			c.ID, c.Owner, c.Title, c.Temporal, ms(c.CreatedAt), ms(c.UpdatedAt), c.Tokens.Input, c.Tokens.Output, s.agent); err != nil {
+			c.ID, c.Owner, c.Title, c.Temporal, ms(c.CreatedAt), ms(c.UpdatedAt), c.Tokens.Input, c.Tokens.Output, s.agent,
+			storeutil.ForkedFromID(c.ForkedFrom), storeutil.ForkedFromSeq(c.ForkedFrom)); err != nil {
 			return err
 		}
-		return insertAgentEvent(ctx, tx, s.agent, &ev)
+		if err := insertAgentEvent(ctx, tx, s.agent, &ev); err != nil {
+			return err
+		}
+		hooked, err = enqueueAgentEvent(ctx, tx, s.agent, ev)
+		return err
 	})
 	if err != nil {
 		return agentik.AgentEvent{}, err
 	}
+	s.notifyOutbox(hooked)
 	return ev, nil
 }
 
@@ -51,8 +58,11 @@ func getConversation(ctx context.Context, q queryer, agent, id string) (agentik.
 
 func scanConversation(row storeutil.Scanner) (agentik.ConversationRecord, error) {
 	var c agentik.ConversationRecord
-	var created, updated int64
-	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Temporal, &created, &updated, &c.Tokens.Input, &c.Tokens.Output)
+	var created, updated, forkedSeq int64
+	var forked string
+	err := row.Scan(&c.ID, &c.Owner, &c.Title, &c.Temporal, &created, &updated, &c.Tokens.Input, &c.Tokens.Output,
+		&c.Head, &forked, &forkedSeq)
+	c.ForkedFrom = storeutil.Forked(forked, forkedSeq)
 	c.CreatedAt = fromMS(created)
 	c.UpdatedAt = fromMS(updated)
 	return c, err
@@ -120,6 +130,7 @@ func (s *Store) RenameConversation(ctx context.Context, id, title string, at age
 // journal, events and memory. The deleted agent event stays.
 func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Time) (agentik.AgentEvent, error) {
 	var ev agentik.AgentEvent
+	hooked := false // webhooks' outbox rows written (webhooks.go)
 	err := s.write(ctx, "delete conversation "+id, func(tx *wtx) error {
 		var owner string
 		err := tx.QueryRowContext(ctx, qDelete, id, s.agent).Scan(&owner)
@@ -130,11 +141,16 @@ func (s *Store) DeleteConversation(ctx context.Context, id string, at agentik.Ti
 			return err
 		}
 		ev = storeutil.Deleted(id, owner, at)
-		return insertAgentEvent(ctx, tx, s.agent, &ev)
+		if err := insertAgentEvent(ctx, tx, s.agent, &ev); err != nil {
+			return err
+		}
+		hooked, err = enqueueAgentEvent(ctx, tx, s.agent, ev)
+		return err
 	})
 	if err != nil {
 		return agentik.AgentEvent{}, err
 	}
+	s.notifyOutbox(hooked)
 	return ev, nil
 }
 

@@ -24,6 +24,10 @@ var reads = storeutil.ReadQueries{
 	OpenTurns:      qOpenTurns,
 	OpenTurnsOf:    qOpenTurnsOf,
 	State:          qState,
+	Key:            qKey,
+	PathAfter:      qPathAfter,
+	PathBefore:     qPathBefore,
+	Children:       qChildren,
 	All:            -1, // SQLite: LIMIT -1 is no limit
 }
 

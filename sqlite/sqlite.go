@@ -66,8 +66,14 @@ type db struct {
 	ws stmts     // prepared on wc
 	rs stmts     // prepared on r
 
-	writer // the queue of writes to wc (write.go)
+	writer             // the queue of writes to wc (write.go)
+	hooks  outboxHooks // told of outbox rows written (webhooks.go)
 	cp     *checkpointer
+	ix     *indexer // moves queued full-text rows into the index (index.go)
+
+	// noSearchIndex leaves the full-text rows out of commits: only for
+	// the benchmark that measures what the index adds to a commit.
+	noSearchIndex bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -189,7 +195,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	c.SetMaxOpenConns(1)
 	d := &db{w: w, wc: wc, r: r, ws: ws, rs: rs}
 	d.cp = newCheckpointer(c)
-	return &Store{db: d, Reads: storeutil.NewReads(readDB{d}, &reads, "")}, nil
+	d.ix = newIndexer(&Store{db: d})
+	s := &Store{db: d, Reads: storeutil.NewReads(readDB{d}, &reads, "")}
+	// The full-text rows a crash left queued.
+	if err := s.indexCurrent(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	return s, nil
 }
 
 // dsn builds a file: URI so that any path (with '?', '#', spaces) survives,
@@ -213,6 +226,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closeOnce.Do(func() {
+		s.ix.close()
 		errC := s.cp.close()
 		s.ws.close()
 		s.rs.close()

@@ -91,6 +91,7 @@ func testTouch(t *testing.T, s agentik.Store) {
 	equal(t, "stored touched event", agentEventsOf(t, s, before, c.ID), []agentik.AgentEvent{*aev})
 	want := c
 	want.UpdatedAt = at(60)
+	want.Head = 1 // the message appended is the head
 	equal(t, "touched conversation", getConv(t, s, c.ID), want)
 
 	// Without Touch nothing about updated_at changes and no agent event is made.
@@ -98,6 +99,7 @@ func testTouch(t *testing.T, s agentik.Store) {
 	if aev != nil {
 		t.Fatalf("agent event without Touch: %s", dump(aev))
 	}
+	want.Head = 2
 	equal(t, "untouched conversation", getConv(t, s, c.ID), want)
 }
 

@@ -288,7 +288,6 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 		m.Interrupted = true
 		return m
 	}
-
 	answered := userMsg(a.ID, "answered")
 	w(a.ID, msg(answered))
 	w(a.ID, msg(reply(a.ID, agentik.MsgToolCall, answered.ID)), msg(reply(a.ID, agentik.MsgAssistant, answered.ID)))
@@ -310,13 +309,15 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 	inTools := userMsg(a.ID, "mid tool loop")
 	w(a.ID, msg(inTools), msg(reply(a.ID, agentik.MsgToolCall, inTools.ID)))
 
-	// Client tools and the traceparent are kept with the message (never in
-	// its event).
+	// Client tools, the traceparent and the sampling parameters are kept
+	// with the message (never in its event).
 	queued := userMsg(a.ID, "queued")
+	temperature, seed := 0.25, int64(7)
+	queued.Params = &agentik.ModelParams{Temperature: &temperature, Seed: &seed}
 	queued.ClientTools = []agentik.ToolSpec{{Name: "pick_color", Description: "Ask the user", Parameters: agentik.RawJSON(`{"type":"object"}`)}}
 	queued.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	evs, _ := commit(t, s, agentik.Write{ConversationID: a.ID, Events: []agentik.Event{msg(queued)}})
-	if stored, err := s.Events(t.Context(), a.ID, evs[0].Cursor-1, 1); err != nil || len(stored) != 1 || stored[0].Message.ClientTools != nil || stored[0].Message.TraceParent != "" {
+	if stored, err := s.Events(t.Context(), a.ID, evs[0].Cursor-1, 1); err != nil || len(stored) != 1 || stored[0].Message.ClientTools != nil || stored[0].Message.TraceParent != "" || stored[0].Message.Params != nil {
 		t.Fatalf("the event of a message carries its client tools: %+v, %v", stored, err)
 	}
 
@@ -343,6 +344,29 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 		want[c.ID] = []agentik.Message{*m}
 	}
 
+	checkOpenTurns(t, s, want)
+	// Closing a turn later removes it.
+	w(a.ID, interrupted(a.ID, cut.ID), msg(reply(a.ID, agentik.MsgAssistant, inTools.ID)))
+	got, err := s.OpenTurns(t.Context())
+	if err != nil {
+		t.Fatalf("OpenTurns: %v", err)
+	}
+	for _, m := range got {
+		if m.ID == cut.ID || m.ID == inTools.ID {
+			t.Fatalf("closed turn %q still open", agentik.JoinText(m.Content))
+		}
+	}
+	of, err := s.OpenTurnsOf(t.Context(), a.ID)
+	if err != nil {
+		t.Fatalf("OpenTurnsOf: %v", err)
+	}
+	equal(t, "open turns of a after closing two", of, []agentik.Message{*queued})
+}
+
+// checkOpenTurns checks that the store's open turns, of every conversation
+// and of each, are want's (conversation → its open user messages in order).
+func checkOpenTurns(t *testing.T, s agentik.Store, want map[string][]agentik.Message) {
+	t.Helper()
 	got, err := s.OpenTurns(t.Context())
 	if err != nil {
 		t.Fatalf("OpenTurns: %v", err)
@@ -378,22 +402,6 @@ func testOpenTurns(t *testing.T, s agentik.Store) {
 			t.Fatalf("OpenTurnsOf a conversation without open turns: %v, %v", of, err)
 		}
 	}
-	// Closing a turn later removes it.
-	w(a.ID, interrupted(a.ID, cut.ID), msg(reply(a.ID, agentik.MsgAssistant, inTools.ID)))
-	got, err = s.OpenTurns(t.Context())
-	if err != nil {
-		t.Fatalf("OpenTurns: %v", err)
-	}
-	for _, m := range got {
-		if m.ID == cut.ID || m.ID == inTools.ID {
-			t.Fatalf("closed turn %q still open", agentik.JoinText(m.Content))
-		}
-	}
-	of, err := s.OpenTurnsOf(t.Context(), a.ID)
-	if err != nil {
-		t.Fatalf("OpenTurnsOf: %v", err)
-	}
-	equal(t, "open turns of a after closing two", of, []agentik.Message{*queued})
 }
 
 func testPingClose(t *testing.T, s agentik.Store) {

@@ -72,3 +72,56 @@ func testState(t *testing.T, s agentik.Store) {
 		t.Fatalf("deleting a took b's state: %s", got)
 	}
 }
+
+// testLookupKeys: keys recorded with a write's first message find its
+// conversation and that message's seq, for their owner only; a key
+// recorded again points to the newest; a malformed key is refused
+// (nothing changed); the keys go with their conversation.
+func testLookupKeys(t *testing.T, s agentik.Store) {
+	a := newConversation(t, s)
+	b := newConversation(t, s)
+	find := func(owner string, keys ...string) map[string]agentik.KeyRef {
+		t.Helper()
+		got, err := s.FindKeys(t.Context(), owner, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	commit(t, s, agentik.Write{ConversationID: a.ID, Events: []agentik.Event{agentik.MessageEvent(userMsg(a.ID, "one"))}})
+	evs, _ := commit(t, s, agentik.Write{ConversationID: a.ID, Keys: []string{"k1", "k2"},
+		Events: []agentik.Event{agentik.MessageEvent(userMsg(a.ID, "two")), agentik.MessageEvent(userMsg(a.ID, "three"))}})
+	seq := evs[0].Message.Seq
+	got := find(a.Owner, "k1", "k2", "never")
+	if len(got) != 2 || got["k1"] != (agentik.KeyRef{ConversationID: a.ID, Seq: seq}) || got["k2"] != got["k1"] || seq != 2 {
+		t.Fatalf("found %+v, want k1 and k2 at %s seq %d", got, a.ID, seq)
+	}
+	if got := find(b.Owner, "k1"); len(got) != 0 {
+		t.Fatalf("another owner finds %+v", got)
+	}
+	if got := find(a.Owner); len(got) != 0 {
+		t.Fatalf("no keys find %+v", got)
+	}
+	// The same owner records k1 again elsewhere: the newest wins.
+	c := record(a.Owner, "c", at(0), at(0))
+	create(t, s, c)
+	commit(t, s, agentik.Write{ConversationID: c.ID, Keys: []string{"k1"}, Events: []agentik.Event{agentik.MessageEvent(userMsg(c.ID, "four"))}})
+	if got := find(a.Owner, "k1", "k2"); got["k1"] != (agentik.KeyRef{ConversationID: c.ID, Seq: 1}) || got["k2"].ConversationID != a.ID {
+		t.Fatalf("after recording k1 again: %+v", got)
+	}
+	for _, bad := range []string{"", strings.Repeat("k", agentik.MaxLookupKey+1), "bad\xff"} {
+		_, _, err := s.Commit(t.Context(), agentik.Write{ConversationID: a.ID, Keys: []string{"fine", bad}})
+		if agentik.ErrorCode(err) != agentik.EInvalid {
+			t.Fatalf("key %q: %v", bad, err)
+		}
+	}
+	if got := find(a.Owner, "fine"); len(got) != 0 {
+		t.Fatalf("a refused write recorded %+v", got)
+	}
+	if _, err := s.DeleteConversation(t.Context(), a.ID, at(1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := find(a.Owner, "k1", "k2"); len(got) != 1 || got["k1"].ConversationID != c.ID {
+		t.Fatalf("after the delete: %+v", got)
+	}
+}

@@ -61,9 +61,14 @@ func Run(t *testing.T, open func(t *testing.T) agentik.Store) {
 		{"AgentEvents", testAgentEvents},
 		{"OpenTurns", testOpenTurns},
 		{"State", testState},
+		{"LookupKeys", testLookupKeys},
 		{"StatsCounts", testStatsCounts},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"PingClose", testPingClose},
+		{"Tree", testTree},
+		{"TreeRefusals", testTreeRefusals},
+		{"Reopen", testReopen},
+		{"ManyBranches", testManyBranches},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

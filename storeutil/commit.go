@@ -17,6 +17,10 @@ type Numbered struct {
 	Memory []NumberedEntry
 	// NextSeq and NextOrd are the conversation's counters after the write.
 	NextSeq, NextOrd int64
+	// Head is the conversation's head after the write; HeadMoved reports
+	// that it differs from the head before.
+	Head      int64
+	HeadMoved bool
 
 	w *agentik.Write
 }
@@ -47,14 +51,33 @@ type NumberedEntry struct {
 }
 
 // Number numbers w from nextSeq and nextOrd, the first journal seq and
-// memory order it takes, and encodes it without the image data that
-// images (ExtractImages of w) holds apart.
-func Number(w *agentik.Write, images *WriteImages, nextSeq, nextOrd int64) (*Numbered, error) {
+// memory order it takes, places its messages in the tree whose head is
+// head (see agentik.Write), and encodes it without the image data that
+// images (ExtractImages of w) holds apart. A head_moved event or a parent
+// naming no message is ENotFound.
+func Number(w *agentik.Write, images *WriteImages, nextSeq, nextOrd, head int64) (*Numbered, error) {
 	n := &Numbered{w: w, Events: make([]NumberedEvent, len(w.Events)), Memory: make([]NumberedEntry, len(w.Memory))}
+	before := head
+	tip := head // what the next message follows
+	if w.Detached {
+		if w.Parent >= nextSeq {
+			return nil, agentik.Errorf(agentik.ENotFound, "parent %d is no message of this conversation", w.Parent)
+		}
+		tip = w.Parent
+	}
 	for i, ev := range w.Events {
 		e := &n.Events[i]
 		ev.ConversationID = w.ConversationID
 		ev.Cursor = 0
+		if ev.Type == agentik.EvHeadMoved {
+			if ev.To < 0 || ev.To >= nextSeq {
+				return nil, agentik.Errorf(agentik.ENotFound, "seq %d is no message of this conversation", ev.To)
+			}
+			ev.From, head = head, ev.To
+			if !w.Detached {
+				tip = head
+			}
+		}
 		if ev.Message != nil {
 			// A copy: the caller's Message is only updated after the
 			// transaction commits.
@@ -62,6 +85,10 @@ func Number(w *agentik.Write, images *WriteImages, nextSeq, nextOrd int64) (*Num
 			m.ConversationID = w.ConversationID
 			m.Seq = nextSeq
 			nextSeq++
+			m.Parent, tip = tip, m.Seq
+			if !w.Detached {
+				head = tip
+			}
 			// The message and its event are stored without image data.
 			m.Content, e.Images = images.Message(i, &m)
 			payload, err := EncodeMessage(&m)
@@ -90,6 +117,7 @@ func Number(w *agentik.Write, images *WriteImages, nextSeq, nextOrd int64) (*Num
 		n.Memory[i] = NumberedEntry{Order: entry.Order, Payload: string(payload), Images: refs}
 	}
 	n.NextSeq, n.NextOrd = nextSeq, nextOrd
+	n.Head, n.HeadMoved = head, head != before
 	return n, nil
 }
 
@@ -105,6 +133,10 @@ func (n *Numbered) Committed() []agentik.Event {
 		if ev.Message != nil {
 			ev.Message.ConversationID = w.ConversationID
 			ev.Message.Seq = n.Events[i].Event.Message.Seq
+			ev.Message.Parent = n.Events[i].Event.Message.Parent
+		}
+		if ev.Type == agentik.EvHeadMoved {
+			ev.From = n.Events[i].Event.From
 		}
 		out[i] = ev
 	}

@@ -3,6 +3,7 @@ package storeutil
 import (
 	"context"
 	"database/sql"
+	"math"
 
 	"github.com/agentik/agentik"
 )
@@ -69,6 +70,15 @@ type ReadQueries struct {
 	OpenTurns      string // agent id → payload, images
 	OpenTurnsOf    string // conversation id → payload, images
 	State          string // conversation id, key → value
+	Key            string // agent id, owner, key → conversation id, seq
+	// The message tree (SPEC §18). PathAfter and PathBefore page the path
+	// from the root to a seq by walking parent links up from it:
+	// conversation id, to (< 0: the head), after, before, limit, offset →
+	// payload, images (seq ascending; PathBefore descending). Children:
+	// conversation id, parent → seq (ascending).
+	PathAfter  string
+	PathBefore string
+	Children   string
 	// All is the limit argument that stands for no limit.
 	All any
 }
@@ -118,16 +128,82 @@ func (r Reads) Messages(ctx context.Context, conversationID string, req agentik.
 		return nil, false, err
 	}
 	// One more than the limit tells whether the page has more beyond it.
-	query, args := r.q.MessagesAfter, []any{conversationID, req.After, limit + 1, req.Offset}
-	if req.Before > 0 {
+	var query string
+	var args []any
+	switch {
+	case req.Branch == agentik.BranchAll && req.Before > 0:
 		query, args = r.q.MessagesBefore, []any{conversationID, req.After, req.Before, limit + 1, req.Offset}
+	case req.Branch == agentik.BranchAll:
+		query, args = r.q.MessagesAfter, []any{conversationID, req.After, limit + 1, req.Offset}
+	case req.Before > 0:
+		query, args = r.q.PathBefore, []any{conversationID, int64(-1), req.After, req.Before, limit + 1, req.Offset}
+	default:
+		query, args = r.q.PathAfter, []any{conversationID, int64(-1), req.After, int64(math.MaxInt64), limit + 1, req.Offset}
 	}
 	msgs := decodedMessages()
-	if err := r.conversation(ctx, "messages "+conversationID, conversationID, msgs, query, args...); err != nil {
+	err = r.db.Read(ctx, "messages "+conversationID, func(c ReadConn) error {
+		if err := c.Each(ctx, msgs.scan, query, args...); err != nil {
+			return err
+		}
+		if msgs.Len() == 0 {
+			return r.exists(ctx, c, conversationID)
+		}
+		if err := r.restore(ctx, c, conversationID, msgs); err != nil {
+			return err
+		}
+		return r.siblings(ctx, c, conversationID, msgs.list)
+	})
+	if err != nil {
 		return nil, false, err
 	}
 	list, more := MessagesPage(msgs.list, limit, req)
 	return list, more, nil
+}
+
+// Path returns the messages on the path from the root to seq to (to < 0:
+// the head), leaving out those below from (agentik.Store).
+func (r Reads) Path(ctx context.Context, conversationID string, to, from int64) ([]agentik.Message, error) {
+	msgs := decodedMessages()
+	err := r.conversation(ctx, "path "+conversationID, conversationID, msgs, r.q.PathAfter,
+		conversationID, to, max(from-1, 0), int64(math.MaxInt64), r.q.All, 0)
+	if err != nil {
+		return nil, err
+	}
+	return msgs.list, nil
+}
+
+// siblings sets the Siblings of msgs: one indexed read of the children of
+// each distinct parent.
+func (r Reads) siblings(ctx context.Context, c ReadConn, conversationID string, msgs []agentik.Message) error {
+	kids := map[int64][]int64{}
+	for i := range msgs {
+		p := msgs[i].Parent
+		list, ok := kids[p]
+		if !ok {
+			err := c.Each(ctx, func(row Scanner) error {
+				var seq int64
+				err := row.Scan(&seq)
+				list = append(list, seq)
+				return err
+			}, r.q.Children, conversationID, p)
+			if err != nil {
+				return err
+			}
+			kids[p] = list
+		}
+		if len(list) > 1 {
+			msgs[i].Siblings = list
+		}
+	}
+	return nil
+}
+
+// CheckBranch refuses a MessagesRequest.Branch no store knows.
+func CheckBranch(b string) error {
+	if b != "" && b != agentik.BranchHead && b != agentik.BranchAll {
+		return agentik.Errorf(agentik.EInvalid, "branch must be %q or %q", agentik.BranchHead, agentik.BranchAll)
+	}
+	return nil
 }
 
 // Message returns one journal message; ENotFound when the conversation or
@@ -423,4 +499,41 @@ func ScanAgentEvent(row Scanner) (agentik.AgentEvent, error) {
 		return agentik.AgentEvent{}, err
 	}
 	return DecodeAgentEvent(cursor, owner, payload)
+}
+
+// FindKeys looks keys up (agentik.Store): one indexed read each, in one
+// read of the database.
+func (r Reads) FindKeys(ctx context.Context, owner string, keys []string) (map[string]agentik.KeyRef, error) {
+	out := map[string]agentik.KeyRef{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	err := r.db.Read(ctx, "find keys", func(c ReadConn) error {
+		for _, k := range keys {
+			var ref agentik.KeyRef
+			found, err := c.One(ctx, []any{&ref.ConversationID, &ref.Seq}, r.q.Key, r.agent, owner, k)
+			if err != nil {
+				return err
+			}
+			if found {
+				out[k] = ref
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FirstSeq is the seq of the first journal message of a numbered write
+// (0: it has none), which its lookup keys point at.
+func (n *Numbered) FirstSeq() int64 {
+	for i := range n.Events {
+		if m := n.Events[i].Event.Message; m != nil {
+			return m.Seq
+		}
+	}
+	return 0
 }

@@ -113,6 +113,9 @@ func MessagesLimit(req agentik.MessagesRequest) (int, error) {
 	if req.After < 0 || req.Before < 0 || req.Offset < 0 {
 		return 0, agentik.Errorf(agentik.EInvalid, "messages: negative after, before or offset")
 	}
+	if err := CheckBranch(req.Branch); err != nil {
+		return 0, err
+	}
 	limit := req.Limit
 	if limit <= 0 {
 		limit = agentik.DefaultMessagesLimit
@@ -138,12 +141,14 @@ func MessagesPage(msgs []agentik.Message, limit int, req agentik.MessagesRequest
 // and the image capabilities belong to the engine, not the store.
 func ConversationInfo(c agentik.ConversationRecord) *agentik.ConversationInfo {
 	info := &agentik.ConversationInfo{
-		ID:        c.ID,
-		Title:     c.Title,
-		Temporal:  c.Temporal,
-		CreatedAt: c.CreatedAt,
-		UpdatedAt: c.UpdatedAt,
-		Owner:     c.Owner,
+		ID:         c.ID,
+		Title:      c.Title,
+		Temporal:   c.Temporal,
+		CreatedAt:  c.CreatedAt,
+		UpdatedAt:  c.UpdatedAt,
+		Head:       c.Head,
+		ForkedFrom: c.ForkedFrom,
+		Owner:      c.Owner,
 	}
 	if c.Tokens != (agentik.TurnTokens{}) {
 		t := c.Tokens
@@ -181,13 +186,14 @@ func AgentPayload(ev *agentik.AgentEvent) (string, error) {
 // wire does not carry.
 type storedMessage struct {
 	*agentik.Message
-	ClientTools []agentik.ToolSpec `json:"client_tools,omitempty"`
-	TraceParent string             `json:"traceparent,omitempty"`
+	ClientTools []agentik.ToolSpec   `json:"client_tools,omitempty"`
+	TraceParent string               `json:"traceparent,omitempty"`
+	Params      *agentik.ModelParams `json:"model_params,omitempty"`
 }
 
 // EncodeMessage renders a journal message as stored.
 func EncodeMessage(m *agentik.Message) ([]byte, error) {
-	if len(m.ClientTools) == 0 {
+	if len(m.ClientTools) == 0 && m.Params == nil {
 		// The wire form, with the trace parent (the last field) added.
 		b, err := agentik.MarshalMessage(m)
 		if err != nil {
@@ -200,7 +206,7 @@ func EncodeMessage(m *agentik.Message) ([]byte, error) {
 		}
 		return b, nil
 	}
-	b, err := json.Marshal(storedMessage{Message: m, ClientTools: m.ClientTools, TraceParent: m.TraceParent})
+	b, err := json.Marshal(storedMessage{Message: m, ClientTools: m.ClientTools, TraceParent: m.TraceParent, Params: m.Params})
 	if err != nil {
 		return nil, agentik.WrapError(agentik.EInternal, "encode message", err)
 	}
@@ -216,6 +222,7 @@ func DecodeMessage(payload []byte) (agentik.Message, error) {
 	}
 	m.ClientTools = s.ClientTools
 	m.TraceParent = s.TraceParent
+	m.Params = s.Params
 	return m, nil
 }
 
@@ -342,4 +349,27 @@ func DecodeMemory(order int64, payload []byte) (agentik.MemoryEntry, error) {
 	}
 	e.Order = order
 	return e, nil
+}
+
+// ForkedFromID and ForkedFromSeq are the columns of a ForkedFrom ("" and 0
+// for nil); Forked reads them back.
+func ForkedFromID(f *agentik.ForkedFrom) string {
+	if f == nil {
+		return ""
+	}
+	return f.ConversationID
+}
+
+func ForkedFromSeq(f *agentik.ForkedFrom) int64 {
+	if f == nil {
+		return 0
+	}
+	return f.Seq
+}
+
+func Forked(id string, seq int64) *agentik.ForkedFrom {
+	if id == "" {
+		return nil
+	}
+	return &agentik.ForkedFrom{ConversationID: id, Seq: seq}
 }

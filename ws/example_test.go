@@ -82,7 +82,7 @@ func ExampleDialOptions_events() {
 // After GRACEFUL_DISCONNECT (idle timeout, server restart) Reconnect
 // attaches a new connection to the same conversation.
 func ExampleConn_Reconnect() {
-	url, stop := exampleServer(llmtest.Text("Still here."))
+	url, stop := exampleServerIdle(200*time.Millisecond, llmtest.Text("Still here."))
 	defer stop()
 	ctx := context.Background()
 
@@ -111,13 +111,21 @@ func ExampleConn_Reconnect() {
 // the model replaced by scripted replies. It is test scaffolding, not part
 // of the examples.
 func exampleServer(replies ...llmtest.Reply) (url string, stop func()) {
+	return exampleServerIdle(time.Minute, replies...)
+}
+
+// exampleServerIdle is exampleServer whose connections end after idle
+// without a client message. Only the reconnect example wants it short: on
+// a busy machine 200 ms can pass between Dial and Send, or while an answer
+// streams, and end the other examples' connections mid-way.
+func exampleServerIdle(idle time.Duration, replies ...llmtest.Reply) (url string, stop func()) {
 	ctx := context.Background()
 	st, err := stacktest.Open(ctx, stacktest.Model(func(o *openai.Options) { o.Model = "example" }))
 	if err != nil {
 		panic(err)
 	}
 	st.LLM.Enqueue(replies...)
-	srv := ws.NewServer(st.Engine, ws.Options{IdleTimeout: 200 * time.Millisecond})
+	srv := ws.NewServer(st.Engine, ws.Options{IdleTimeout: idle})
 	mux := http.NewServeMux()
 	mux.Handle("GET /agentik/ws", srv)
 	hs := httptest.NewServer(mux)

@@ -403,7 +403,50 @@ func (ss *session) run(ctx context.Context, stream agentik.Stream[agentik.Event]
 		leaving  bool // shutdown began while a turn ran: leave after its END
 		turnSeen bool
 	)
+	// The events are pulled on this goroutine (edge.Pull): the session
+	// costs the engine no goroutine or channel of its own.
+	events := edge.Pull(stream, edge.EventFrame)
+	ready, done := events.Ready(), events.Done()
+	handle := func(ev agentik.Event) bool {
+		switch ev.Type {
+		case agentik.EvWorking:
+			running, phase, turnSeen = true, "", true
+		case agentik.EvStartReasoning:
+			phase = agentik.EvStartReasoning
+		case agentik.EvStartResponse:
+			phase = agentik.EvStartResponse
+		case agentik.EvEnd:
+			running = false
+			idle.Reset(opts.IdleTimeout)
+		}
+		if m := ss.translate(ev, phase, turnSeen); m != nil {
+			if err := ss.write(ctx, m); err != nil {
+				return false
+			}
+		}
+		if ev.Type == agentik.EvEnd && leaving {
+			ss.goodbye("shutdown")
+			return false
+		}
+		return true
+	}
 	for {
+		for {
+			ev, ok, ended, err := edge.Take(events)
+			if ended {
+				if err == nil {
+					err = events.Err()
+				}
+				ss.streamEnded(ctx, err)
+				return
+			}
+			if !ok {
+				break
+			}
+			if !handle(ev) {
+				return
+			}
+		}
 		select {
 		case <-readDone:
 			return
@@ -429,31 +472,8 @@ func (ss *session) run(ctx context.Context, stream agentik.Stream[agentik.Event]
 				return
 			}
 			leaving = true
-		case ev, ok := <-stream.C():
-			if !ok {
-				ss.streamEnded(ctx, stream.Err())
-				return
-			}
-			switch ev.Type {
-			case agentik.EvWorking:
-				running, phase, turnSeen = true, "", true
-			case agentik.EvStartReasoning:
-				phase = agentik.EvStartReasoning
-			case agentik.EvStartResponse:
-				phase = agentik.EvStartResponse
-			case agentik.EvEnd:
-				running = false
-				idle.Reset(opts.IdleTimeout)
-			}
-			if m := ss.translate(ev, phase, turnSeen); m != nil {
-				if err := ss.write(ctx, m); err != nil {
-					return
-				}
-			}
-			if ev.Type == agentik.EvEnd && leaving {
-				ss.goodbye("shutdown")
-				return
-			}
+		case <-ready:
+		case <-done:
 		}
 	}
 }

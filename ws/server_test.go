@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
 )
 
@@ -471,3 +472,20 @@ func TestReconnectReattaches(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// A session whose subscriber lost deltas (the bus had no room for them)
+// still gets the answer's text whole in its TEXT_CHUNKs: the rest comes
+// from the stored message, with no gap and no repeat.
+func TestLostDeltasArriveWhole(t *testing.T) {
+	s := newStack(t, Options{}, nil, stacktest.LoseDeltas)
+	reply, want := stacktest.LossyAnswer(40)
+	s.llm.Enqueue(reply)
+	c := s.dial(nil)
+	if err := c.Send(testCtx(t), "hi"); err != nil {
+		t.Fatal(err)
+	}
+	text, end, _ := answer(t, c)
+	if text != want || end.Reason != EndCompleted {
+		t.Fatalf("text %q (end %+v)\nwant %q", text, end, want)
+	}
+}

@@ -42,6 +42,8 @@ type plan struct {
 	ReplayEvents int
 	ReplayRuns   int
 
+	Branches int // sibling answers of the branched conversation (issue 46)
+
 	IdleConvs   int
 	StartupRuns int
 	Settle      time.Duration // pause before reading RSS, see measureMemory
@@ -58,6 +60,12 @@ type plan struct {
 	SlowWindow     time.Duration
 	BombElements   int
 	IRCConnections int
+
+	// Schedules: idle schedules watched for ScheduleIdle (CPU, RSS), then
+	// Deliveries webhook events timed to a receiver (schedules.go).
+	Schedules    int
+	ScheduleIdle time.Duration
+	Deliveries   int
 }
 
 func fullPlan() plan {
@@ -66,13 +74,14 @@ func fullPlan() plan {
 		Levels: []int{1, 10, 20, 100, 1000}, LevelWarmup: 2 * time.Second, LevelDuration: 10 * time.Second,
 		RelayDeltasOne: 20000, RelayDeltasMany: 1000, RelayClients: 1000,
 		Lengths: []int{10, 1000, 100_000}, LengthTurns: 200,
-		ReplayEvents: 10_000, ReplayRuns: 20,
+		ReplayEvents: 10_000, ReplayRuns: 20, Branches: 1000,
 		IdleConvs: 1000, StartupRuns: 10, Settle: 2 * time.Second,
 		// The Go runtime collects an idle heap by its forced GC (every 2
 		// minutes) and returns it to the OS after: a shorter settle would
 		// measure the answer's garbage, not what the subscribers hold.
 		Subscribers: 1000, SubscriberDeltas: 1100, SubscriberSettle: 130 * time.Second,
 		SlowClients: 100, SlowWindow: 10 * time.Second, BombElements: 1_900_000, IRCConnections: 1005,
+		Schedules: 10_000, ScheduleIdle: 30 * time.Second, Deliveries: 200,
 	}
 }
 
@@ -84,28 +93,34 @@ func quickPlan() plan {
 		Levels: []int{1, 10, 20, 100}, LevelWarmup: 500 * time.Millisecond, LevelDuration: 1500 * time.Millisecond,
 		RelayDeltasOne: 2000, RelayDeltasMany: 200, RelayClients: 500,
 		Lengths: []int{10, 1000, 10_000}, LengthTurns: 20, // seeding 100,000 alone takes ~10 s
-		ReplayEvents: 10_000, ReplayRuns: 3,
+		ReplayEvents: 10_000, ReplayRuns: 3, Branches: 1000,
 		IdleConvs: 500, StartupRuns: 3, Settle: 500 * time.Millisecond,
 		Subscribers: 1000, SubscriberDeltas: 1100, SubscriberSettle: 5 * time.Second, // an upper bound: garbage not yet collected
 		SlowClients: 100, SlowWindow: 5 * time.Second, BombElements: 1_900_000, IRCConnections: 1005,
+		Schedules: 10_000, ScheduleIdle: 5 * time.Second, Deliveries: 50,
 	}
 }
 
 // Phases, in the order they run.
-var allPhases = []string{"startup", "latency", "concurrency", "memory", "subscribers", "length", "replay", "hostile"}
+var allPhases = []string{"startup", "latency", "openai", "concurrency", "memory", "subscribers", "length", "replay", "branches", "hostile", "schedules", "cluster"}
+
+// defaultPhases are those a run without --phases measures: the cluster
+// phase needs --pg (and root for its CPU quotas) and is asked for by name.
+var defaultPhases = allPhases[:len(allPhases)-1]
 
 // runner runs the phases against fresh servers and fills res.
 type runner struct {
-	plan   plan
-	server serverConfig // binary and model; the database is set per server
-	pg     *pgSchemas   // --pg: a fresh schema per server; nil for SQLite
-	dir    string       // scratch directory for databases
-	model  *model
-	hc     *http.Client
-	out    io.Writer // progress
-	t0     time.Time
-	res    *Results
-	dbs    int
+	plan        plan
+	clusterPlan clusterPlan
+	server      serverConfig // binary and model; the database is set per server
+	pg          *pgSchemas   // --pg: a fresh schema per server; nil for SQLite
+	dir         string       // scratch directory for databases
+	model       *model
+	hc          *http.Client
+	out         io.Writer // progress
+	t0          time.Time
+	res         *Results
+	dbs         int
 }
 
 func (r *runner) logf(format string, args ...any) {
@@ -187,6 +202,8 @@ func (r *runner) run(ctx context.Context, phases []string) error {
 			err = r.startup(ctx)
 		case "latency":
 			err = r.latency(ctx)
+		case "openai":
+			err = r.openai(ctx)
 		case "concurrency":
 			err = r.concurrency(ctx)
 		case "memory":
@@ -197,8 +214,14 @@ func (r *runner) run(ctx context.Context, phases []string) error {
 			err = r.length(ctx)
 		case "replay":
 			err = r.replay(ctx)
+		case "branches":
+			err = r.branches(ctx)
 		case "hostile":
 			err = r.hostile(ctx)
+		case "schedules":
+			err = r.schedules(ctx)
+		case "cluster":
+			err = r.cluster(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)

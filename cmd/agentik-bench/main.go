@@ -61,10 +61,10 @@ type flags struct {
 	ttft          time.Duration
 	chunkDelay    time.Duration
 	settle        time.Duration
+	cluster       clusterPlan
 }
 
-func parseFlags(args []string, stderr io.Writer) (flags, error) {
-	var f flags
+func parseFlags(args []string, stderr io.Writer) (f flags, err error) {
 	fs := flag.NewFlagSet("agentik-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.binary, "binary", "", "agentik binary to run (default: build ./cmd/agentik into a temporary directory)")
@@ -75,14 +75,18 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.svgDir, "svg", "", "write the plots (bench-concurrency.svg, bench-length.svg) into this directory")
 	fs.StringVar(&f.mdOut, "md", "", "write the results as Markdown tables to this file")
 	fs.StringVar(&f.from, "from", "", "measure nothing: read results from this JSON file and write --md/--svg from them")
-	fs.StringVar(&f.phases, "phases", strings.Join(allPhases, ","), "comma-separated phases to run (hostile: slow bodies, an MCP array bomb, large metadata and approval arguments, an IRC flood, against the binary with its default settings; ~15 s, 30 s against a build that never answers or closes)")
+	fs.StringVar(&f.phases, "phases", strings.Join(defaultPhases, ","), "comma-separated phases to run (hostile: slow bodies, an MCP array bomb, large metadata and approval arguments, an IRC flood, against the binary with its default settings; ~15 s, 30 s against a build that never answers or closes)")
 	fs.StringVar(&f.serverProfile, "server-cpuprofile", "", "the server binary writes a CPU profile of itself to this file (AGENTIK_CPUPROFILE; run one phase)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (use with --inprocess to profile the server)")
 	levels := fs.String("levels", "", "comma-separated concurrency levels (default 1,10,20,100,1000; quick 1,10,20,100)")
 	fs.DurationVar(&f.ttft, "ttft", 0, "the model's time to first token")
 	fs.DurationVar(&f.chunkDelay, "chunk-delay", 0, "the model's delay between chunks (1/tokens per second)")
 	fs.DurationVar(&f.settle, "subscriber-settle", 0, "subscribers phase: how long after the answer to read RSS (default 130s; quick 5s)")
+	cl := clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if f.cluster, err = cl(); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
@@ -195,7 +199,7 @@ func bench(ctx context.Context, f flags, progress io.Writer) (*Results, error) {
 	if f.pg != "" {
 		res.Store = "postgres"
 	}
-	r := &runner{plan: p, dir: dir, hc: newHTTPClient(), out: progress, t0: time.Now(), res: res}
+	r := &runner{plan: p, clusterPlan: f.cluster, dir: dir, hc: newHTTPClient(), out: progress, t0: time.Now(), res: res}
 	if f.pg != "" {
 		r.pg = &pgSchemas{dsn: f.pg}
 		defer func() {

@@ -28,6 +28,17 @@ func markdown(res *Results) string {
 		}
 		p("\n")
 	}
+	if o := res.OpenAI; o != nil {
+		p("### 1b. Added latency of a streamed turn through the OpenAI-compatible and LangGraph doors\n\n| API | direct p50 | agentik p50 | added p50 | added p99 | over native p50 | n |\n|---|---|---|---|---|---|---|\n")
+		for _, r := range []struct {
+			name string
+			l    DoorLatency
+			over float64
+		}{{"native REST+SSE", o.Native, 0}, {"/v1/chat/completions", o.Chat, o.ChatOverNativeP50Ms}, {"/v1/responses", o.Responses, o.ResponsesOverNativeP50Ms}, {"/langgraph runs/stream", o.LangGraph, o.LangGraphOverNativeP50Ms}} {
+			p("| %s | %.3f ms | %.3f ms | %.3f ms | %.3f ms | **%+.3f ms** | %d |\n", r.name, r.l.Direct.P50Ms, r.l.Agentik.P50Ms, r.l.AddedP50Ms, r.l.AddedP99Ms, r.over, r.l.Agentik.N)
+		}
+		p("\n")
+	}
 	if len(res.Concurrency) > 0 {
 		p("### 2. Throughput and latency under concurrency\n\n| conversations | turns/s | p50 | p99 | turns | window | errors | server CPU per turn | direct (floor) | of the floor |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, l := range res.Concurrency {
@@ -93,6 +104,9 @@ func markdown(res *Results) string {
 	}
 	if h := res.Hostile; h != nil {
 		hostileMarkdown(p, h)
+	}
+	if c := res.Cluster; c != nil {
+		clusterMarkdown(p, c)
 	}
 	p("### Targets\n\n| issue | target | goal | this run | |\n|---|---|---|---|---|\n")
 	for _, t := range res.Targets {

@@ -16,8 +16,9 @@ import (
 // the run ends. The figures then start from empty tables as with SQLite, and
 // the bench never touches tables it did not create.
 type pgSchemas struct {
-	dsn     string
-	created []string
+	dsn       string
+	created   []string
+	databases []string // the cluster phase's, one per run
 }
 
 func (p *pgSchemas) fresh(ctx context.Context) (string, error) {
@@ -36,7 +37,7 @@ func (p *pgSchemas) fresh(ctx context.Context) (string, error) {
 
 // dropAll removes the schemas this run created.
 func (p *pgSchemas) dropAll() error {
-	if len(p.created) == 0 {
+	if len(p.created) == 0 && len(p.databases) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -52,6 +53,12 @@ func (p *pgSchemas) dropAll() error {
 		}
 	}
 	p.created = nil
+	for _, d := range p.databases {
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+d+" WITH (FORCE)"); err != nil {
+			return fmt.Errorf("drop database %s: %w", d, err)
+		}
+	}
+	p.databases = nil
 	return nil
 }
 

@@ -14,13 +14,17 @@ type Results struct {
 	Binary      *BinaryInfo        `json:"binary,omitempty"`
 	Startup     *Startup           `json:"startup,omitempty"`
 	Latency     *Latency           `json:"latency,omitempty"`
+	OpenAI      *OpenAILatency     `json:"openai,omitempty"`
 	Concurrency []ConcurrencyLevel `json:"concurrency,omitempty"`
 	Relay       []Relay            `json:"relay,omitempty"`
 	Length      []LengthPoint      `json:"length,omitempty"`
 	Replay      *Replay            `json:"replay,omitempty"`
+	Branches    *Branches          `json:"branches,omitempty"`
 	Memory      *Memory            `json:"memory,omitempty"`
 	Subscribers *Subscribers       `json:"subscribers,omitempty"`
 	Hostile     *Hostile           `json:"hostile,omitempty"`
+	Schedules   *Schedules         `json:"schedules,omitempty"`
+	Cluster     *Cluster           `json:"cluster,omitempty"`
 
 	Targets []Target `json:"targets"`
 	Notes   []string `json:"notes,omitempty"`

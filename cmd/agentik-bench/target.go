@@ -23,8 +23,10 @@ import (
 	"github.com/agentik/agentik/bus"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/langgraph"
 	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
+	"github.com/agentik/agentik/openaiapi"
 	"github.com/agentik/agentik/sqlite"
 	"github.com/agentik/agentik/tools"
 )
@@ -56,6 +58,10 @@ type serverConfig struct {
 	// ships); env is added to the environment last.
 	defaultLimits bool
 	env           []string
+	// wrap runs the binary through a command (its arguments, then the
+	// binary and "serve" appended) that must exec it in the same process:
+	// the cluster phase's cgroup wrapper.
+	wrap []string
 }
 
 // startTarget starts a server and returns once GET /health answers 200,
@@ -162,6 +168,9 @@ func serverEnv(sc serverConfig) []string {
 
 func startProcess(ctx context.Context, sc serverConfig) (target, time.Duration, error) {
 	cmd := exec.Command(sc.binary, "serve")
+	if len(sc.wrap) > 0 {
+		cmd = exec.Command(sc.wrap[0], append(sc.wrap[1:], sc.binary, "serve")...)
+	}
 	cmd.Env = serverEnv(sc)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -362,6 +371,9 @@ func startInProcess(ctx context.Context, sc serverConfig) (target, time.Duration
 	mux := http.NewServeMux()
 	httpapi.MountHealth(mux, store.Ping)
 	httpapi.Mount(mux, "/agentik", eng, httpapi.Options{Logger: log})
+	openaiapi.Mount(mux, "/v1", openaiapi.NewHandler(openaiapi.Options{Logger: log,
+		Models: func(context.Context) []openaiapi.Model { return []openaiapi.Model{{ID: "agentik", Agent: eng}} }}), nil)
+	langgraph.New(langgraph.Options{Logger: log, Agents: func(context.Context) []agentik.Agent { return []agentik.Agent{eng} }}).Mount(mux, "/langgraph", nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		store.Close()

@@ -96,11 +96,11 @@ func (a *app) serveA2APort(mux *http.ServeMux) (end func(context.Context), err e
 	if err != nil {
 		return nil, fmt.Errorf("AGENTIK_A2A_PORT: %w", err)
 	}
-	hs := &http.Server{Handler: a.edge.Handler(mux), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: a.edge.Handler(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idleTimeout}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hs.Serve(edge.Listener(ln, idleTimeout)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("a2a listener", "err", err)
 		}
 	}()

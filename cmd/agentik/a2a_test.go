@@ -115,7 +115,8 @@ func TestA2AOfficialClient(t *testing.T) {
 				t.Fatalf("e2e %s: %v\n%s\nserver log:\n%s", mode, err, out.String(), p.log())
 			}
 			for _, want := range []string{"protocol=" + map[string]string{"v1": "1.0", "v03": "0.3"}[mode],
-				"STREAM task,statusUpdate,artifactUpdate", "CANCEL TASK_STATE_CANCELED", "RESUBSCRIBE task,"} {
+				"STREAM task,statusUpdate,artifactUpdate", "CANCEL TASK_STATE_CANCELED",
+				"MODES out=text/plain,image/png,image/jpeg,image/webp,image/gif skill=text/plain,image/png,image/jpeg,image/webp,image/gif", "RESUBSCRIBE task,"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}

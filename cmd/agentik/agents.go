@@ -12,8 +12,10 @@ import (
 	"github.com/agentik/agentik/demollm"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/mcp"
+	"github.com/agentik/agentik/memory"
 	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
+	"github.com/agentik/agentik/recall"
 	"github.com/agentik/agentik/telemetry"
 	"github.com/agentik/agentik/tools"
 )
@@ -35,6 +37,12 @@ type agent struct {
 	llm   agentik.LLM
 	reg   *tools.Registry
 	mcp   *mcp.Source // nil without MCP servers
+
+	schedules agentik.Schedules // its schedules API (schedules.go)
+	webhooks  agentik.Webhooks  // its webhooks API (schedules.go)
+	memory    *memory.Service   // its memory blocks; nil without (memory.go)
+	recall    *recall.Recall    // conversation_search; nil with memory off (recall.go)
+	indexer   *recall.Indexer   // embeds its messages; nil without memory.embeddings (recall.go)
 }
 
 // Allows reports whether principal may use the agent (auth.tokens[].agents).
@@ -92,13 +100,21 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 	if ag.llm, err = newLLM(c, a.log, a.tracing); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	if err := a.setupTools(ctx, ag); err != nil {
-		return nil, err
+	if c.Backend == config.BackendLocal && c.ContextTokens == 0 {
+		c.ContextTokens = ag.llm.Info().ContextTokens // the context the model was given
+		ag.cfg = c
 	}
 	store, events, coord, err := st.forAgent(ctx, c.ID)
 	if err != nil {
 		return nil, err
 	}
+	if err := a.setupMemory(ag, store, events); err != nil {
+		return nil, err
+	}
+	if err := a.setupTools(ctx, ag); err != nil {
+		return nil, err
+	}
+	a.setupRecall(ag, store)
 	cfg := a.cfg
 	info := agentik.AgentInfo{ID: c.ID, Name: c.Name, Description: c.Description, Version: versionString()}
 	ag.eng, err = engine.New(engine.Options{
@@ -118,10 +134,12 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 		OnRestart:     cfg.OnRestart,
 		ImageInput:    ag.llm.Info().ImageInput,
 
+		Context: ag.contextSources(),
+
 		Approval:        c.Approval,
 		ApprovalTimeout: cfg.ApprovalTimeout,
 		Logger:          a.log.With("agent", c.ID),
-		Observer:        a.observer(),
+		Observer:        ag.observer(),
 		Tracer:          a.tracer(c, info),
 
 		ContextTokens: c.ContextTokensFor(ag.llm.Info().Name),
@@ -142,6 +160,9 @@ func (a *app) buildAgent(ctx context.Context, c config.Agent, st *storage) (*age
 // newLLM builds an agent's model backend. With tracing on, its requests
 // carry the trace context and its responses name their id and model.
 func newLLM(c config.Agent, log *slog.Logger, tracing *telemetry.Tracing) (agentik.LLM, error) {
+	if c.Backend == config.BackendLocal {
+		return openLocal(c)
+	}
 	if c.Backend == config.BackendDemo {
 		log.Warn("no model endpoint configured: using the offline demo backend; set OPENAI_BASE_URL (and OPENAI_API_KEY, OPENAI_MODEL), or model.base_url in the configuration file, to use a real model", "agent", c.ID)
 		demo := demollm.New()
@@ -175,6 +196,10 @@ func (a *app) setupTools(ctx context.Context, ag *agent) error {
 			builtin = append(builtin, tools.CurrentTime{})
 		}
 	}
+	builtin = append(builtin, ag.memoryTools()...)
+	if ag.cfg.StateTool {
+		builtin = append(builtin, tools.UpdateState{})
+	}
 	ag.reg = tools.NewRegistry(builtin...)
 	ag.reg.SetFilter(toolFilter(ag.cfg.Allow, ag.cfg.Deny))
 	if err := a.setupMCP(ctx, ag); err != nil {
@@ -200,4 +225,15 @@ func toolFilter(allow, deny []string) func(string) bool {
 	return func(name string) bool {
 		return (len(allow) == 0 || match(allow, name)) && !match(deny, name)
 	}
+}
+
+// contextSources are what the agent adds to its model calls' system
+// context (SPEC §19): its memory blocks, then the conversation's shared
+// state when the agent shows it.
+func (ag *agent) contextSources() []agentik.ContextSource {
+	sources := ag.memoryContext()
+	if ag.cfg.StateContext {
+		sources = append(sources, tools.StateContext{})
+	}
+	return sources
 }

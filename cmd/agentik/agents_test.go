@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,10 +15,13 @@ import (
 	"time"
 
 	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/ws"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 const (
@@ -290,6 +294,36 @@ var facades = []facade{
 			return "read: " + toolText(res)
 		},
 	},
+	{
+		// The OpenAI-compatible door, through openai-go: per agent, and at
+		// /v1 (base "") with model = the default agent.
+		name: "openai",
+		say: func(t *testing.T, p *proc, base, token, text string) (string, string) {
+			c := oai.NewClient(option.WithBaseURL(p.url+base+"/v1"), option.WithAPIKey(token), option.WithMaxRetries(0))
+			res, err := c.Chat.Completions.New(testCtx(t), oai.ChatCompletionNewParams{Model: "alpha",
+				Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage(text)}})
+			if err != nil {
+				return "", openAICode(err)
+			}
+			return res.Choices[0].Message.Content, ""
+		},
+		attach: func(t *testing.T, p *proc, base, token, id string) string {
+			c := oai.NewClient(option.WithBaseURL(p.url+base+"/v1"), option.WithAPIKey(token), option.WithMaxRetries(0))
+			if _, err := c.Conversations.Get(testCtx(t), id); err != nil {
+				return openAICode(err)
+			}
+			return "read"
+		},
+	},
+}
+
+// openAICode is the core code of an OpenAI error: not_found for a 404.
+func openAICode(err error) string {
+	var apiErr *oai.Error
+	if errors.As(err, &apiErr) {
+		return edge.CodeOf(apiErr.StatusCode)
+	}
+	return err.Error()
 }
 
 // TestAgentsEveryFacade: every facade × two agents × two principals. The
@@ -298,7 +332,11 @@ var facades = []facade{
 // found through another's facades; GET /agents lists exactly the caller's
 // agents. The default agent also answers at today's paths.
 func TestAgentsEveryFacade(t *testing.T) {
-	p, llmA, llmB, _ := twoAgents(t)
+	// Every facade × agent × principal makes conversations and messages of
+	// one principal across both agents, which a per-principal limit counts
+	// together: the limits are off here (TestLimitsCountPerPrincipalAcrossAgents
+	// is theirs).
+	p, llmA, llmB, _ := twoAgents(t, "AGENTIK_CONVERSATIONS_PER_MINUTE=0", "AGENTIK_MESSAGES_PER_MINUTE=0")
 	models := map[string]*llmtest.Server{"alpha": llmA, "beta": llmB}
 	prompts := map[string]string{"alpha": alphaPrompt, "beta": betaPrompt}
 	principals := []struct {
@@ -356,7 +394,7 @@ func TestAgentsEveryFacade(t *testing.T) {
 	// The default agent at today's paths.
 	t.Run("default paths", func(t *testing.T) {
 		for _, f := range facades {
-			base := map[string]string{"native": "/agentik", "agui": "", "a2a": "", "ws": "/agentik", "mcp": ""}[f.name]
+			base := map[string]string{"native": "/agentik", "agui": "", "a2a": "", "ws": "/agentik", "mcp": "", "openai": "", "langgraph": ""}[f.name]
 			text := "default via " + f.name + " " + agentik.NewID()
 			answer, code := f.say(t, p, base, carolToken, text)
 			if code != "" || !strings.Contains(answer, "alpha: "+text) {
@@ -376,8 +414,8 @@ func TestAgentsEveryFacade(t *testing.T) {
 	t.Run("GET /agents", func(t *testing.T) {
 		entry := func(id, name, desc, model string, def bool) string {
 			b := "/agents/" + id
-			return fmt.Sprintf(`{"id":%q,"name":%q,"description":%q,"model":%q,"default":%t,"endpoints":{"agentik":%q,"agui":%q,"a2a":%q,"agent_card":%q,"ws":%q,"mcp":%q}}`,
-				id, name, desc, model, def, b, b+"/agui", b+"/a2a", b+"/.well-known/agent-card.json", b+"/ws", b+"/mcp")
+			return fmt.Sprintf(`{"id":%q,"name":%q,"description":%q,"model":%q,"default":%t,"endpoints":{"agentik":%q,"agui":%q,"a2a":%q,"agent_card":%q,"langgraph":%q,"ws":%q,"mcp":%q,"openai":%q}}`,
+				id, name, desc, model, def, b, b+"/agui", b+"/a2a", b+"/.well-known/agent-card.json", b+"/langgraph", b+"/ws", b+"/mcp", b+"/v1")
 		}
 		alpha := entry("alpha", "Alpha", "The first agent", "model-a", true)
 		beta := entry("beta", "Beta", "The second agent", "model-b", false)

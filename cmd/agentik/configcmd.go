@@ -11,11 +11,13 @@ import (
 	"github.com/agentik/agentik/mcp"
 )
 
-const configUsage = `usage: agentik config check FILE | example
+const configUsage = `usage: agentik config check FILE | example [--full]
 
-  check FILE   validate a configuration file without starting anything
-               (every mistake with its line; exit code 2 when there is one)
-  example      print a commented example of three agents
+  check FILE      validate a configuration file without starting anything
+                  (every mistake with its line; exit code 2 when there is one)
+  example         print a commented file of two agents that starts as written
+                  (the offline demo model, no tokens)
+  example --full  print an annotated file of three agents, every setting shown
 `
 
 // configCommand runs `agentik config …`.
@@ -23,6 +25,9 @@ func configCommand(args []string, getenv func(string) string, stdout, stderr io.
 	switch {
 	case len(args) == 1 && args[0] == "example":
 		fmt.Fprint(stdout, config.Example)
+		return exitOK
+	case len(args) == 2 && args[0] == "example" && (args[1] == "--full" || args[1] == "-full"):
+		fmt.Fprint(stdout, config.ExampleFull)
 		return exitOK
 	case len(args) == 2 && args[0] == "check":
 		cfg, err := loadConfig(args[1], getenv)

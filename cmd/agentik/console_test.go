@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -24,7 +25,8 @@ var consoleE2E = filepath.Join("..", "..", "console", "testdata", "e2e")
 
 // TestConsoleBrowser drives the web console of the real binary in Debian's
 // headless Chromium with playwright-core: sign-in, streaming, tool calls,
-// interrupt, reload mid-answer, rename, image upload, a model error, a
+// interrupt, reload mid-answer, rename, image upload, a model error,
+// regenerate, branch arrows and edit (SPEC §18), a
 // second principal kept apart, delete, and the demo backend. The model is
 // llmtest, scripted per user text; gates hold answers mid-stream until the
 // script asks this test (over a loopback control endpoint) to let them go.
@@ -57,6 +59,8 @@ func TestConsoleBrowser(t *testing.T) {
 	gates := map[string]*llmtest.Gate{"stream": llmtest.NewGate(), "reload": llmtest.NewGate(), "drop": llmtest.NewGate()}
 	var mu sync.Mutex
 	var sawImage bool
+	var numbers int     // "pick a number" answers so far
+	var branchLeak bool // the model was shown a message of another branch
 	llm := llmtest.NewServer()
 	t.Cleanup(llm.Close)
 	llm.Handle(func(r llmtest.Request) llmtest.Reply {
@@ -80,6 +84,28 @@ func TestConsoleBrowser(t *testing.T) {
 			return llmtest.Stream().Role().Content("Before the drop, ").Pause(gates["drop"]).Content("after the drop.").Finish("stop").Done()
 		case "fail":
 			return llmtest.APIError(400, "invalid_request_error", "bad_request", "the model refused this request")
+		case "pick a number":
+			// Another answer each time it is asked: a regenerated answer
+			// differs from the first. The model sees the head path only:
+			// no earlier answer to this question.
+			mu.Lock()
+			defer mu.Unlock()
+			numbers++
+			for _, m := range r.Messages {
+				if strings.Contains(m.Text(), "Number ") {
+					branchLeak = true
+				}
+			}
+			return llmtest.Text(fmt.Sprintf("Number %d.", numbers))
+		case "pick a letter":
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range r.Messages {
+				if strings.Contains(m.Text(), "pick a number") || strings.Contains(m.Text(), "Number ") {
+					branchLeak = true
+				}
+			}
+			return llmtest.Text("echo: " + text)
 		case "what is this?":
 			mu.Lock()
 			sawImage = bytes.Contains(r.Raw, []byte(`"image_url"`))
@@ -91,7 +117,9 @@ func TestConsoleBrowser(t *testing.T) {
 	})
 	const alice, bob = "tok-console-alice-1", "tok-console-bob-22"
 	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test-model",
-		"AGENTIK_IMAGE_INPUT=on", "AGENTIK_AUTH_TOKENS=alice:"+alice+",bob:"+bob)
+		"AGENTIK_IMAGE_INPUT=on", "AGENTIK_AUTH_TOKENS=alice:"+alice+",bob:"+bob,
+		"AGENTIK_WEBHOOK_ALLOW_PRIVATE=on", // the webhook receiver is this test, on loopback
+		"AGENTIK_MEMORY=on")
 	demo := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "demo.db"), "AGENTIK_LLM_BACKEND=demo")
 	// An agent that asks before every current_time call (SPEC §10).
 	approve := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "approve.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test-model",
@@ -113,6 +141,8 @@ func TestConsoleBrowser(t *testing.T) {
 		}
 		g.Release()
 	})
+	// The webhook receiver of the schedules step.
+	control.HandleFunc("POST /hook", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +179,9 @@ func TestConsoleBrowser(t *testing.T) {
 	defer mu.Unlock()
 	if !sawImage {
 		t.Fatalf("the uploaded image did not reach the model:\n%s", out)
+	}
+	if numbers != 2 || branchLeak {
+		t.Fatalf("regenerate: the model answered \"pick a number\" %d times (want 2); saw another branch: %v", numbers, branchLeak)
 	}
 	for _, tok := range []string{alice, bob} {
 		if strings.Contains(p.log(), tok) {

@@ -29,17 +29,27 @@ var frontDoors = []frontDoor{
 		home: func(c config.Config) string { return c.AGUI.Path },
 	},
 	{ // A2A JSON-RPC and its agent card (a2a.go)
-		name: "a2a", sub: "/a2a", build: buildA2A, more: []endpoint{{"agent_card", a2a.CardPath}},
+		name: "a2a", sub: "/a2a", build: buildA2A, more: []endpoint{{"agent_card", a2a.CardPath}}, refuse: rpcRefusal,
 		on:   func(c config.Config) bool { return c.A2A.Enabled },
 		home: func(c config.Config) string { return c.A2A.Path },
+	},
+	{ // Agent Protocol / LangGraph API (langgraph.go)
+		name: "langgraph", sub: "/langgraph", build: buildLangGraph,
+		on:   func(c config.Config) bool { return c.LangGraph.Enabled },
+		home: func(c config.Config) string { return c.LangGraph.Path },
 	},
 	{ // WebSocket chat (ws.go)
 		name: "ws", sub: "/ws", home: fixed(apiHome + "/ws"), build: buildWS,
 	},
 	{ // MCP server over Streamable HTTP (mcpserver.go)
-		name: "mcp", sub: "/mcp", build: buildMCPServer,
+		name: "mcp", sub: "/mcp", build: buildMCPServer, refuse: rpcRefusal,
 		on:   func(c config.Config) bool { return c.MCPServer.Enabled },
 		home: func(c config.Config) string { return c.MCPServer.Path },
+	},
+	{ // OpenAI-compatible API: every agent a model (openaicompat.go)
+		name: "openai", sub: "/v1", build: buildOpenAI,
+		on:   func(c config.Config) bool { return c.OpenAICompat.Enabled },
+		home: func(c config.Config) string { return c.OpenAICompat.Path },
 	},
 	{ // IRC on a listener of its own, every agent a nick (irc.go)
 		name: "irc", buildAll: buildIRC,
@@ -75,6 +85,10 @@ type frontDoor struct {
 	// serves both its paths, so what it keeps per agent (AG-UI's thread
 	// locks, WebSocket connections, MCP sessions) is shared by the two.
 	build func(a *app, ag *agent) (*door, error)
+	// refuse answers, in the door's wire format, a request under its path
+	// that no route takes (an unknown path, a method the path does not
+	// take); nil: the native JSON error body.
+	refuse refusal
 	// buildAll makes the door of every agent of the process.
 	buildAll func(a *app) (*door, error)
 }
@@ -133,6 +147,7 @@ func (a *app) openDoors(mux *http.ServeMux) error {
 			for _, prefix := range a.places(ag) {
 				if d.mount != nil {
 					d.mount(mux, prefix, f.path(a.cfg, prefix))
+					a.wires = append(a.wires, wirePath{f.path(a.cfg, prefix), f.refuse})
 				}
 			}
 		}

@@ -88,6 +88,11 @@ func TestIRCRevokedTokenClosesTheLink(t *testing.T) {
 // principal whose agents did not change keeps its link.
 func TestIRCAgentTakenAwayClosesTheLink(t *testing.T) {
 	p, _, _, file := twoAgents(t, "AGENTIK_IRC_ADDR=127.0.0.1:0")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(p.log())
+		}
+	})
 	addr := ircAddr(t, p)
 	login := func(token, nick string) *ircConn {
 		c := dialIRC(t, addr)

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -148,5 +150,107 @@ func TestPerPrincipalLimitsThroughTheBinary(t *testing.T) {
 	// Bob is untouched by all of it.
 	if st, body, _ := send(bobToken, id(bobConv)); st != http.StatusAccepted {
 		t.Fatalf("bob's message: %d %s", st, body)
+	}
+}
+
+// TestLimitsCountPerPrincipalAcrossAgents: a principal's limits count what
+// it does with every agent together, not per agent (two agents do not give
+// twice every limit), on SQLite and across two processes on PostgreSQL.
+// Both agents allow one running conversation, three messages and three
+// conversations a minute.
+func TestLimitsCountPerPrincipalAcrossAgents(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres"} {
+		t.Run(db, func(t *testing.T) {
+			llm := llmtest.NewServer()
+			defer llm.Close()
+			gate := llmtest.NewGate()
+			defer gate.Release()
+			llm.Enqueue(llmtest.Stream().Role().Content("slow ").Pause(gate).Content("answer").Finish("stop").Done())
+			llm.Handle(echo)
+			file := filepath.Join(t.TempDir(), "agentik.yaml")
+			os.WriteFile(file, []byte(fmt.Sprintf(`database: ./agentik.db
+auth:
+  tokens:
+    - {principal: dave, token_env: DAVE_TOKEN}
+agents:
+  - id: alpha
+    model: {base_url: %[1]q, model: m}
+    limits: {max_concurrent_turns: 1, messages_per_minute: 3, conversations_per_minute: 3}
+  - id: beta
+    model: {base_url: %[1]q, model: m}
+    limits: {max_concurrent_turns: 1, messages_per_minute: 3, conversations_per_minute: 3}
+`, llm.URL())), 0o600)
+			env := []string{"AGENTIK_CONFIG=" + file, "DAVE_TOKEN=" + daveToken}
+			n := 1
+			if db == "postgres" {
+				env, n = append(env, "AGENTIK_DATABASE_URL="+pgSchema(t)), 2
+			}
+			ps, _ := startProcs(t, n, env...)
+			// alpha on the first process, beta on the last (the same one on SQLite)
+			alpha := httpapi.NewClient(ps[0].url+"/agents/alpha", httpapi.WithToken(daveToken))
+			beta := httpapi.NewClient(ps[n-1].url+"/agents/beta", httpapi.WithToken(daveToken))
+			ctx := testCtx(t)
+			send := func(c *httpapi.Client, id, text string) (agentik.SendResult, error) {
+				conv, err := c.Conversation(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conv.Close()
+				return conv.Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text(text)}})
+			}
+			x, err := alpha.CreateConversation(ctx, agentik.CreateRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, err := beta.CreateConversation(ctx, agentik.CreateRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			convX, _ := alpha.Conversation(ctx, x.ID)
+			defer convX.Close()
+			s, err := convX.Events(ctx, agentik.LiveOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			res, err := send(alpha, x.ID, "slow") // message 1
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-gate.Reached(): // alpha answers x
+			case <-time.After(30 * time.Second):
+				t.Fatal("no model call for x within 30 s")
+			}
+			_, err = send(beta, y.ID, "other")
+			rateLimited(t, "a second running conversation, on the other agent", err)
+			gate.Release()
+			until(t, s, "end of x's turn", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID })
+			// Each answered before the next: one running conversation at most.
+			convY, _ := beta.Conversation(ctx, y.ID)
+			defer convY.Close()
+			sy, err := convY.Events(ctx, agentik.LiveOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sy.Close()
+			res, err = send(beta, y.ID, "two") // message 2
+			if err != nil {
+				t.Fatalf("message 2 on beta: %v", err)
+			}
+			until(t, sy, "end of y's turn", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID })
+			res, err = send(alpha, x.ID, "three") // message 3
+			if err != nil {
+				t.Fatalf("message 3 on alpha: %v", err)
+			}
+			until(t, s, "end of x's second turn", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID })
+			_, err = send(beta, y.ID, "four")
+			rateLimited(t, "a fourth message in a minute, two on each agent", err)
+			if _, err := alpha.CreateConversation(ctx, agentik.CreateRequest{}); err != nil { // conversation 3
+				t.Fatal(err)
+			}
+			_, err = beta.CreateConversation(ctx, agentik.CreateRequest{})
+			rateLimited(t, "a fourth conversation in a minute, two on each agent", err)
+		})
 	}
 }

@@ -77,6 +77,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		printConfigErrors(stderr, err)
 		return exitConfig
 	}
+	if args[0] == "serve" || args[0] == "chat" || args[0] == "tools" {
+		if err := openLocalModels(cfg); err != nil {
+			fmt.Fprintln(stderr, "agentik:", err)
+			return exitConfig
+		}
+	}
 	log := newLogger(cfg, stderr)
 	for _, w := range cfg.Warnings {
 		log.Warn(w)

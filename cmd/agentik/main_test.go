@@ -28,7 +28,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "agentik")
-	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	// Pure Go, as the binary people run is built (SPEC: no cgo): every
+	// test of the binary, the local model's included, runs this build.
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
@@ -52,8 +56,14 @@ var listening = regexp.MustCompile(`msg="agentik listening" addr=(\S+)|"msg":"ag
 
 func startProc(t testing.TB, env ...string) *proc {
 	t.Helper()
-	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binary, "serve")
+	return startCmd(t, exec.Command(binary, "serve"), env...)
+}
+
+// startCmd is startProc for a command of the caller's (a shell line, say)
+// that ends up running agentik serve.
+func startCmd(t testing.TB, cmd *exec.Cmd, env ...string) *proc {
+	t.Helper()
+	p := &proc{done: make(chan struct{}), cmd: cmd}
 	p.cmd.Env = append(os.Environ(), append([]string{"AGENTIK_PORT=0", "AGENTIK_HOST=127.0.0.1"}, env...)...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

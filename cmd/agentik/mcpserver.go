@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/mcp"
 )
 
@@ -42,7 +41,7 @@ func buildMCPServer(a *app, ag *agent) (*door, error) {
 	})
 	return &door{
 		mount: func(mux *http.ServeMux, _, path string) {
-			mux.Handle(path, a.edge.Guard(h, edge.Route{Agent: ag.ID}))
+			mux.Handle(path, a.edge.Guard(h, a.mcpRoute(ag.ID)))
 		},
 		begin: h.BeginShutdown,
 		end:   h.Close,

@@ -12,6 +12,7 @@ import (
 	"github.com/agentik/agentik/config"
 	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/mcp"
+	"github.com/agentik/agentik/postgres"
 	"github.com/agentik/agentik/telemetry"
 )
 
@@ -92,6 +93,20 @@ func (a *app) serveMetrics() error {
 		[]string{"agent", "server"}, a.mcpHealth(func(h mcp.ServerHealth) float64 { return float64(h.Tools) }))
 	a.metrics.CounterVecFunc("agentik_mcp_server_restarts_total", "Times the MCP server was restarted or reconnected.",
 		[]string{"agent", "server"}, a.mcpHealth(func(h mcp.ServerHealth) float64 { return float64(h.Restarts) }))
+	if pg, ok := a.store.(*postgres.Store); ok {
+		// What the database is asked, for the cluster's cost per turn
+		// (docs/postgres.md): every connection of this process.
+		a.metrics.CounterVecFunc("agentik_db_round_trips_total", "Round trips to PostgreSQL (a statement sent alone, a batch, a prepare): every connection of this process.",
+			nil, func() []telemetry.Sample {
+				rt, _ := pg.RoundTrips()
+				return []telemetry.Sample{{Value: float64(rt)}}
+			})
+		a.metrics.CounterVecFunc("agentik_db_statements_total", "Statements sent to PostgreSQL (each of a batch counted): every connection of this process.",
+			nil, func() []telemetry.Sample {
+				_, st := pg.RoundTrips()
+				return []telemetry.Sample{{Value: float64(st)}}
+			})
+	}
 	addr := a.cfg.Obs.MetricsAddr
 	if addr == "" {
 		return nil

@@ -10,10 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/config"
+	"github.com/agentik/agentik/internal/testenv"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/postgres"
 )
@@ -39,8 +39,9 @@ func TestPostgresAgentStreamSubscribers(t *testing.T) {
 	ps, cs := startProcs(t, 3, pgEnv(dsn, llm, unlimited...)...)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: subscribers}}
 	defer hc.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+	// Waits end on events; the context only ends them before go test's
+	// -timeout would (a loaded machine took 65 s of the 90 s this once had).
+	ctx := testenv.Wait(t)
 
 	// Subscribers read until the created event of the conversation made
 	// after all the others, known by its title.
@@ -144,6 +145,9 @@ func TestPostgresAgentStreamSubscribers(t *testing.T) {
 	work.Wait()
 	close(errs)
 	for err := range errs {
+		for i, p := range ps {
+			t.Logf("process %d's log:\n%s", i, p.log())
+		}
 		t.Fatalf("workload: %v", err)
 	}
 	last, err := cs[0].CreateConversation(ctx, agentik.CreateRequest{Title: lastTitle})

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentik/agentik/internal/testenv"
@@ -47,6 +48,8 @@ func TestPythonSDK(t *testing.T) {
 		}
 		t.Log(msg)
 	}
+
+	t.Run("readme-install", func(t *testing.T) { readmeInstall(t, dir) })
 
 	llm := llmtest.NewServer()
 	defer llm.Close()
@@ -116,6 +119,9 @@ func TestPythonSDK(t *testing.T) {
 	}
 }
 
+// pythonNumbers counts the answers to "pick a number": another each time.
+var pythonNumbers atomic.Int64
+
 // pythonScript is the model of the Python SDK's tests, by the last user
 // text (sdk/python/tests/harness.py describes it to the tests).
 func pythonScript(r llmtest.Request) llmtest.Reply {
@@ -131,6 +137,8 @@ func pythonScript(r llmtest.Request) llmtest.Reply {
 		return llmtest.ToolCalls(llmtest.Call("current_time", `{}`))
 	case "hang":
 		return llmtest.Stream().Role().Content("partial").Hang()
+	case "pick a number":
+		return llmtest.Text(fmt.Sprintf("Number %d.", pythonNumbers.Add(1)))
 	case "history":
 		var said []string
 		for _, m := range r.Messages {
@@ -272,4 +280,50 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// readmeInstall runs the README's offline install block as written (from
+// the root of a checkout: here a copy of sdk/python in an empty directory,
+// so that the build leaves nothing in the tree) and checks that the venv's
+// Python imports the installed package, with no network and no PYTHONPATH.
+func readmeInstall(t *testing.T, dir string) {
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```sh\n(/usr/bin/python3 -m venv[^`]*)```").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no offline install block starting /usr/bin/python3 -m venv")
+	}
+	if exec.Command("/usr/bin/python3", "-c", "import setuptools, websockets, pydantic, venv, ensurepip").Run() != nil {
+		testenv.Missing(t, "the README's offline install needs Debian's python3-venv python3-setuptools python3-websockets python3-pydantic")
+	}
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, "sdk", "python"), os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	for _, junk := range []string{"build", "agentik.egg-info"} { // of a build in the tree
+		os.RemoveAll(filepath.Join(root, "sdk", "python", junk))
+	}
+	cmd := exec.Command("sh", "-ec", string(m[1]))
+	cmd.Dir = root
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "PYTHONPATH" && !strings.HasPrefix(k, "PIP_") {
+			env = append(env, kv)
+		}
+	}
+	// No network: a pip that tried PyPI would fail (or hang) without these.
+	cmd.Env = append(env, "PIP_NO_INDEX=1", "PIP_DISABLE_PIP_VERSION_CHECK=1", "http_proxy=http://127.0.0.1:1", "https_proxy=http://127.0.0.1:1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's install block: %v\n%s", err, out)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(string(out)), "0.1.0") {
+		t.Fatalf("the installed package does not say its version:\n%s", out)
+	}
+	where, err := exec.Command(filepath.Join(root, ".venv", "bin", "python"), "-c", "import agentik; print(agentik.__file__)").CombinedOutput()
+	if err != nil || !strings.Contains(string(where), filepath.Join(".venv", "lib")) {
+		t.Fatalf("the venv does not import the installed package: %v %s", err, where)
+	}
 }

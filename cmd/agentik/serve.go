@@ -22,6 +22,7 @@ import (
 	"github.com/agentik/agentik/edge"
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/oauth"
 	"github.com/agentik/agentik/telemetry"
 )
 
@@ -41,8 +42,13 @@ type app struct {
 	// edge every route sits behind (auth.go).
 	tokens *auth.Tokens
 	edge   *edge.Edge
+	oauth  *oauth.Server // the MCP endpoints' OAuth server; nil without tokens (mcpoauth.go)
 
 	httpAddr string // the HTTP listener's address, once listening
+
+	// wires are the doors' paths and how each refuses a request no route
+	// takes (routes.go).
+	wires []wirePath
 
 	metrics *telemetry.Metrics // nil outside serve (metrics.go)
 	// admins are the admin principals in force (metrics.go, reloaded on
@@ -74,6 +80,10 @@ func buildAPI(a *app, ag *agent) (*door, error) {
 			KeepAlive:    a.cfg.KeepAlive,
 			Guard:        a.guard(ag.ID),
 			Logger:       a.log,
+			Schedules:    ag.schedules,
+			Webhooks:     ag.webhooks,
+			Memory:       ag.memoryAPI(),
+			Recall:       ag.recallAPI(),
 		})
 		a.mountTools(mux, path+"/tools", ag)
 	}}, nil
@@ -82,6 +92,10 @@ func buildAPI(a *app, ag *agent) (*door, error) {
 // serve runs the server until SIGTERM/SIGINT, then shuts down gracefully:
 // new messages are refused, running turns get DrainTimeout to finish and are
 // then closed as interrupted, streams end, the store is closed.
+// idleTimeout bounds how long a connection may wait, silent, for its next
+// request (its first one included: edge.Listener).
+const idleTimeout = 2 * time.Minute
+
 func serve(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -106,6 +120,12 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, l
 	if err := a.buildAgents(ctx, ""); err != nil {
 		return err
 	}
+	if err := a.setupSchedules(ctx); err != nil {
+		return err
+	}
+	if err := a.setupOAuth(); err != nil { // mcpoauth.go
+		return err
+	}
 	mux := http.NewServeMux()
 	if err := a.routes(mux); err != nil {
 		return err
@@ -115,9 +135,9 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, l
 	}
 	a.watchReload()
 	srv := &http.Server{
-		Handler:           a.edge.Handler(mux),
+		Handler:           a.edge.Handler(a.unrouted(mux)),
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute, // idle keep-alive connections are reaped
+		IdleTimeout:       idleTimeout, // idle keep-alive connections are reaped
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
@@ -125,6 +145,9 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, l
 		return err
 	}
 	a.httpAddr = ln.Addr().String()
+	// The header timeout starts at a new connection's first bytes, as on a
+	// kept-alive one, not at the connect (edge.Listener).
+	ln = edge.Listener(ln, idleTimeout)
 	// Recovery runs before serving so resumed turns keep their order ahead of
 	// new messages, but after listening so a port clash fails fast.
 	for _, ag := range a.agents {

@@ -51,7 +51,7 @@ func (a *app) openStore(ctx context.Context) (*storage, error) {
 		forAgent: func(_ context.Context, id string) (agentik.Store, agentik.Bus, agentik.Coordinator, error) {
 			return store.ForAgent(id), bus.New(), nil, nil
 		},
-		limiter: localLimiter,
+		limiter: localLimiter(engine.NewLedger()),
 		close:   func() { store.Close() },
 	}, nil
 }
@@ -81,6 +81,7 @@ func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 	}
 	a.log.Info("using PostgreSQL", "schema", store.Schema())
 	var closers []func()
+	ledger := engine.NewLedger()
 	st := &storage{
 		base:  store,
 		adopt: store.AdoptConversations,
@@ -99,7 +100,7 @@ func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 		},
 		busSequences: true,
 		limiter: func(agent string, l agentik.Limits) agentik.Limiter {
-			return postgres.NewLimiter(store.ForAgent(agent), l, localLimiter(agent, l))
+			return postgres.NewLimiter(store.ForAgent(agent), l, ledger.Limiter(l))
 		},
 	}
 	st.close = func() {
@@ -111,5 +112,8 @@ func (a *app) openPostgres(ctx context.Context) (*storage, error) {
 	return st, nil
 }
 
-// localLimiter returns the in-process limiter of an agent's limits.
-func localLimiter(_ string, l agentik.Limits) agentik.Limiter { return engine.NewLocalLimiter(l) }
+// localLimiter returns the in-process limiters of the agents' limits, all
+// counting in ledger: a principal's limits hold across the agents.
+func localLimiter(ledger *engine.Ledger) func(string, agentik.Limits) agentik.Limiter {
+	return func(_ string, l agentik.Limits) agentik.Limiter { return ledger.Limiter(l) }
+}

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -147,11 +149,14 @@ func TestTypeScriptSDK(t *testing.T) {
 
 	llm := llmtest.NewServer()
 	defer llm.Close()
+	var numbers atomic.Int64 // "pick a number": another answer each time (branching.test.ts)
 	llm.Handle(func(r llmtest.Request) llmtest.Reply {
 		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == "tool" {
 			return llmtest.Text("It is tea time.")
 		}
 		switch text := r.LastUserText(); text {
+		case "pick a number":
+			return llmtest.Text(fmt.Sprintf("Number %d.", numbers.Add(1)))
 		case "time?":
 			return llmtest.ToolCalls(llmtest.Call("current_time", `{}`))
 		case "hang":

@@ -57,6 +57,7 @@ type config struct {
 	llm    *llmtest.Server
 	model  []func(*openai.Options)
 	engine []func(*engine.Options)
+	lossy  bool
 }
 
 // Engine adjusts the engine's options before the engine is made. They start
@@ -136,7 +137,12 @@ func Open(ctx context.Context, opts ...Option) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.Bus = bus.New()
-	eo := engine.Options{Store: s.Store, Temporal: memstore.New(), Bus: s.Bus, LLM: model, Tools: tools.NewRegistry(tools.CurrentTime{})}
+	var b agentik.Bus = s.Bus
+	if c.lossy {
+		s.Bus = bus.NewBuffered(LossyBuffer)
+		b = newLossyBus(s.Bus)
+	}
+	eo := engine.Options{Store: s.Store, Temporal: memstore.New(), Bus: b, LLM: model, Tools: tools.NewRegistry(tools.CurrentTime{})}
 	for _, f := range c.engine {
 		f(&eo)
 	}

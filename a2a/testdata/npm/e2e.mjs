@@ -64,6 +64,8 @@ try {
   const card = await client.getAgentCard();
   check(card.capabilities?.streaming === true, "card does not declare streaming");
   console.log(`CARD ${card.name} protocol=${client.protocolVersion}`);
+  // Answers can carry images (a tool's): the card and its skills say so.
+  console.log(`MODES out=${(card.defaultOutputModes ?? []).join(",")} skill=${(card.skills?.[0]?.outputModes ?? []).join(",")}`);
 
   // 2. blocking send answered by a completed task
   const r1 = await client.sendMessage(msg("hello"));

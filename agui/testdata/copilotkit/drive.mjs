@@ -5,7 +5,8 @@
 //
 // Usage: node drive.mjs AGUI_URL NATIVE_URL STATIC_DIR SETUP_JSON
 //   SETUP_JSON: {"threads": {"chat","tool","hitl","interrupt","stop","failure": threadId},
-//                "interruptConversation": the conversation id Agentik gave the interrupt thread}
+//                "interruptConversation", "chatConversation": the conversation ids
+//                Agentik gave the interrupt and chat threads}
 // Prints "RESULT <scenario> <json>" per scenario and exits 0 when all held;
 // otherwise prints "FAIL <scenario>: <reason>" (and the page's state) and
 // exits 1.
@@ -15,7 +16,7 @@ import path from "node:path";
 import { chromium } from "playwright-core";
 
 const [aguiURL, nativeURL, staticDir, setupJSON] = process.argv.slice(2);
-const { threads, interruptConversation } = JSON.parse(setupJSON);
+const { threads, interruptConversation, chatConversation } = JSON.parse(setupJSON);
 const here = path.dirname(new URL(import.meta.url).pathname);
 const timeout = 30_000;
 
@@ -81,6 +82,7 @@ function state() {
       text: el.innerText.trim(),
     })),
     banners: [...document.querySelectorAll('[data-testid="copilot-error-banner"]')].map((el) => el.innerText.trim()),
+    coagent: document.querySelector('[data-testid="coagent-state"]')?.textContent ?? null,
     ready: document.querySelector('[data-testid="copilot-send-button"]')?.getAttribute("data-test-id") === "copilot-chat-ready",
   }));
 }
@@ -99,9 +101,20 @@ async function waitFor(what, pred) {
 const assistantTexts = (s) => s.messages.filter((m) => m.role === "assistant").map((m) => m.text);
 const userTexts = (s) => s.messages.filter((m) => m.role === "user").map((m) => m.text);
 
-async function open(thread) {
+// native calls Agentik's native API (the browser knows nothing of it).
+async function native(method, p, body) {
+  const res = await fetch(nativeURL + p, {
+    method,
+    headers: body ? { "Content-Type": "application/json" } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  if (!res.ok) await fail(`native ${method} ${p}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+async function open(thread, extra = "") {
   consoleErrors.length = 0;
-  await page.goto(`http://127.0.0.1:${runtime.port}/?thread=${encodeURIComponent(thread)}`);
+  await page.goto(`http://127.0.0.1:${runtime.port}/?thread=${encodeURIComponent(thread)}${extra}`);
   await page.waitForSelector('[data-testid="copilot-chat-textarea"]', { timeout });
   await waitFor("the chat to be ready", (s) => s.ready || s.messages.length === 0);
 }
@@ -179,14 +192,33 @@ const scenarios = {
     return { messages: s.messages.length };
   },
 
-  // Regenerate on the chat's answer: the user gets an answer, no error.
+  // Regenerate on the chat's answer: a new answer on a new branch, which
+  // differs from the first (the model answers differently when asked
+  // again). Then the head is switched between the two answers through the
+  // native API, and the reloaded page shows the one it points at.
   async regenerate() {
     await open(threads.chat);
     await waitFor("the restored chat", (s) => s.ready && assistantTexts(s).length === 1);
+    const first = assistantTexts(await state())[0];
+    if (!first.includes("streamed word by word.")) await fail(`restored answer ${JSON.stringify(first)}`);
     await page.click('.copilotKitAssistantMessage button[aria-label="Regenerate response"]');
-    const s = await waitFor("an answer again", (s) => s.ready && assistantTexts(s).length === 1 && assistantTexts(s)[0].includes("Hello from Agentik"));
+    const s = await waitFor("the new answer", (s) => s.ready && assistantTexts(s).length === 1 && assistantTexts(s)[0].includes("regenerated"));
     await clean();
-    return { messages: s.messages.length };
+    // Both answers are in Agentik's journal, siblings after the question.
+    const all = await native("GET", `/conversations/${chatConversation}/messages?branch=all`);
+    const answers = all.messages.filter((m) => m.type === "assistant_message");
+    if (answers.length !== 2 || answers[0].parent !== answers[1].parent) await fail(`journal ${JSON.stringify(all.messages)}`);
+    const shows = async (what, text) => {
+      await page.reload();
+      await page.waitForSelector('[data-testid="copilot-chat-textarea"]', { timeout });
+      return waitFor(what, (s) => assistantTexts(s).length === 1 && assistantTexts(s)[0].includes(text));
+    };
+    await native("PUT", `/conversations/${chatConversation}/head`, { seq: answers[0].seq });
+    await shows("the first answer after switching", "streamed word by word.");
+    await native("PUT", `/conversations/${chatConversation}/head`, { seq: answers[1].seq });
+    await shows("the new answer after switching back", "regenerated");
+    await clean();
+    return { messages: s.messages.length, answers: answers.length };
   },
 
   // Reload with the same threadId after the CopilotKit runtime restarted
@@ -200,6 +232,17 @@ const scenarios = {
     const s = await waitFor("the history", (s) => userTexts(s).includes("Hello") && assistantTexts(s).some((t) => t.includes("Hello from Agentik")));
     await clean();
     return { messages: s.messages.length };
+  },
+
+  // useCoAgent: the page's initial state reaches the agent with the run;
+  // the agent changes it (update_state) and the page shows the change.
+  async coagent() {
+    await open(threads.coagent, "&coagent=1");
+    await waitFor("the initial state", (s) => s.coagent === '{"count":1}');
+    await send("Count up");
+    const s = await waitFor("the agent's change", (s) => s.ready && s.coagent === '{"count":2}' && assistantTexts(s).some((t) => t.includes("Counted.")));
+    await clean();
+    return { state: s.coagent };
   },
 
   // The model fails: the user is told; the next message is answered.

@@ -177,6 +177,35 @@ const scenarios = {
     return { messages: agent.messages.length };
   },
 
+  // Shared state (SPEC §19): the client's state reaches the agent, which
+  // changes it (update_state) during the run: STATE_SNAPSHOT, then
+  // STATE_DELTA, applied by the client. A later run and a reloaded client
+  // that sends the empty default state keep it.
+  async state() {
+    const agent = new HttpAgent({ url, threadId: "e2e-state", initialMessages: [{ id: "u1", role: "user", content: "Count up" }],
+      initialState: { count: 1, items: ["a"] } });
+    const first = await run(agent);
+    const states = first.events.filter((e) => e.type.startsWith("STATE_"));
+    expectEqual("state events", states.map((e) => [e.type, e.snapshot ?? e.delta]), [
+      ["STATE_SNAPSHOT", { count: 1, items: ["a"] }],
+      ["STATE_DELTA", [{ op: "replace", path: "/count", value: 2 }]],
+    ]);
+    if (states[1] !== first.events.find((e) => e.type === "STATE_DELTA") ||
+      first.events.indexOf(states[0]) !== 1) fail(`STATE_SNAPSHOT must follow RUN_STARTED: ${JSON.stringify(first.events.map((e) => e.type))}`);
+    expectEqual("state after the agent's change", agent.state, { count: 2, items: ["a"] });
+    expectEqual("answer", texts(agent.messages, "assistant").at(-1), "Counted.");
+
+    agent.addMessage({ id: "u2", role: "user", content: "Hi" });
+    const second = await run(agent);
+    expectEqual("second run's state events", second.events.filter((e) => e.type.startsWith("STATE_")).map((e) => e.type), ["STATE_SNAPSHOT"]);
+    expectEqual("state after the second run", agent.state, { count: 2, items: ["a"] });
+
+    const reloaded = new HttpAgent({ url, threadId: "e2e-state" });
+    await run(reloaded);
+    expectEqual("reloaded state", reloaded.state, { count: 2, items: ["a"] });
+    return { state: reloaded.state };
+  },
+
   // The model fails: the run ends with RUN_ERROR{code}, runAgent resolves.
   async failure() {
     const agent = new HttpAgent({ url, threadId: "e2e-failure", initialMessages: [{ id: "u1", role: "user", content: "Fail" }] });

@@ -232,12 +232,55 @@ await step("a model error is shown", async () => {
   await page.locator("#turns td", { hasText: "error" }).waitFor();
 });
 
+await step("regenerate an answer, switch between the two, edit a message", async () => {
+  // The model answers "pick a number" with the next number each time it
+  // is asked, so the regenerated answer differs from the first.
+  await send(page, "pick a number");
+  const one = page.locator(".msg.assistant:not(.live)", { hasText: "Number 1." });
+  const two = page.locator(".msg.assistant:not(.live)", { hasText: "Number 2." });
+  await one.waitFor();
+  assert(await one.locator(".branches").count() === 0, "one answer, no arrows");
+  await one.locator("button.regen").click();
+  await two.waitFor();
+  await one.waitFor({ state: "detached" }); // the head path shows one answer
+  assert((await two.locator(".branch-pos").innerText()) === "2/2", "the second of two answers");
+  await two.locator(".branch-prev").click();
+  await one.waitFor();
+  await two.waitFor({ state: "detached" });
+  assert((await one.locator(".branch-pos").innerText()) === "1/2", "back on the first answer");
+  await one.locator(".branch-next").click();
+  await two.waitFor();
+  await one.waitFor({ state: "detached" });
+  // Edit: the new version of the message is answered on its own branch.
+  const asked = page.locator(".msg.user", { hasText: "pick a number" });
+  await asked.locator("button.edit-msg").click();
+  await asked.locator(".edit textarea").fill("pick a letter");
+  await asked.locator(".edit textarea").press("Enter");
+  const edited = page.locator(".msg.user", { hasText: "pick a letter" });
+  await page.locator(".msg.assistant:not(.live)", { hasText: "echo: pick a letter" }).waitFor();
+  await asked.waitFor({ state: "detached" });
+  await two.waitFor({ state: "detached" });
+  assert((await edited.locator(".branch-pos").innerText()) === "2/2", "the second version of the message");
+  assert(await page.locator(".msg.assistant", { hasText: "It is tea time." }).count() === 1, "the earlier turns stay on the path");
+  await shot(page, "branches");
+  // A reload shows the head path the server keeps.
+  await page.reload();
+  await page.locator(".msg.assistant:not(.live)", { hasText: "echo: pick a letter" }).waitFor();
+  assert(await page.locator(".msg", { hasText: "Number" }).count() === 0, "no other branch after the reload");
+  // Back to the first version: the newest answer of its branch comes back.
+  await edited.locator(".branch-prev").click();
+  await two.waitFor();
+  await edited.waitFor({ state: "detached" });
+  assert((await asked.locator(".branch-pos").innerText()) === "1/2", "the first version of the message");
+  assert(await page.locator(".msg.assistant:not(.live)").last().innerText().then((t) => t.includes("Number 2.")), "its newest answer is last");
+});
+
 await step("the inspector lists every durable event with its cursor", async () => {
   const events = page.locator("#events .event");
   const n = await events.count();
   assert(n >= 12, "durable events: " + n);
   const types = await page.locator("#events .etype").allInnerTexts();
-  for (const t of ["user_message", "assistant_message", "tool_call", "tool_result", "interrupted", "error"]) assert(types.includes(t), "inspector has " + t);
+  for (const t of ["user_message", "assistant_message", "tool_call", "tool_result", "interrupted", "error", "head_moved"]) assert(types.includes(t), "inspector has " + t);
   const cursors = (await page.locator("#events .cursor").allInnerTexts()).map((c) => Number(c.slice(1)));
   assert(cursors.every((c, i) => i === 0 || c > cursors[i - 1]), "cursors increase: " + cursors);
   await page.locator("#events .event summary").first().click();
@@ -325,6 +368,37 @@ await step("the demo backend says it is a demo and streams a summary", async () 
   current = page;
 });
 
+await step("a message typed while New conversation is still making one goes to that conversation", async () => {
+  const ctxN = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const pn = await newPage(ctxN);
+  current = pn;
+  const count = async () => ((await (await fetch(DEMO + "/agentik/conversations?limit=100")).json()).conversations || []).length;
+  const before = await count();
+  await pn.goto(DEMO + "/");
+  await pn.locator("#composer-text").waitFor();
+  // Hold the conversation New conversation asks for until the message is
+  // sent, as a slow server would: the message must not make a second one.
+  let held, heldSeen;
+  const seen = new Promise((r) => { heldSeen = r; });
+  await pn.route("**/conversations", (route) => {
+    if (route.request().method() !== "POST" || held) return route.continue();
+    held = route;
+    heldSeen();
+  });
+  await pn.click("#new-conv");
+  await seen;
+  await pn.fill("#composer-text", "one conversation please");
+  await pn.press("#composer-text", "Enter");
+  await held.continue();
+  const made = await (await held.request().response()).json();
+  await pn.waitForURL("**/#/c/" + made.id);
+  await pn.locator(".msg.user", { hasText: "one conversation please" }).waitFor();
+  await pn.locator(".msg.assistant:not(.live)").first().waitFor();
+  assert(await count() === before + 1, "one conversation made, not " + (await count() - before));
+  await ctxN.close();
+  current = page;
+});
+
 await step("a compaction shows its marker and summary", async () => {
   const ctxC = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const pc = await newPage(ctxC);
@@ -378,10 +452,152 @@ await step("approve and deny a tool call", async () => {
   current = page;
 });
 
+await step("schedules and webhooks made through the API are listed with their runs and deliveries", async () => {
+  const call = async (method, path, body) => {
+    const r = await fetch(BASE + "/agentik" + path, {
+      method, body: body === undefined ? undefined : JSON.stringify(body),
+      headers: { Authorization: "Bearer " + env.ALICE_TOKEN, "Content-Type": "application/json" },
+    });
+    const data = r.status === 204 ? null : await r.json();
+    assert(r.ok, method + " " + path + ": " + r.status + " " + JSON.stringify(data));
+    return data;
+  };
+  const hookURL = CONTROL + "/hook";
+  const hook = await call("POST", "/webhooks", { url: hookURL, events: ["schedule.run"], description: "e2e receiver" });
+  const sched = await call("POST", "/schedules", { every: "1h", name: "Morning queue", content: [{ type: "text", text: "summarise the queue" }] });
+  await call("POST", "/schedules/" + sched.id + "/run");
+  // Wait (on the API, a 30 s safety net) until the run is recorded and its
+  // schedule.run event reached the receiver: the page then reads a final state.
+  const deadline = Date.now() + 30000;
+  for (;;) {
+    const runs = (await call("GET", "/schedules/" + sched.id + "/runs")).runs;
+    const dels = (await call("GET", "/webhooks/" + hook.id + "/deliveries")).deliveries;
+    if (runs.length === 1 && runs[0].outcome !== "claimed" && dels.length === 1 && dels[0].status !== "pending") break;
+    assert(Date.now() < deadline, "run " + JSON.stringify(runs) + ", deliveries " + JSON.stringify(dels));
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const ctxS = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const ps = await newPage(ctxS);
+  current = ps;
+  await ps.goto(BASE + "/#/automations");
+  await ps.fill("#token", env.ALICE_TOKEN);
+  await ps.press("#token", "Enter");
+  const s = ps.locator("#sched-list .schedule", { hasText: "Morning queue" });
+  await s.waitFor();
+  const st = await s.innerText();
+  assert(st.includes("every 1h") && st.includes("next run") && st.includes("enabled") && st.includes("summarise the queue"), "schedule: " + st);
+  await s.locator(".runs td.outcome", { hasText: "sent" }).waitFor();
+  const h = ps.locator("#hook-list .webhook", { hasText: hookURL });
+  await h.waitFor();
+  const ht = await h.innerText();
+  assert(ht.includes("schedule.run") && ht.includes("e2e receiver") && !ht.includes("whsec_"), "webhook: " + ht);
+  await h.locator(".deliveries td.dstatus", { hasText: "delivered (HTTP 204)" }).waitFor();
+  await shot(ps, "schedules");
+  // The run's conversation opens from its row: the scheduled message, answered.
+  await s.locator(".runs a", { hasText: "open" }).click();
+  await ps.locator(".msg.user", { hasText: "summarise the queue" }).waitFor();
+  await ps.locator(".msg.assistant", { hasText: "echo: summarise the queue" }).waitFor();
+  assert(await ps.isHidden("#auto"), "the conversation replaced the list");
+  // Made in the page: a schedule, then a webhook whose secret is shown once.
+  await ps.click("#auto-link");
+  await ps.locator("#auto").waitFor();
+  await ps.locator(".auto-new summary", { hasText: "New schedule" }).click();
+  await ps.selectOption("#sched-kind", "cron");
+  await ps.fill("#sched-when", "0 8 * * 1-5");
+  await ps.fill("#sched-tz", "Europe/Paris");
+  await ps.fill("#sched-text", "good morning");
+  await ps.click("#sched-form button[type=submit]");
+  const cron = ps.locator("#sched-list .schedule", { hasText: "cron 0 8 * * 1-5 (Europe/Paris)" });
+  await cron.waitFor();
+  assert((await cron.innerText()).includes("No runs yet"), "a new cron schedule has not run");
+  // Run now: the run is stored before the 202, so the list read after it has it.
+  await cron.locator("button", { hasText: "Run now" }).click();
+  await ps.locator("#status", { hasText: "Run started." }).waitFor();
+  await cron.locator(".runs td", { hasText: "(run now)" }).waitFor();
+  // Pause: the schedule is disabled in the store and shown so.
+  await cron.locator("button", { hasText: "Pause" }).click();
+  await cron.locator("button", { hasText: "Resume" }).waitFor();
+  assert((await cron.locator(".auto-state").innerText()) === "disabled", "paused: " + (await cron.innerText()));
+  const paused = (await call("GET", "/schedules")).schedules.find((x) => x.cron === "0 8 * * 1-5");
+  assert(paused && paused.enabled === false && paused.timezone === "Europe/Paris", "paused in the store: " + JSON.stringify(paused));
+  await ps.locator(".auto-new summary", { hasText: "New webhook" }).click();
+  await ps.fill("#hook-url", "ftp://example.com/x");
+  await ps.check("#hook-events input[value='turn.failed']");
+  await ps.click("#hook-form button[type=submit]");
+  await ps.locator("#status.error", { hasText: "Webhook not created" }).waitFor();
+  assert((await call("GET", "/webhooks")).webhooks.length === 1, "a refused webhook is not stored");
+  await ps.fill("#hook-url", hookURL + "?second");
+  await ps.click("#hook-form button[type=submit]");
+  await ps.locator("#hook-secret code", { hasText: "whsec_" }).waitFor();
+  await ps.locator("#hook-list .webhook", { hasText: "?second" }).waitFor();
+  const made = (await call("GET", "/webhooks")).webhooks.find((w) => w.url.endsWith("?second"));
+  assert(made && made.events.join() === "turn.failed", "made in the page: " + JSON.stringify(made));
+  // Delete, from the page.
+  await ps.locator("#hook-list .webhook", { hasText: "?second" }).locator("button", { hasText: "Delete" }).click();
+  await ps.locator("#hook-list .webhook", { hasText: "?second" }).waitFor({ state: "detached" });
+  assert((await call("GET", "/webhooks")).webhooks.length === 1, "deleted from the page");
+  await ctxS.close();
+  current = page;
+});
+
+await step("memory: blocks listed, one edited and saved, its history, a search", async () => {
+  const ctxM = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const pm = await newPage(ctxM);
+  current = pm;
+  await pm.goto(BASE + "/#/memory");
+  await pm.fill("#token", env.ALICE_TOKEN);
+  await pm.press("#token", "Enter");
+  const human = pm.locator("#mem-list .mem-block[data-label=human]");
+  await human.waitFor();
+  assert(await pm.isVisible("#mem-link"), "the memory link is shown for an agent with memory");
+  await human.locator("textarea").fill("Alice drinks <b>tea</b>.");
+  await human.locator("button", { hasText: "Save" }).click();
+  await pm.locator("#status", { hasText: "Block human saved." }).waitFor();
+  const r = await fetch(BASE + "/agentik/memory/blocks/human", { headers: { Authorization: "Bearer " + env.ALICE_TOKEN } });
+  const b = await r.json();
+  assert(b.value === "Alice drinks <b>tea</b>." && b.updated_by === "alice", "saved: " + JSON.stringify(b));
+  await pm.locator("#mem-list .mem-block[data-label=human]", { hasText: "changed by alice" }).waitFor();
+  await pm.locator("#mem-list .mem-block[data-label=human] button", { hasText: "History" }).click();
+  const row = pm.locator("#mem-list .mem-block[data-label=human] .mem-changes tbody tr");
+  await row.first().waitFor();
+  const rt = await row.first().innerText();
+  assert(rt.includes("alice") && rt.includes("Alice drinks <b>tea</b>."), "history row: " + rt);
+  assert((await pm.locator("#mem-list b").count()) === 0, "a value is text, never markup");
+  // A word alice said in one conversation is found from the memory view,
+  // linked to that conversation; a word only bob said is not.
+  const say = async (token, text) => {
+    const h = { Authorization: "Bearer " + token, "Content-Type": "application/json" };
+    const c = await (await fetch(BASE + "/agentik/conversations", { method: "POST", headers: h, body: "{}" })).json();
+    const m = await fetch(BASE + "/agentik/conversations/" + c.id + "/messages", { method: "POST", headers: h,
+      body: JSON.stringify({ content: [{ type: "text", text }] }) });
+    assert(m.status === 202, "message: " + m.status);
+    return c.id;
+  };
+  const said = await say(env.ALICE_TOKEN, "the zanzibar itinerary");
+  await say(env.BOB_TOKEN, "bob's secret quokka plan");
+  await pm.fill("#mem-q", "zanzibar");
+  await pm.click("#mem-search button[type=submit]");
+  const hit = pm.locator("#mem-hits li.mem-hit");
+  await hit.first().waitFor();
+  // The message, and perhaps already the answer quoting it: all of that
+  // conversation.
+  for (const a of await hit.locator("a").all()) {
+    assert((await a.getAttribute("href")) === "#/c/" + said, "a hit links to its conversation: " + await pm.innerText("#mem-hits"));
+  }
+  assert((await hit.first().innerText()).includes("zanzibar"), "the snippet: " + await pm.innerText("#mem-hits"));
+  await pm.fill("#mem-q", "quokka");
+  await pm.click("#mem-search button[type=submit]");
+  await pm.locator("#mem-hits li", { hasText: "Nothing found." }).waitFor();
+  await shot(pm, "memory");
+  await ctxM.close();
+  current = page;
+});
+
 await step("no errors in the browser console", async () => {
   // Expected: the refused sign-in (401), bob's look at alice's conversation
-  // (404), the busy refusal (409), and the connections the test cut.
-  const real = consoleErrors.filter((e) => !/401|404|409|Unauthorized|Not Found|Conflict|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e));
+  // (404), the busy refusal (409), the refused webhook URL (422), and the
+  // connections the test cut.
+  const real = consoleErrors.filter((e) => !/401|404|409|422|Unauthorized|Not Found|Conflict|Unprocessable|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(e));
   assert(real.length === 0, "console errors: " + real.join("\n"));
   // The only 404s are the API's (bob's look); none for the page or its icon.
   const missing = notFound.filter((p) => !/^\/(agentik|agents)\//.test(p));

@@ -39,7 +39,7 @@ from .models import (
     UserMessage,
     parse_server_message,
 )
-from .rest import Conversation, ConversationPage, Rest, Tokens
+from .rest import Conversation, ConversationPage, ForkedFrom, Rest, Sent, Tokens
 
 __version__ = "0.1.0"
 
@@ -60,6 +60,7 @@ __all__ = [
     "Disconnected",
     "End",
     "EndReason",
+    "ForkedFrom",
     "Error",
     "GracefulDisconnect",
     "IncomingMessage",
@@ -68,6 +69,7 @@ __all__ = [
     "OutgoingMessage",
     "ReasoningChunk",
     "Rest",
+    "Sent",
     "ServerMessage",
     "Status",
     "TextChunk",

@@ -11,15 +11,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import datetime
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Literal, Mapping, Optional
 
 from pydantic import BaseModel
 
 from . import _compat
 from .client import agent_prefix
 from .errors import AgentikError
+from .models import BusyPolicy
 
-__all__ = ["Rest", "Conversation", "ConversationPage", "Tokens"]
+__all__ = ["Rest", "Conversation", "ConversationPage", "ForkedFrom", "Sent", "Tokens"]
 
 
 class Tokens(BaseModel):
@@ -29,8 +30,18 @@ class Tokens(BaseModel):
     output: int = 0
 
 
+class ForkedFrom(BaseModel):
+    """Where a fork was copied from: the conversation and the last message
+    of the copied path."""
+
+    conversation_id: str
+    seq: int
+
+
 class Conversation(BaseModel):
-    """A conversation as the REST API shows it."""
+    """A conversation as the REST API shows it. ``head`` is the seq of the
+    last message of its active path (None while it has no message);
+    ``forked_from`` is set on a fork."""
 
     id: str
     title: Optional[str] = None
@@ -41,6 +52,16 @@ class Conversation(BaseModel):
     supports_image_input: bool = False
     supports_image_output: bool = False
     tokens: Optional[Tokens] = None
+    head: Optional[int] = None
+    forked_from: Optional[ForkedFrom] = None
+
+
+class Sent(BaseModel):
+    """An accepted message or regenerate (202): the user message's id and
+    seq. The answer arrives as events ``reply_to`` that message."""
+
+    message_id: str
+    seq: int
 
 
 class ConversationPage(BaseModel):
@@ -106,19 +127,85 @@ class Rest:
         await self._call("DELETE", "/conversations/" + _seg(conversation_id))
 
     async def messages(
-        self, conversation_id: str, *, after: Optional[int] = None, limit: Optional[int] = None
+        self,
+        conversation_id: str,
+        *,
+        after: Optional[int] = None,
+        limit: Optional[int] = None,
+        branch: Optional[Literal["head", "all"]] = None,
     ) -> List[Dict[str, Any]]:
         """One page of the conversation's journal in ascending ``seq``, as the
         API's JSON objects (``type`` is ``user_message``, ``assistant_message``,
-        …)."""
+        …): the head path, or with ``branch="all"`` every message of every
+        branch. On a branching server each message has ``parent`` (the seq it
+        follows; absent at the root) and, where it has any, ``siblings`` (the
+        seqs of every message with the same parent, itself included)."""
         query: Dict[str, str] = {}
         if after is not None:
             query["after"] = str(after)
         if limit is not None:
             query["limit"] = str(limit)
+        if branch is not None:
+            query["branch"] = branch
         data = await self._call("GET", "/conversations/" + _seg(conversation_id) + "/messages", query=query)
         out: List[Dict[str, Any]] = data["messages"]
         return out
+
+    async def send(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        parent: Optional[int] = None,
+        if_busy: Optional[BusyPolicy] = None,
+    ) -> Sent:
+        """Sends a user message over REST. ``parent`` is the seq of the
+        message it follows (default: the head); a parent before the head is
+        an edit: a new branch, answered on its own (to edit message *n*, pass
+        *n*'s own ``parent``; 0 is the root). Errors: ``not_found`` (no such
+        parent), ``invalid`` (a parent a turn cannot follow), ``busy``
+        (``if_busy="reject"`` while a turn runs)."""
+        body: Dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+        if parent is not None:
+            body["parent"] = parent
+        if if_busy is not None:
+            body["if_busy"] = if_busy
+        data = await self._call("POST", "/conversations/" + _seg(conversation_id) + "/messages", body=body)
+        return _compat.validate(Sent, data)  # type: ignore[no-any-return]
+
+    async def regenerate(
+        self, conversation_id: str, *, seq: Optional[int] = None, if_busy: Optional[BusyPolicy] = None
+    ) -> Sent:
+        """Answers user message ``seq`` (default: the head path's last user
+        message) again, on a new branch that becomes the head; the old answer
+        stays, a sibling. Errors: ``not_found`` (no such message),
+        ``invalid`` (not a user message, or its turn is still open),
+        ``busy``."""
+        body: Dict[str, Any] = {}
+        if seq is not None:
+            body["seq"] = seq
+        if if_busy is not None:
+            body["if_busy"] = if_busy
+        data = await self._call("POST", "/conversations/" + _seg(conversation_id) + "/regenerate", body=body)
+        return _compat.validate(Sent, data)  # type: ignore[no-any-return]
+
+    async def set_head(self, conversation_id: str, seq: int) -> Conversation:
+        """Moves the conversation's head to message ``seq`` (usually another
+        branch's last message): the path up to it is what the model and every
+        front door see from now on. Errors: ``not_found`` (no such message),
+        ``busy`` (a turn runs)."""
+        data = await self._call("PUT", "/conversations/" + _seg(conversation_id) + "/head", body={"seq": seq})
+        return _compat.validate(Conversation, data)  # type: ignore[no-any-return]
+
+    async def fork(self, conversation_id: str, *, seq: Optional[int] = None) -> Conversation:
+        """Copies the path up to message ``seq`` (default: the head) into a
+        new conversation of the same owner and returns it (``forked_from``
+        names the source)."""
+        body: Dict[str, Any] = {}
+        if seq is not None:
+            body["seq"] = seq
+        data = await self._call("POST", "/conversations/" + _seg(conversation_id) + "/fork", body=body)
+        return _compat.validate(Conversation, data)  # type: ignore[no-any-return]
 
     async def approvals(self, conversation_id: str) -> List[Dict[str, Any]]:
         """The tool calls waiting for approval in the conversation, as the

@@ -11,6 +11,8 @@ user text:
 - ``hang``: streams "partial", then never finishes (interrupt it)
 - ``history``: "you said: " and every user text of the conversation, joined
   by " | " (shows what the model was given)
+- ``pick a number``: "Number <n>." with the next n each time it is asked
+  (a regenerated answer differs from the first)
 - anything else: "echo: <text>"
 """
 

@@ -232,6 +232,86 @@ class RestHelper(ServerTest):
         self.assertEqual(cm.exception.code, "not_found")
 
 
+class Branching(ServerTest):
+    """Edit, regenerate, switch and fork over REST (docs/branching.md). The
+    model answers "pick a number" with the next number each time it is
+    asked; answers are read from a WebSocket client of the conversation,
+    which follows its head."""
+
+    async def answer(self, client: agentik.Client) -> str:
+        parts = []
+        async for event in client:
+            if isinstance(event, TextChunk):
+                parts.append(event.text)
+            if isinstance(event, End):
+                return "".join(parts)
+        self.fail("the connection ended before END")
+
+    @staticmethod
+    def summary(messages):
+        return [(m["type"], "".join(p.get("text", "") for p in m.get("content", []))) for m in messages]
+
+    async def test_regenerate_switch_edit_fork(self):
+        rest = agentik.Rest(self.server.url, token=TOKEN)
+        client = await self.connect()
+        cid = client.conversation_id
+        first = (await asyncio.wait_for(client.ask("pick a number"), TIMEOUT)).text
+        self.assertRegex(first, r"^Number \d+\.$")
+        u, a1 = await rest.messages(cid)
+        self.assertEqual(a1["parent"], u["seq"])
+        self.assertNotIn("parent", u)
+
+        sent = await rest.regenerate(cid, seq=u["seq"])
+        self.assertEqual((sent.message_id, sent.seq), (u["id"], u["seq"]))
+        second = await asyncio.wait_for(self.answer(client), TIMEOUT)
+        self.assertRegex(second, r"^Number \d+\.$")
+        self.assertNotEqual(second, first)
+        head = await rest.messages(cid)
+        self.assertEqual(self.summary(head), [("user_message", "pick a number"), ("assistant_message", second)])
+        a2 = head[1]
+        self.assertEqual(a2["siblings"], [a1["seq"], a2["seq"]])
+        every = await rest.messages(cid, branch="all")
+        self.assertEqual([m["seq"] for m in every], [u["seq"], a1["seq"], a2["seq"]])
+
+        conv = await rest.set_head(cid, a1["seq"])
+        self.assertEqual(conv.head, a1["seq"])
+        self.assertEqual(self.summary(await rest.messages(cid)), [("user_message", "pick a number"), ("assistant_message", first)])
+
+        edit = await rest.send(cid, "an edited question", parent=0)
+        self.assertEqual(await asyncio.wait_for(self.answer(client), TIMEOUT), "echo: an edited question")
+        head = await rest.messages(cid)
+        self.assertEqual(self.summary(head), [("user_message", "an edited question"), ("assistant_message", "echo: an edited question")])
+        self.assertEqual(head[0]["seq"], edit.seq)
+        self.assertEqual(head[0]["siblings"], [u["seq"], edit.seq])
+        self.assertEqual((await rest.get_conversation(cid)).head, head[1]["seq"])
+
+        forked = await rest.fork(cid, seq=a1["seq"])
+        self.assertNotEqual(forked.id, cid)
+        assert forked.forked_from is not None
+        self.assertEqual((forked.forked_from.conversation_id, forked.forked_from.seq), (cid, a1["seq"]))
+        self.assertEqual(self.summary(await rest.messages(forked.id)), [("user_message", "pick a number"), ("assistant_message", first)])
+
+    async def test_refusals_change_nothing(self):
+        rest = agentik.Rest(self.server.url, token=TOKEN)
+        client = await self.connect()
+        cid = client.conversation_id
+        await asyncio.wait_for(client.ask("pick a number"), TIMEOUT)
+        before = await rest.messages(cid, branch="all")
+        _, answer = before
+        for call, code in [
+            (rest.regenerate(cid, seq=answer["seq"]), "invalid"),
+            (rest.regenerate(cid, seq=999), "not_found"),
+            (rest.set_head(cid, 999), "not_found"),
+            (rest.send(cid, "x", parent=999), "not_found"),
+            (rest.fork(cid, seq=999), "not_found"),
+            (agentik.Rest(self.server.url, token=OTHER).fork(cid), "not_found"),
+        ]:
+            with self.assertRaises(AgentikError) as cm:
+                await call
+            self.assertEqual(cm.exception.code, code)
+        self.assertEqual(await rest.messages(cid, branch="all"), before)
+
+
 class Idle(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def setUpClass(cls) -> None:

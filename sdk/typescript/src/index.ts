@@ -498,3 +498,130 @@ export async function listApprovals(api: string, conversationId: string, options
 export async function resolveApproval(api: string, conversationId: string, callId: string, r: Resolution, options: RestOptions = {}): Promise<void> {
   await rest(api, "POST", convPath(conversationId) + "/approvals/" + encodeURIComponent(callId), r, options);
 }
+
+// --- REST: messages and branching (docs/branching.md) -----------------------
+
+/** A part of a message's content. */
+export type ContentPart = { type: "text"; text: string } | { type: "image"; mime: string; data: string };
+
+/**
+ * One message of a conversation's journal, as the REST API shows it. On a
+ * branching server each message names the message it follows (`parent`,
+ * absent for the first) and the seqs of the other messages that follow the
+ * same parent (`siblings`, with its own seq, in order: the "2/3" of a
+ * chat UI).
+ */
+export type JournalMessage = {
+  id: string;
+  conversation_id: string;
+  seq: number;
+  date: string;
+  /** user_message, assistant_message, tool_call, tool_result, error, … */
+  type: string;
+  content?: ContentPart[];
+  reply_to?: string;
+  interrupted?: boolean;
+  parent?: number;
+  siblings?: number[];
+  [field: string]: unknown;
+};
+
+/** One page of a journal; subscribe to events from `cursor` to miss nothing. */
+export type MessagePage = { messages: JournalMessage[]; has_more: boolean; cursor: number };
+
+/** The answer to an accepted message or regenerate (202). */
+export type SendResult = { message_id: string; seq: number };
+
+/** A conversation as the REST API shows it. */
+export type ConversationInfo = {
+  id: string;
+  title?: string;
+  temporal: boolean;
+  created_at: string;
+  updated_at: string;
+  working: boolean;
+  /** A fork: the conversation and message it was copied from. */
+  forked_from?: { conversation_id: string; seq: number };
+  [field: string]: unknown;
+};
+
+/**
+ * Sends a user message over REST (POST {api}/conversations/{id}/messages).
+ * `parent` is the seq of the message it follows (default: the head); a
+ * parent before the head is an edit, a new branch that becomes the head.
+ * Rejects with AgentikError not_found (no such conversation, or no such
+ * parent), invalid (a parent a turn cannot follow), busy (ifBusy "reject"
+ * while a turn runs).
+ */
+export async function sendMessage(
+  api: string,
+  conversationId: string,
+  content: string | ContentPart[],
+  params: { parent?: number; ifBusy?: BusyPolicy } = {},
+  options: RestOptions = {},
+): Promise<SendResult> {
+  const body: Record<string, unknown> = { content: typeof content === "string" ? [{ type: "text", text: content }] : content };
+  if (params.parent !== undefined) body.parent = params.parent;
+  if (params.ifBusy) body.if_busy = params.ifBusy;
+  return (await rest(api, "POST", convPath(conversationId) + "/messages", body, options)) as SendResult;
+}
+
+/**
+ * Answers a user message again on a new branch (POST
+ * {api}/conversations/{id}/regenerate): `seq` is the user message (default:
+ * the head path's last one). The new answer becomes the head; the old one
+ * stays a sibling. Rejects with not_found (no such message) or invalid (not
+ * a user message), busy as sendMessage.
+ */
+export async function regenerate(
+  api: string,
+  conversationId: string,
+  params: { seq?: number; ifBusy?: BusyPolicy } = {},
+  options: RestOptions = {},
+): Promise<SendResult> {
+  const body: Record<string, unknown> = {};
+  if (params.seq !== undefined) body.seq = params.seq;
+  if (params.ifBusy) body.if_busy = params.ifBusy;
+  return (await rest(api, "POST", convPath(conversationId) + "/regenerate", body, options)) as SendResult;
+}
+
+/**
+ * Moves the conversation's head to message `seq` (PUT
+ * {api}/conversations/{id}/head): the path up to it is what the model and
+ * every front door see from now on. Subscribers get head_moved. Resolves
+ * with the server's answer.
+ */
+export async function setHead(api: string, conversationId: string, seq: number, options: RestOptions = {}): Promise<unknown> {
+  return rest(api, "PUT", convPath(conversationId) + "/head", { seq }, options);
+}
+
+/**
+ * One page of a conversation's messages (GET
+ * {api}/conversations/{id}/messages): the head path, or with branch "all"
+ * every message of every branch. `after` is a seq (pass the last one of a
+ * page for the next).
+ */
+export async function listMessages(
+  api: string,
+  conversationId: string,
+  params: { branch?: "all"; after?: number; limit?: number } = {},
+  options: RestOptions = {},
+): Promise<MessagePage> {
+  const q = new URLSearchParams();
+  if (params.branch) q.set("branch", params.branch);
+  if (params.after !== undefined) q.set("after", String(params.after));
+  if (params.limit !== undefined) q.set("limit", String(params.limit));
+  const s = q.toString();
+  return (await rest(api, "GET", convPath(conversationId) + "/messages" + (s ? "?" + s : ""), undefined, options)) as MessagePage;
+}
+
+/**
+ * Copies the path up to message `seq` (default: the head) into a new
+ * conversation of the same owner (POST {api}/conversations/{id}/fork);
+ * resolves with it (its `forked_from` names the source).
+ */
+export async function fork(api: string, conversationId: string, params: { seq?: number } = {}, options: RestOptions = {}): Promise<ConversationInfo> {
+  const body: Record<string, unknown> = {};
+  if (params.seq !== undefined) body.seq = params.seq;
+  return (await rest(api, "POST", convPath(conversationId) + "/fork", body, options)) as ConversationInfo;
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik/internal/testenv"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestBenchCluster runs the cluster phase small (2 processes, without a
+// quota, messages posted to the other process) against the binary on
+// PostgreSQL: every turn's end arrives, the per-turn figures come from the
+// run's own database and the processes' counters, and the database is
+// dropped afterwards.
+func TestBenchCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server binary")
+	}
+	dsn := os.Getenv("AGENTIK_TEST_DATABASE_URL")
+	if dsn == "" {
+		testenv.Missing(t, "AGENTIK_TEST_DATABASE_URL is not set: the bench's cluster phase is not tested")
+	}
+	bin := testBinary(t)
+	m := newModel(0, 0)
+	defer m.Close()
+	var progress bytes.Buffer
+	res := &Results{Mode: "test", Server: "binary", Store: "postgres"}
+	pg := &pgSchemas{dsn: dsn}
+	r := &runner{plan: tinyPlan(), dir: t.TempDir(), hc: newHTTPClient(), out: &progress, t0: time.Now(), res: res, model: m, pg: pg,
+		server:      serverConfig{binary: bin, model: m.URL()},
+		clusterPlan: clusterPlan{Procs: []int{2}, Convs: []int{4}, Turns: 2, Modes: []string{"spread"}, MaxWait: 30 * time.Second, Deltas: 3}}
+	err := r.run(t.Context(), []string{"cluster"})
+	dbs := append([]string(nil), pg.databases...)
+	if derr := pg.dropAll(); derr != nil {
+		t.Error(derr)
+	}
+	if err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	c := res.Cluster
+	if c == nil || c.Skipped != "" || len(c.Runs) != 1 {
+		t.Fatalf("cluster %+v\n%s", c, progress.String())
+	}
+	run := c.Runs[0]
+	if run.Processes != 2 || run.Turns != 8 || run.LostEnds != 0 || run.Latency.N != 8 || run.TurnsPerSec <= 0 ||
+		run.RoundTrips <= 0 || run.Statements < run.RoundTrips || run.Transactions <= 0 || run.AgentikCPUMs <= 0 || run.PostgresCPUMs <= 0 || run.Backends == 0 {
+		t.Fatalf("run %+v", run)
+	}
+	if !strings.Contains(markdown(res), "| 2 | 4 | to another process | none |") {
+		t.Errorf("markdown:\n%s", markdown(res))
+	}
+	// The run's database is gone.
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, d := range dbs {
+		var n int
+		if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_database WHERE datname = $1", d).Scan(&n); err != nil || n != 0 {
+			t.Errorf("database %s left behind: %d %v", d, n, err)
+		}
+	}
+}
+
+// TestClusterSkips: the phase says why it cannot run rather than failing.
+func TestClusterSkips(t *testing.T) {
+	if why := clusterSkip(nil, 0); !strings.Contains(why, "--pg") {
+		t.Errorf("without --pg: %q", why)
+	}
+	if why := clusterSkip(&pgSchemas{dsn: "postgres://x"}, 0); why != "" {
+		t.Errorf("no quota, with --pg: %q", why)
+	}
+	why := clusterSkip(&pgSchemas{dsn: "postgres://x"}, 0.25)
+	switch {
+	case os.Geteuid() != 0:
+		if !strings.Contains(why, "root") {
+			t.Errorf("not root: %q", why)
+		}
+	case exists(cgroupCPU + "/cpu.cfs_quota_us"):
+		if why != "" {
+			t.Errorf("root with a cpu controller: %q", why)
+		}
+	default:
+		if !strings.Contains(why, "cgroup") {
+			t.Errorf("no controller: %q", why)
+		}
+	}
+}
+
+func TestClusterFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--phases", "cluster", "--cluster-procs", "1,3", "--cluster-convs", "120,400", "--cluster-modes", "affinity"}, true},
+		{[]string{"--cluster-procs", "0"}, false},
+		{[]string{"--cluster-procs", "1,x"}, false},
+		{[]string{"--cluster-modes", "sticky"}, false},
+		{[]string{"--cluster-quota", "-1"}, false},
+		{[]string{"--cluster-max-wait", "0s"}, false},
+		{[]string{"--cluster-turns", "0"}, false},
+	} {
+		_, err := parseFlags(tc.args, &bytes.Buffer{})
+		if (err == nil) != tc.ok {
+			t.Errorf("%v: %v", tc.args, err)
+		}
+	}
+	f, err := parseFlags(nil, &bytes.Buffer{})
+	if err != nil || strings.Contains(f.phases, "cluster") {
+		t.Errorf("default phases %q: %v", f.phases, err)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/httpapi"
+	"github.com/agentik/agentik/llmtest"
+)
+
+// memoryConfig is an agent with three blocks: persona read-only, human
+// with a small limit, notes empty.
+const memoryConfig = `auth:
+  tokens:
+    - {principal: alice, token_env: ALICE_TOKEN}
+    - {principal: bob, token_env: BOB_TOKEN}
+agents:
+  - id: helper
+    model: {base_url: "%s", model: echo}
+    memory:
+      enabled: true
+      blocks:
+        - {label: persona, value: "I am the helper & I keep <notes>.", description: Who you are, read_only: true}
+        - {label: human, description: About the person, limit: 40}
+        - {label: notes}
+`
+
+const aliceMem, bobMem = "alice-memory-0123456789", "bob-memory-0123456789"
+
+type memList struct {
+	Scope  string                `json:"scope"`
+	Blocks []agentik.MemoryBlock `json:"blocks"`
+}
+
+type memHistory struct {
+	History []agentik.MemoryHistoryEntry `json:"history"`
+}
+
+// echoSystem makes the model answer with its system context, so a test
+// reads what the model was shown.
+func echoSystem(llm *llmtest.Server) {
+	llm.Handle(func(r llmtest.Request) llmtest.Reply { return llmtest.Text(r.Messages[0].Text()) })
+}
+
+// turn sends text in conversation id (a new one when "") as token's
+// principal and returns the conversation and the last assistant answer.
+func turn(t *testing.T, base, token, id, text string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	c := httpapi.NewClient(base, httpapi.WithToken(token))
+	if id == "" {
+		info, err := c.CreateConversation(ctx, agentik.CreateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = info.ID
+	}
+	conv, err := c.Conversation(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res := send(t, conv, text)
+	answer := ""
+	until(t, s, "the turn's end", func(ev agentik.Event) bool {
+		if ev.Type == agentik.EvAssistantMessage && ev.Message != nil {
+			answer = agentik.JoinText(ev.Message.Content)
+		}
+		return ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID
+	})
+	return id, answer
+}
+
+func memBlock(t *testing.T, base, token, label string) agentik.MemoryBlock {
+	t.Helper()
+	var b agentik.MemoryBlock
+	if code := api(t, "GET", base+"/memory/blocks/"+label, token, nil, &b); code != 200 {
+		t.Fatalf("GET block %s: %d", label, code)
+	}
+	return b
+}
+
+// TestMemoryThroughTheAPI runs the real binary on SQLite and on
+// PostgreSQL: the model sees the blocks in a new conversation, the
+// agent's tool edits persist across a restart and reach the next model
+// call, the history tells who changed what, bad input changes nothing and
+// another principal neither reads nor changes nor sees alice's blocks.
+func TestMemoryThroughTheAPI(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		testMemoryAPI(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "m.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		testMemoryAPI(t, "AGENTIK_DATABASE_URL="+pgSchema(t))
+	})
+}
+
+func testMemoryAPI(t *testing.T, db string) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	echoSystem(llm)
+	file := filepath.Join(t.TempDir(), "agentik.yaml")
+	os.WriteFile(file, []byte(fmt.Sprintf(memoryConfig, llm.URL())), 0o600)
+	env := []string{db, "AGENTIK_CONFIG=" + file, "ALICE_TOKEN=" + aliceMem, "BOB_TOKEN=" + bobMem}
+	p := startProc(t, env...)
+	base := p.url + "/agents/helper"
+
+	// The configuration's blocks, seen by a principal who never had memory.
+	var list memList
+	if code := api(t, "GET", base+"/memory", aliceMem, nil, &list); code != 200 || list.Scope != "principal" || len(list.Blocks) != 3 ||
+		list.Blocks[0].Value != "I am the helper & I keep <notes>." || !list.Blocks[0].ReadOnly || list.Blocks[1].Limit != 40 || list.Blocks[2].Limit != 5000 {
+		t.Fatalf("alice's first blocks: %d %+v", code, list)
+	}
+	if code := api(t, "PUT", base+"/memory/blocks/human", aliceMem, map[string]any{"value": "Alice likes tea."}, nil); code != 200 {
+		t.Fatalf("PUT human: %d\n%s", code, p.log())
+	}
+	_, answer := turn(t, base, aliceMem, "", "hello")
+	for _, want := range []string{`<block label="persona" description="Who you are"`, "I am the helper &amp; I keep &lt;notes&gt;.",
+		`<block label="human" description="About the person" chars="16/40">Alice likes tea.</block>`} {
+		if !strings.Contains(answer, want) {
+			t.Fatalf("the model was not shown %q:\n%s", want, answer)
+		}
+	}
+
+	// The agent edits human with its tools; the next model call of the
+	// same turn sees the edit. A replace that does not match and an
+	// append to the read-only block are tool errors the model sees.
+	llm.Enqueue(llmtest.ToolCalls(
+		llmtest.Call("memory_append", `{"label":"human","text":"Lives in Lyon."}`),
+		llmtest.Call("memory_replace", `{"label":"human","old_text":"coffee","new_text":"water"}`),
+		llmtest.Call("memory_append", `{"label":"persona","text":"I am evil."}`),
+		llmtest.Call("memory_append", `{"label":"nope","text":"x"}`),
+	))
+	conv, answer := turn(t, base, aliceMem, "", "remember where I live")
+	if !strings.Contains(answer, "Alice likes tea.\nLives in Lyon.</block>") {
+		t.Fatalf("the next model call did not see the agent's edit:\n%s", answer)
+	}
+	reqs := llm.Requests()
+	var results []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == "tool" {
+			results = append(results, m.Text())
+		}
+	}
+	if len(results) != 4 || !strings.Contains(results[0], "now holds 31 of 40") || !strings.Contains(results[1], "does not occur") ||
+		!strings.Contains(results[2], "read-only") || !strings.Contains(results[3], "no memory block") {
+		t.Fatalf("tool results: %q", results)
+	}
+	var hist memHistory
+	if code := api(t, "GET", base+"/memory/blocks/human/history", aliceMem, nil, &hist); code != 200 || len(hist.History) != 2 ||
+		hist.History[0].By != "agent" || hist.History[0].ConversationID != conv || hist.History[0].OldValue != "Alice likes tea." ||
+		hist.History[1].By != "alice" || hist.History[1].OldValue != "" || hist.History[1].NewValue != "Alice likes tea." {
+		t.Fatalf("history: %d %+v", code, hist)
+	}
+
+	memoryBadInput(t, base)
+	memoryIsolation(t, base)
+
+	// A restart keeps the agent's edit, and a new conversation sees it.
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
+	p = startProc(t, env...)
+	base = p.url + "/agents/helper"
+	if b := memBlock(t, base, aliceMem, "human"); b.Value != "Alice likes tea.\nLives in Lyon." || b.UpdatedBy != "agent" {
+		t.Fatalf("after the restart: %+v", b)
+	}
+	if _, answer := turn(t, base, aliceMem, "", "again"); !strings.Contains(answer, "Lives in Lyon.") {
+		t.Fatalf("after the restart the model was not shown the edit:\n%s", answer)
+	}
+
+	// DELETE of a block gives it the configuration's value again; DELETE
+	// of the memory forgets the caller's, history included.
+	if code := api(t, "DELETE", base+"/memory/blocks/human", aliceMem, nil, nil); code != 200 || memBlock(t, base, aliceMem, "human").Value != "" {
+		t.Fatalf("reset: %d", code)
+	}
+	api(t, "PUT", base+"/memory/blocks/notes", aliceMem, map[string]any{"value": "n"}, nil)
+	if code := api(t, "DELETE", base+"/memory", aliceMem, nil, nil); code != 204 {
+		t.Fatalf("forget: %d", code)
+	}
+	api(t, "GET", base+"/memory/blocks/human/history", aliceMem, nil, &hist)
+	if len(hist.History) != 0 || memBlock(t, base, aliceMem, "notes").Value != "" {
+		t.Fatalf("forgotten memory remains: %+v", hist)
+	}
+}
+
+// memoryBadInput: over the limit (413), not a string (422), read-only
+// (409), unknown label (404), malformed (400): each refused in the native
+// error envelope, nothing changed.
+func memoryBadInput(t *testing.T, base string) {
+	t.Helper()
+	before := memBlock(t, base, aliceMem, "human")
+	for _, tc := range []struct {
+		method, label string
+		body          any
+		want          int
+	}{
+		{"PUT", "human", map[string]any{"value": strings.Repeat("é", 41)}, 413},
+		{"PUT", "human", map[string]any{"value": 5}, 422},
+		{"PUT", "human", map[string]any{"value": "a\u0000b"}, 422},
+		{"PUT", "human", map[string]any{"value": nil}, 422},
+		{"PUT", "human", map[string]any{}, 422},
+		{"PUT", "human", `{"value":"x"`, 400},
+		{"PUT", "human", `["x"]`, 422},
+		{"PUT", "persona", map[string]any{"value": "I am evil."}, 409},
+		{"DELETE", "persona", nil, 409},
+		{"PUT", "nope", map[string]any{"value": "x"}, 404},
+		{"PUT", "..%2Fhuman", map[string]any{"value": "x"}, 404},
+		{"GET", "nope", nil, 404},
+		{"GET", "nope/history", nil, 404},
+	} {
+		if code := api(t, tc.method, base+"/memory/blocks/"+tc.label, aliceMem, tc.body, nil); code != tc.want {
+			t.Errorf("%s %s %v: %d, want %d", tc.method, tc.label, tc.body, code, tc.want)
+		}
+	}
+	if after := memBlock(t, base, aliceMem, "human"); after != before {
+		t.Fatalf("bad input changed the block: %+v → %+v", before, after)
+	}
+	if b := memBlock(t, base, aliceMem, "persona"); b.Value != "I am the helper & I keep <notes>." {
+		t.Fatalf("read-only block changed: %+v", b)
+	}
+	if code := api(t, "GET", base+"/memory", "", nil, nil); code != 401 {
+		t.Fatalf("without a token: %d", code)
+	}
+}
+
+// memoryIsolation: bob, a second tenant, sees the configuration's blocks
+// and his own changes, never alice's: not through the API, not in his
+// turns, not in the history; his changes leave alice's blocks alone.
+func memoryIsolation(t *testing.T, base string) {
+	t.Helper()
+	alice := memBlock(t, base, aliceMem, "human")
+	if b := memBlock(t, base, bobMem, "human"); b.Value != "" || b.UpdatedBy != "" {
+		t.Fatalf("bob reads alice's block: %+v", b)
+	}
+	var hist memHistory
+	if code := api(t, "GET", base+"/memory/blocks/human/history", bobMem, nil, &hist); code != 200 || len(hist.History) != 0 {
+		t.Fatalf("bob reads alice's history: %d %+v", code, hist)
+	}
+	if _, answer := turn(t, base, bobMem, "", "what do you know about alice?"); strings.Contains(answer, "tea") || strings.Contains(answer, "Lyon") {
+		t.Fatalf("bob's turn saw alice's memory:\n%s", answer)
+	}
+	if code := api(t, "PUT", base+"/memory/blocks/human", bobMem, map[string]any{"value": "Bob."}, nil); code != 200 {
+		t.Fatalf("bob's PUT: %d", code)
+	}
+	if code := api(t, "DELETE", base+"/memory", bobMem, nil, nil); code != 204 {
+		t.Fatalf("bob's forget: %d", code)
+	}
+	if b := memBlock(t, base, aliceMem, "human"); b != alice {
+		t.Fatalf("bob changed alice's block: %+v → %+v", alice, b)
+	}
+}
+
+// TestPostgresMemoryAcrossProcesses: alice changes a block through
+// process A; once B's agent-event stream has the memory_updated, B's next
+// model call shows the new value (B had the old one cached from a turn
+// before), and the event names the block and who changed it.
+func TestPostgresMemoryAcrossProcesses(t *testing.T) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	echoSystem(llm)
+	ps, _ := pgProcs(t, llm, 2, "AGENTIK_MEMORY=on", "AGENTIK_AUTH_TOKENS=alice:"+aliceMem)
+	a, b := ps[0].url+"/agentik", ps[1].url+"/agentik"
+	if _, answer := turn(t, b, aliceMem, "", "hello"); !strings.Contains(answer, `<block label="human"`) || strings.Contains(answer, "Rome") {
+		t.Fatalf("B's first context:\n%s", answer)
+	}
+	ctx := context.Background()
+	events, err := httpapi.NewClient(b, httpapi.WithToken(aliceMem)).Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Close()
+	if code := api(t, "PUT", a+"/memory/blocks/human", aliceMem, map[string]any{"value": "Alice moved to Rome."}, nil); code != 200 {
+		t.Fatalf("PUT on A: %d", code)
+	}
+	seen := false
+	for ev := range events.C() {
+		if ev.Type == agentik.AgentEvMemoryUpdated {
+			if ev.Label != "human" || ev.By != "alice" || ev.Cursor == 0 {
+				t.Fatalf("event %+v", ev)
+			}
+			seen = true
+			break
+		}
+	}
+	if !seen {
+		t.Fatalf("B's agent events ended without memory_updated: %v", events.Err())
+	}
+	if _, answer := turn(t, b, aliceMem, "", "where do I live?"); !strings.Contains(answer, "Alice moved to Rome.") {
+		t.Fatalf("B's next model call did not see A's change:\n%s", answer)
+	}
+}

@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storeutil"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ agentik.MessageEmbeddings = (*Store)(nil)
+
+// The vector index of migrations/0016.
+const (
+	// The agent's messages of the full-text index (search IS NOT NULL)
+	// dated $3 or later with no vector of the model, newest first: a walk
+	// of messages_search_date down to $3.
+	qUnembedded = `SELECT m.id, m.payload FROM messages AS m
+		JOIN conversations AS c ON c.id = m.conversation_id
+		WHERE m.search IS NOT NULL AND c.agent_id = $1 AND m.date >= $3
+			AND NOT EXISTS (SELECT 1 FROM message_vectors AS v WHERE v.message_id = m.id AND v.model = $2)
+		ORDER BY m.date DESC LIMIT $4`
+	// A message deleted meanwhile is not there to select: nothing is
+	// written. Two processes that embedded the same message write the
+	// same row.
+	qPutVector = `INSERT INTO message_vectors (message_id, agent_id, scope, model, date, vector)
+		SELECT m.id, c.agent_id, m.search_scope, $1, m.date, $2
+		FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id
+		WHERE m.id = $3 AND c.agent_id = $4 AND m.search_scope IS NOT NULL
+		ON CONFLICT (message_id) DO UPDATE SET model = excluded.model, vector = excluded.vector`
+	qScopeVectors = `SELECT message_id, vector FROM message_vectors
+		WHERE scope = $1 AND agent_id = $2 AND model = $3 AND length(vector) > 0
+		ORDER BY date DESC LIMIT $4`
+	// A hit is checked on its conversation: the owner and the agent.
+	qVectorHit = `SELECT m.conversation_id, m.seq, m.type, m.date, m.payload
+		FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id
+		WHERE m.id = $1 AND c.owner = $2 AND c.agent_id = $3`
+)
+
+// UnembeddedMessages implements agentik.MessageEmbeddings.
+func (s *Store) UnembeddedMessages(ctx context.Context, model string, since time.Time, limit int) ([]agentik.MessageText, error) {
+	if since.IsZero() {
+		since = time.Unix(0, 0)
+	}
+	var out []agentik.MessageText
+	err := s.read(ctx, "unembedded messages", func(qr querier) error {
+		return queryEach(ctx, qr, func(row pgx.Rows) error {
+			var id, payload string
+			if err := row.Scan(&id, &payload); err != nil {
+				return err
+			}
+			m, err := storeutil.EmbedText(id, payload)
+			out = append(out, m)
+			return err
+		}, qUnembedded, s.agent, model, since, limit)
+	})
+	return out, err
+}
+
+// PutEmbeddings implements agentik.MessageEmbeddings, in one transaction.
+func (s *Store) PutEmbeddings(ctx context.Context, model string, vs []agentik.MessageVector) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	return s.write(ctx, "put embeddings", func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, v := range vs {
+			b.Queue(qPutVector, model, storeutil.EncodeVector(v.Vector), v.ID, s.agent)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// NearestMessages implements agentik.MessageEmbeddings: the newest
+// agentik.MaxScanVectors vectors of the owner's scope, compared in memory.
+func (s *Store) NearestMessages(ctx context.Context, owner string, q agentik.VectorQuery) ([]agentik.SearchHit, error) {
+	hits := []agentik.SearchHit{}
+	err := s.read(ctx, "nearest messages", func(qr querier) error {
+		var ids []string
+		var vecs [][]float32
+		err := queryEach(ctx, qr, func(row pgx.Rows) error {
+			var id string
+			var raw []byte
+			if err := row.Scan(&id, &raw); err != nil {
+				return err
+			}
+			v, err := storeutil.DecodeVector(raw)
+			ids, vecs = append(ids, id), append(vecs, v)
+			return err
+		}, qScopeVectors, storeutil.SearchScope(owner), s.agent, q.Model, agentik.MaxScanVectors)
+		if err != nil {
+			return err
+		}
+		for _, n := range storeutil.Nearest(vecs, q.Vector, q.MinSimilarity, q.Limit) {
+			h, ok, err := vectorHit(ctx, qr, ids[n.Index], owner, s.agent)
+			if err != nil {
+				return err
+			}
+			if ok {
+				hits = append(hits, h)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return hits, nil
+}
+
+// vectorHit reads the hit of message id; false when it is not owner's
+// with agent (or is gone).
+func vectorHit(ctx context.Context, qr querier, id, owner, agent string) (agentik.SearchHit, bool, error) {
+	var conv, typ, payload string
+	var seq int64
+	var date time.Time
+	err := qr.QueryRow(ctx, qVectorHit, id, owner, agent).Scan(&conv, &seq, &typ, &date, &payload)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return agentik.SearchHit{}, false, nil
+	}
+	if err != nil {
+		return agentik.SearchHit{}, false, err
+	}
+	h, err := storeutil.SearchHit(conv, seq, typ, agentik.TimeOf(date), payload, agentik.SearchQuery{})
+	return h, err == nil, err
+}

@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/storetest"
+	"github.com/agentik/agentik/storeutil"
+	"github.com/jackc/pgx/v5"
+)
+
+func TestSearch(t *testing.T) {
+	storetest.RunSearch(t, func(t *testing.T) storetest.Agents {
+		s := openDSN(t, freshSchema(t))
+		return storetest.Agents{Base: s, For: func(id string) agentik.Store { return s.ForAgent(id) }}
+	})
+}
+
+// TestMigrationToSearch: the migration that adds the search vectors fills
+// them for the messages written before it, under their owners, and they
+// go with their conversation afterwards. The old database holds a
+// conversation of before agents too, found once adopted.
+func TestMigrationToSearch(t *testing.T) {
+	dsn := freshSchema(t)
+	ctx := context.Background()
+	ms, err := storeutil.Migrations(migrationFS, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.IndexFunc(ms, func(m storeutil.Migration) bool { return strings.HasSuffix(m.Name, "_message_search.sql") })
+	if before < 0 {
+		t.Fatal("no *_message_search.sql migration")
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("old schema: %s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for _, m := range ms[:before] {
+		exec(m.SQL)
+		exec("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
+	}
+	old := []struct{ conv, owner, agent string }{
+		{agentik.NewID(), "alice", "support"},
+		{agentik.NewID(), "bob", "support"},
+		{agentik.NewID(), "alice", ""}, // before agents
+	}
+	for _, c := range old {
+		exec(`INSERT INTO conversations (id, owner, title, temporal, created_at, updated_at, next_seq, last_cursor, agent_id)
+			VALUES ($1, $2, 'old', false, now(), now(), 5, 0, $3)`, c.conv, c.owner, c.agent)
+		msgs := []agentik.Message{
+			{Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("the walrus " + c.owner), agentik.Image("image/png", []byte("png")), agentik.Text("second part oyster")}},
+			{Type: agentik.MsgAssistant, Content: []agentik.Content{agentik.Text("walrus answer")}},
+			{Type: agentik.MsgToolCall, CallID: "c1", Name: "walrus", Arguments: agentik.RawJSON(`{"walrus":1}`)},
+			{Type: agentik.MsgToolResult, CallID: "c1", Name: "walrus", Content: []agentik.Content{agentik.Text("walrus tool result")}},
+		}
+		for i := range msgs {
+			m := &msgs[i]
+			m.ID, m.ConversationID, m.Seq, m.Parent, m.Date = agentik.NewID(), c.conv, int64(i+1), int64(i), agentik.Now()
+			mp, _ := json.Marshal(m)
+			exec(`INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, parent) VALUES ($1, $2, $3, $4, $5, '', $6, $7)`,
+				c.conv, m.Seq, m.ID, m.Type, m.Date.Time, string(mp), m.Parent)
+		}
+	}
+
+	s := openDSN(t, dsn)
+	if _, err := s.AdoptConversations(ctx, "support"); err != nil {
+		t.Fatal(err)
+	}
+	v := s.ForAgent("support")
+	find := func(owner, query string) []agentik.SearchHit {
+		t.Helper()
+		q, err := agentik.ParseSearchQuery(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := v.SearchMessages(ctx, owner, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	hits := find("alice", "walrus")
+	if len(hits) != 4 {
+		t.Fatalf("alice's backfilled walrus hits: %+v", hits)
+	}
+	for _, h := range hits {
+		if h.ConversationID != old[0].conv && h.ConversationID != old[2].conv || h.Seq > 2 {
+			t.Fatalf("hit %+v is not one of alice's user or assistant messages", h)
+		}
+	}
+	if hits := find("alice", "oyster walrus alice"); len(hits) != 2 || hits[0].Role != agentik.RoleUser || !strings.Contains(hits[0].Snippet, "oyster") {
+		t.Fatalf("a second text part: %+v", hits)
+	}
+	if hits := find("alice", "bob"); len(hits) != 0 {
+		t.Fatalf("alice finds bob's words: %+v", hits)
+	}
+	if hits := find("bob", "walrus"); len(hits) != 2 || hits[0].ConversationID != old[1].conv {
+		t.Fatalf("bob: %+v", hits)
+	}
+	rows := func() int {
+		var n int
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE search IS NOT NULL`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rows(); n != 6 {
+		t.Fatalf("%d messages with a search vector, want 6 (2 per conversation)", n)
+	}
+	for _, c := range old {
+		if _, err := v.DeleteConversation(ctx, c.conv, agentik.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("%d search vectors left after the deletes", n)
+	}
+}
+
+func TestEmbeddings(t *testing.T) {
+	storetest.RunEmbeddings(t, func(t *testing.T) (storetest.Agents, func() int) {
+		s := openDSN(t, freshSchema(t))
+		count := func() int {
+			var n int
+			err := s.read(t.Context(), "count vectors", func(q querier) error {
+				return q.QueryRow(t.Context(), `SELECT count(*) FROM message_vectors`).Scan(&n)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		return storetest.Agents{Base: s, For: func(id string) agentik.Store { return s.ForAgent(id) }}, count
+	})
+}

@@ -80,7 +80,7 @@ func (h *handle) Regenerate(ctx context.Context, req agentik.RegenerateRequest) 
 		return agentik.SendResult{}, err
 	}
 	if req.IfBusy == agentik.BusyInterrupt {
-		if _, err := c.interruptParked(ctx, agentik.ReasonBusyPolicy, agentik.PrincipalFrom(ctx)); err != nil {
+		if err := c.interruptForBusy(ctx); err != nil {
 			return agentik.SendResult{}, err
 		}
 	}

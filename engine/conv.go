@@ -505,6 +505,25 @@ func (c *conv) interruptBy(reason, by string) bool {
 	return c.interruptLocked(reason)
 }
 
+// interruptForBusy is the first half of the busy policy interrupt, before
+// the new message is queued: a turn waiting for approvals is closed (its
+// pending calls denied), and a turn sent and about to start here — taken
+// by the loop or first in its queue, its model call perhaps on its way — is
+// withdrawn, as Interrupt does: it is the current turn even though it does
+// not run yet. A turn running here is cut once the new message is queued
+// (send), one running elsewhere through the Coordinator.
+func (c *conv) interruptForBusy(ctx context.Context) error {
+	if _, err := c.interruptParked(ctx, agentik.ReasonBusyPolicy, agentik.PrincipalFrom(ctx)); err != nil {
+		return err
+	}
+	if id := c.starting(); id != "" {
+		if _, err := c.interruptTurn(ctx, id, agentik.ReasonBusyPolicy); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // starting returns the user message whose turn this process starts next
 // and has not started yet — taken by its loop, or first in its queue — or
 // "" when a turn runs, waits (for approvals or client tool results), or is
@@ -679,7 +698,7 @@ func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.Sen
 	if req.IfBusy == agentik.BusyInterrupt && len(req.ToolResults) == 0 {
 		// A turn waiting for approvals is interrupted: its pending calls
 		// are denied and it is closed, then this message is answered.
-		if _, err := c.interruptParked(ctx, agentik.ReasonBusyPolicy, agentik.PrincipalFrom(ctx)); err != nil {
+		if err := c.interruptForBusy(ctx); err != nil {
 			return agentik.SendResult{}, err
 		}
 	}
@@ -774,7 +793,7 @@ func (h *handle) Interrupt(ctx context.Context) (bool, error) {
 	if id := h.c.starting(); id != "" {
 		// Sent and about to start here (its model call may already be on
 		// its way): the current turn, withdrawn before it starts.
-		return h.c.interruptTurn(ctx, id)
+		return h.c.interruptTurn(ctx, id, agentik.ReasonUser)
 	}
 	ok, err := h.c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: h.c.id, Reason: agentik.ReasonUser})
 	if err != nil {
@@ -807,7 +826,7 @@ func (c *conv) interruptUnstarted(ctx context.Context) (bool, error) {
 	if round != nil && (len(round.waiting) > 0 || len(round.asking) > 0) {
 		return false, nil
 	}
-	return c.interruptOpen(ctx, q, q.Open[0].ID)
+	return c.interruptOpen(ctx, q, q.Open[0].ID, agentik.ReasonUser)
 }
 
 var _ agentik.TurnInterrupter = (*handle)(nil)
@@ -815,7 +834,7 @@ var _ agentik.TurnInterrupter = (*handle)(nil)
 // InterruptTurn interrupts the turn answering replyTo wherever it is: see
 // withdraw.go.
 func (h *handle) InterruptTurn(ctx context.Context, replyTo string) (bool, error) {
-	return h.c.interruptTurn(ctx, replyTo)
+	return h.c.interruptTurn(ctx, replyTo, agentik.ReasonUser)
 }
 
 func (h *handle) Messages(ctx context.Context, req agentik.MessagesRequest) (agentik.MessagePage, error) {

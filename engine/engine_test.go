@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -1456,5 +1457,80 @@ func answered(t *testing.T, c agentik.Conversation, id string) {
 		if !errors.Is(err, agentik.ErrSlowSubscriber) {
 			t.Fatalf("no answer to %s: the stream ended (%v)", id, err)
 		}
+	}
+}
+
+// A busy-policy interrupt cuts the current turn even when its loop has
+// taken it and not started it yet (its model call, sent early, may already
+// be answering): that turn is withdrawn, closed interrupted{busy_policy},
+// and the new message — or the regenerate — is answered. Before, the new
+// message waited behind a turn that was never cut.
+func TestBusyInterruptWithdrawsTheTurnAboutToStart(t *testing.T) {
+	for _, how := range []string{"send", "regenerate"} {
+		t.Run(how, func(t *testing.T) {
+			taken, release := make(chan string, 4), make(chan struct{})
+			h := &harness{t: t, llm: llmtest.NewServer(), path: filepath.Join(t.TempDir(), "agentik.db"), ctx: context.Background(),
+				llmTimeout: 30 * time.Second}
+			t.Cleanup(h.llm.Close)
+			hold := make(chan bool, 1) // the next turn taken waits for release
+			h.hook = func(p, replyTo string) {
+				if p != "taken" {
+					return
+				}
+				select {
+				case <-hold:
+					taken <- replyTo
+					<-release
+				default:
+				}
+			}
+			h.start()
+			free := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(free)
+			never := llmtest.NewGate() // the cut turn's answer never goes on
+			t.Cleanup(never.Release)
+			h.llm.Handle(func(r llmtest.Request) llmtest.Reply {
+				last := r.Messages[len(r.Messages)-1].Text()
+				if last == "slow" {
+					return llmtest.Stream().Role().Content("slow ").Pause(never).Content("answer").Finish("stop").Done()
+				}
+				return llmtest.Text(fmt.Sprintf("answer %d to %s", len(r.Messages), last))
+			})
+			c, s := h.conversation()
+			first := h.send(c, "first")
+			until(t, s, endOf(first.MessageID))
+			hold <- true
+			slow := h.send(c, "slow")
+			if got := <-taken; got != slow.MessageID {
+				t.Fatalf("taken %s, want %s", got, slow.MessageID)
+			}
+			var next agentik.SendResult
+			if how == "send" {
+				next = h.send(c, "next", agentik.BusyInterrupt)
+			} else {
+				var err error
+				if next, err = c.Regenerate(h.ctx, agentik.RegenerateRequest{Seq: first.Seq, IfBusy: agentik.BusyInterrupt}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			free()
+			evs := until(t, s, endOf(slow.MessageID))
+			end := evs[len(evs)-1]
+			if end.Reason != agentik.EndInterrupted {
+				t.Fatalf("the turn about to start ended %s: %s", end.Reason, types(evs))
+			}
+			if cut := evs[len(evs)-2]; cut.Type != agentik.EvInterrupted || cut.Reason != agentik.ReasonBusyPolicy {
+				t.Fatalf("the turn about to start was closed by %s %q", cut.Type, cut.Reason)
+			}
+			evs = until(t, s, endOf(next.MessageID))
+			if end := evs[len(evs)-1]; end.Reason != agentik.EndCompleted {
+				t.Fatalf("the %s ended %s: %s", how, end.Reason, types(evs))
+			}
+			for _, ev := range evs {
+				if ev.Type == agentik.EvWorking && ev.ReplyTo == slow.MessageID {
+					t.Fatalf("the withdrawn turn started: %s", types(evs))
+				}
+			}
+		})
 	}
 }

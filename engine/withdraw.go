@@ -33,12 +33,13 @@ const (
 	closedHere                       // closed by this process
 )
 
-// interruptTurn interrupts the turn answering replyTo. It reports false
-// when that turn is not open (over, or unknown).
-func (c *conv) interruptTurn(ctx context.Context, replyTo string) (bool, error) {
+// interruptTurn interrupts the turn answering replyTo, for reason (user,
+// or busy_policy). It reports false when that turn is not open (over, or
+// unknown).
+func (c *conv) interruptTurn(ctx context.Context, replyTo, reason string) (bool, error) {
 	c.mu.Lock()
 	if c.running != nil && c.running.user.ID == replyTo {
-		ok := c.interruptLocked(agentik.ReasonUser)
+		ok := c.interruptLocked(reason)
 		c.mu.Unlock()
 		return ok, nil
 	}
@@ -47,11 +48,11 @@ func (c *conv) interruptTurn(ctx context.Context, replyTo string) (bool, error) 
 	if err != nil {
 		return false, c.readErr(err)
 	}
-	return c.interruptOpen(ctx, q, replyTo)
+	return c.interruptOpen(ctx, q, replyTo, reason)
 }
 
 // interruptOpen is interruptTurn once the store's open turns q are read.
-func (c *conv) interruptOpen(ctx context.Context, q agentik.TurnQueue, replyTo string) (bool, error) {
+func (c *conv) interruptOpen(ctx context.Context, q agentik.TurnQueue, replyTo, reason string) (bool, error) {
 	if !slices.ContainsFunc(q.Open, func(m agentik.Message) bool { return m.ID == replyTo }) {
 		return false, nil
 	}
@@ -63,18 +64,18 @@ func (c *conv) interruptOpen(ctx context.Context, q agentik.TurnQueue, replyTo s
 		if round != nil && len(round.asking) > 0 {
 			// Waiting for approvals: its pending calls are denied and it
 			// is closed, by whichever process is asked (approval.go).
-			return c.interruptParked(ctx, agentik.ReasonUser, agentik.PrincipalFrom(ctx))
+			return c.interruptParked(ctx, reason, agentik.PrincipalFrom(ctx))
 		}
 	}
 	c.mu.Lock()
 	if c.running != nil && c.running.user.ID == replyTo {
-		ok := c.interruptLocked(agentik.ReasonUser)
+		ok := c.interruptLocked(reason)
 		c.mu.Unlock()
 		return ok, nil
 	}
 	if !c.shared || c.leased {
 		defer c.mu.Unlock()
-		if err := c.withdrawLocked(ctx, replyTo); err != nil {
+		if err := c.withdrawLocked(ctx, replyTo, reason); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -122,10 +123,10 @@ func (c *conv) askHolders(ctx context.Context) (retry bool) {
 	return retry
 }
 
-// withdrawLocked closes the open turn answering id without running it. The
-// caller holds c.mu and starts the conversation's turns (holds its lease,
+// withdrawLocked closes the open turn answering id without running it,
+// for reason. The caller holds c.mu and starts the conversation's turns (holds its lease,
 // or is alone on the store); ctx carries no fence, the lease's is used.
-func (c *conv) withdrawLocked(ctx context.Context, id string) error {
+func (c *conv) withdrawLocked(ctx context.Context, id, reason string) error {
 	before, known := c.withdrawn[id]
 	if before == closedHere {
 		return nil
@@ -134,7 +135,7 @@ func (c *conv) withdrawLocked(ctx context.Context, id string) error {
 	if c.shared {
 		ctx = withFence(ctx, c.epoch)
 	}
-	if err := c.closeInterrupted(ctx, id, agentik.ReasonUser); err != nil {
+	if err := c.closeInterrupted(ctx, id, reason); err != nil {
 		if known {
 			c.withdrawn[id] = before
 		} else {
@@ -167,7 +168,7 @@ func (c *conv) withdrawMarked(ctx context.Context, q agentik.TurnQueue) bool {
 		if w := c.withdrawn[m.ID]; w != askedHere && w != askedThere {
 			continue
 		}
-		if err := c.withdrawLocked(ctx, m.ID); err != nil {
+		if err := c.withdrawLocked(ctx, m.ID, agentik.ReasonUser); err != nil {
 			c.e.log.Warn("withdraw a turn", "conversation", c.id, "reply_to", m.ID, "err", err)
 			continue
 		}
@@ -245,7 +246,7 @@ func (c *conv) remoteWithdraw(id string) {
 		if !c.leased || (c.running != nil && c.running.user.ID == id) {
 			return // the lease moved on (its next holder withdraws it), or it started: cancelled by remoteInterrupt
 		}
-		if err := c.withdrawLocked(ctx, id); err != nil {
+		if err := c.withdrawLocked(ctx, id, agentik.ReasonUser); err != nil {
 			e.log.Warn("withdraw a turn", "conversation", c.id, "reply_to", id, "err", err)
 		}
 	}()

@@ -670,19 +670,25 @@ func (c *conn) privmsg(r *reply, target, text string) {
 		return
 	}
 	switch word, rest, _ := strings.Cut(strings.TrimSpace(text), " "); strings.ToLower(word) {
+	// A command acts once its echo is queued, so that the client sees the
+	// echo before what the command caused (the cut answer, the tool's
+	// result).
 	case "!stop":
 		c.echoCommand(r, j, target, text)
-		stopped, err := j.conv.Interrupt(c.pctx())
-		switch {
-		case err != nil:
-			c.agentNotice(j, "!stop: "+c.failure(err))
-		case !stopped:
-			c.agentNotice(j, "Nothing to stop: no answer is being written.")
-		}
+		r.after = append(r.after, func() {
+			stopped, err := j.conv.Interrupt(c.pctx())
+			switch {
+			case err != nil:
+				c.agentNotice(j, "!stop: "+c.failure(err))
+			case !stopped:
+				c.agentNotice(j, "Nothing to stop: no answer is being written.")
+			}
+		})
 		return
 	case "!approve", "!deny":
 		c.echoCommand(r, j, target, text)
-		c.approval(j, strings.ToLower(word) == "!approve", strings.TrimSpace(rest))
+		approve, which := strings.ToLower(word) == "!approve", strings.TrimSpace(rest)
+		r.after = append(r.after, func() { c.approval(j, approve, which) })
 		return
 	}
 	if c.srv.isClosing() {

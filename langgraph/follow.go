@@ -27,10 +27,16 @@ type follower struct {
 	path   []agentik.Message
 	cursor int64 // the cursor the path was read at
 
-	text       strings.Builder // the answer streamed so far
-	streamID   string          // the id of the ai message being streamed
-	answers    int
-	sentMeta   bool
+	text     strings.Builder // the answer streamed so far
+	streamID string          // the id of the ai message being streamed
+	answers  int
+	metaSent string // the streamed ai message whose metadata was sent
+	// aiFrom is the seq of the first journal message of the run's ai
+	// message not yet sent whole in the messages mode (its text, then the
+	// tool calls that join it); 0 when none. aiStream is the id its
+	// partials carried, "" when it was not streamed.
+	aiFrom     int64
+	aiStream   string
 	finished   bool // the run is over (end, interrupted) or waits (approval)
 	waiting    bool // it waits for approvals
 	failure    *agentik.Event
@@ -111,6 +117,12 @@ func (f *follower) handle(ctx context.Context, ev agentik.Event) bool {
 		return true
 	}
 	switch ev.Type {
+	case agentik.EvAwaitingApproval, agentik.EvInterrupted, agentik.EvEnd:
+		if !f.completeAI() {
+			return false
+		}
+	}
+	switch ev.Type {
 	case agentik.EvStartResponse:
 		f.text.Reset()
 		f.answers++
@@ -147,6 +159,9 @@ func (f *follower) message(ev agentik.Event) bool {
 		// need the path.)
 		return true
 	}
+	if f.aiFrom != 0 && (m.Type != agentik.MsgToolCall || runOf(m) != f.runID) && !f.completeAI() {
+		return false // the ai message is whole: what follows is not its tool call
+	}
 	f.path = append(f.path[:i+1], *m)
 	id := int64(0)
 	if ev.Cursor > 0 {
@@ -159,6 +174,12 @@ func (f *follower) message(ev agentik.Event) bool {
 	}
 	if runOf(m) != f.runID {
 		return true
+	}
+	if f.modes["messages"] && f.aiFrom == 0 && (m.Type == agentik.MsgAssistant || m.Type == agentik.MsgToolCall) {
+		f.aiFrom, f.aiStream = m.Seq, ""
+		if m.Type == agentik.MsgAssistant && f.text.Len() > 0 {
+			f.aiStream = f.streamID
+		}
 	}
 	if f.modes["updates"] && m.Type != agentik.MsgUser && m.Type != agentik.MsgError {
 		node := agentNode
@@ -204,6 +225,26 @@ func (f *follower) tuple(m LCMessage, id int64) bool {
 	return true
 }
 
+// completeAI sends, in the messages mode, the run's ai message whole
+// (messages/complete) once nothing more joins it: its text and its tool
+// calls, under the id its partials carried.
+func (f *follower) completeAI() bool {
+	from := f.aiFrom
+	if from == 0 {
+		return true
+	}
+	f.aiFrom = 0
+	j := slices.IndexFunc(f.path, func(p agentik.Message) bool { return p.Seq == from })
+	if j < 0 {
+		return true // not on the path any more
+	}
+	ai := toLangChain(f.path[j:])[0]
+	if f.aiStream != "" {
+		ai.ID = f.aiStream
+	}
+	return f.out.event("messages/complete", 0, []LCMessage{ai})
+}
+
 func (f *follower) meta() json.RawMessage {
 	if f.metaJSON == nil {
 		f.metaJSON, _ = json.Marshal(map[string]any{"run_id": f.runID, "thread_id": f.t.conv.ID(), "langgraph_node": agentNode,
@@ -229,8 +270,8 @@ func (f *follower) appendText(text string) bool {
 		return false
 	}
 	if f.modes["messages"] {
-		if !f.sentMeta {
-			f.sentMeta = true
+		if f.metaSent != f.streamID {
+			f.metaSent = f.streamID
 			if !f.out.event("messages/metadata", 0, map[string]any{f.streamID: map[string]any{"metadata": f.meta()}}) {
 				return false
 			}

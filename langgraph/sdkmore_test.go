@@ -138,6 +138,23 @@ func TestLangGraphSDKStreamModes(t *testing.T) {
 	if len(parts) != 2 || json.Unmarshal(parts[1].Data, &last) != nil || len(last) != 1 || text(last[0]) != "old mode" {
 		t.Fatalf("partials %v", parts)
 	}
+	// The answer whole, under its partials' id, once: after the last
+	// partial, before the end.
+	var whole []LCMessage
+	done := events(out.Messages, "messages/complete")
+	if len(done) != 1 || json.Unmarshal(done[0].Data, &whole) != nil || len(whole) != 1 ||
+		whole[0].Type != "ai" || text(whole[0]) != "old mode" || whole[0].ID != last[0].ID {
+		t.Fatalf("messages/complete %v, partials %v", done, parts)
+	}
+	var order []string
+	for _, e := range out.Messages {
+		if e.Event == "messages/partial" || e.Event == "messages/complete" {
+			order = append(order, e.Event)
+		}
+	}
+	if len(order) != 3 || order[2] != "messages/complete" {
+		t.Fatalf("messages/complete is not after the partials: %v", order)
+	}
 	evs := events(out.Events, "events")
 	type lcEvent struct {
 		Event string

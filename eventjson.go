@@ -128,6 +128,9 @@ func (m *Message) appendJSON(b []byte) ([]byte, bool) {
 		b = append(b, `,"interrupted":true`...)
 	}
 	b = appendOmit(b, `,"interrupt_reason":`, m.InterruptReason)
+	if m.Continued {
+		b = append(b, `,"continued":true`...)
+	}
 	b = appendOmit(b, `,"call_id":`, m.CallID)
 	b = appendOmit(b, `,"name":`, m.Name)
 	if m.IsError {

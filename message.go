@@ -48,7 +48,7 @@ func TurnErrorMessage(code, details string) string {
 // gaps, assigned by the store. Which fields are set depends on Type:
 //
 //	user_message       Content, Context
-//	assistant_message  Content, Reasoning, Tokens, Interrupted, InterruptReason, ReplyTo
+//	assistant_message  Content, Reasoning, Tokens, Interrupted, InterruptReason, Continued, ReplyTo
 //	tool_call          CallID, Name, Arguments, ReplyTo
 //	tool_result        CallID, Name, Content, IsError, ReplyTo
 //	error              Code, Details, ReplyTo
@@ -63,6 +63,10 @@ type Message struct {
 	Reasoning      string          `json:"reasoning,omitempty"`
 	Tokens         *TurnTokens     `json:"tokens,omitempty"`
 	Interrupted    bool            `json:"interrupted,omitempty"`
+	// Continued marks the text the model wrote before its tool calls, in
+	// a tool round: the turn goes on after it, so it does not close the
+	// turn (the tool calls follow it, in the same commit).
+	Continued bool `json:"continued,omitempty"`
 	// InterruptReason is why an interrupted answer was cut (the reason of
 	// its interrupted event), kept so that a replay can say it too.
 	InterruptReason string  `json:"interrupt_reason,omitempty"`
@@ -99,5 +103,5 @@ type Message struct {
 // ClosesTurn reports whether m closes the turn of the user message it replies
 // to: a complete assistant answer or an error.
 func (m *Message) ClosesTurn() bool {
-	return (m.Type == MsgAssistant && !m.Interrupted) || m.Type == MsgError
+	return (m.Type == MsgAssistant && !m.Interrupted && !m.Continued) || m.Type == MsgError
 }

@@ -1232,6 +1232,40 @@ func TestInterruptDuringToolKeepsTextOnce(t *testing.T) {
 	}
 }
 
+// The text a model writes before its tool calls is stored as an
+// assistant message marked continued: it does not close the turn, which
+// stays open in the store while its tools run (a crash then finds it
+// unclosed and recovers it), and closes with its real answer.
+func TestTextBeforeAToolRoundLeavesTheTurnOpen(t *testing.T) {
+	bt := blockTool{started: make(chan struct{})}
+	h := newHarness(t, func(o *engine.Options) { o.Tools = tools.NewRegistry(bt); o.ToolTimeout = time.Hour })
+	h.llm.Enqueue(llmtest.Stream().Role().Content("Let me check.").ToolCall(0, "call_b", "block", "{}").Finish("tool_calls").Done())
+	c, s := h.conversation()
+	res := h.send(c, "go")
+	<-bt.started
+	open, err := h.store.OpenTurns(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(open) != 1 || open[0].ID != res.MessageID {
+		t.Fatalf("open turns while the tool runs: %+v, want the turn of %s", open, res.MessageID)
+	}
+	var text *agentik.Message
+	for _, m := range journal(t, c) {
+		if m.Type == agentik.MsgAssistant {
+			text = &m
+		}
+	}
+	if text == nil || !text.Continued || text.ClosesTurn() {
+		t.Fatalf("the text before the tool call: %+v", text)
+	}
+	c.Interrupt(h.ctx)
+	until(t, s, endOf(res.MessageID))
+	if open, _ := h.store.OpenTurns(h.ctx); len(open) != 0 {
+		t.Fatalf("open turns after the end: %+v", open)
+	}
+}
+
 func TestQueuedTurnClosesTheTurnWaitingForClientTools(t *testing.T) {
 	h := newHarness(t)
 	pick := agentik.ToolSpec{Name: "pick", Parameters: agentik.RawJSON(`{"type":"object"}`)}

@@ -378,7 +378,7 @@ func (r *turnRun) runTools(set *tools.Set, resp agentik.ModelResponse) error {
 	var evs []agentik.Event
 	if resp.Text != "" {
 		m := agentik.Message{ID: agentik.NewID(), ConversationID: c.id, Date: agentik.Now(), Type: agentik.MsgAssistant,
-			Content: textContent(resp.Text), Reasoning: resp.Reasoning, ReplyTo: r.t.user.ID}
+			Content: textContent(resp.Text), Reasoning: resp.Reasoning, ReplyTo: r.t.user.ID, Continued: true}
 		evs = append(evs, agentik.MessageEvent(&m))
 	}
 	calls := make([]agentik.ToolCall, len(resp.ToolCalls))

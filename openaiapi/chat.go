@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -222,9 +223,12 @@ const maxDurableChecks = 3
 // durableMatch is memoryMatch from the store, for histories longer than
 // shorter: a history up to an answer continues the conversation whose
 // user message was sent with the digest of the history before that
-// answer (SendRequest.Keys), when that message's turn answered it with the
-// same text. One read of the keys; one journal read per candidate checked.
-// Answers with tool calls, and approvals, are found in memory only.
+// answer (SendRequest.Keys), when that message's turn gave the same
+// completions: their text, the client tool calls they ended with, the
+// client's results, up to the request's last answer the journal holds
+// (turnMatch). One read of the keys; one journal read per candidate
+// checked. Completions that ended with an approval question are found in
+// memory only (the question is the door's text, not the journal's).
 func (h *Handler) durableMatch(ctx context.Context, c *chatCall, header string, shorter int) (int, spot, error) {
 	finder, ok := c.model.Agent.(agentik.KeyFinder)
 	if !ok {
@@ -233,7 +237,7 @@ func (h *Handler) durableMatch(ctx context.Context, c *chatCall, header string, 
 	var ks []int
 	var keys []string
 	for k := len(c.hist) - 1; k > max(shorter, 1); k-- {
-		if a := c.hist[k-1]; a.role == "assistant" && len(a.calls) == 0 {
+		if c.hist[k-1].role == "assistant" && c.hist[k-2].role == "user" {
 			ks = append(ks, k)
 			keys = append(keys, lookupKey(c.keys[k-1]))
 		}
@@ -254,43 +258,112 @@ func (h *Handler) durableMatch(ctx context.Context, c *chatCall, header string, 
 		if checks++; checks > maxDurableChecks {
 			break
 		}
-		seq, err := answerOf(ctx, c.model.Agent, ref, c.hist[k-1].text)
+		turn, err := turnOf(ctx, c.model.Agent, ref)
 		if err != nil {
 			return -1, spot{}, err
 		}
-		if seq > 0 {
-			return k, spot{conv: ref.ConversationID, seq: seq}, nil
+		if n, seq := turnMatch(turn, c.hist[k-1:]); n > 0 && k-1+n > shorter {
+			return k - 1 + n, spot{conv: ref.ConversationID, seq: seq}, nil
 		}
 	}
 	return -1, spot{}, nil
 }
 
-// answerOf is the seq of the answer that closed the turn of the user
-// message ref points at, when its text is text; 0 otherwise (another
-// answer, none yet, or a conversation gone).
-func answerOf(ctx context.Context, agent agentik.Agent, ref agentik.KeyRef, text string) (int64, error) {
+// turnOf is the turn of the user message ref points at, as the journal
+// holds it: the messages answering it, each the child of the one before
+// (the first branch stored, when the turn was answered again); nil when
+// the conversation is gone.
+func turnOf(ctx context.Context, agent agentik.Agent, ref agentik.KeyRef) ([]agentik.Message, error) {
 	conv, err := agent.Conversation(ctx, ref.ConversationID)
 	if agentik.IsNotFound(err) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer conv.Close()
 	page, err := conv.Messages(ctx, agentik.MessagesRequest{After: ref.Seq - 1, Limit: agentik.MaxMessagesLimit, Branch: agentik.BranchAll})
 	if err != nil || len(page.Messages) == 0 || page.Messages[0].Seq != ref.Seq {
-		return 0, err
+		return nil, err
 	}
-	user := page.Messages[0].ID
+	user, at := page.Messages[0].ID, ref.Seq
+	var turn []agentik.Message
 	for _, m := range page.Messages[1:] {
-		if m.ReplyTo == user && m.ClosesTurn() {
-			if m.Type == agentik.MsgAssistant && agentik.JoinText(m.Content) == text {
-				return m.Seq, nil
-			}
-			return 0, nil
+		if m.Parent != at {
+			continue
+		}
+		if m.ReplyTo != user {
+			break
+		}
+		turn, at = append(turn, m), m.Seq
+	}
+	return turn, nil
+}
+
+// turnMatch is how many messages of sent, a resent history from the
+// first answer of a turn on, the turn's journal messages gave, ending
+// with an answer: each completion is all the text the model wrote in it
+// (its rounds of the agent's own tools do not show) and the client tool
+// calls it ended with, then the client's results, in order. seq is the
+// journal's last message of the last answer matched. 0 when not even the
+// first answer matches (another answer, none yet).
+func turnMatch(turn []agentik.Message, sent []view) (n int, seq int64) {
+	client := map[string]bool{} // the calls the client was shown: the ones it resent
+	for _, v := range sent {
+		for _, id := range v.calls {
+			client[id] = true
 		}
 	}
-	return 0, nil
+	i := 0 // the next message of sent
+	var cur view
+	open := false
+	var last int64
+	answer := func() bool { // the completion so far is sent[i]
+		if i >= len(sent) || !sameView(cur, sent[i]) {
+			return false
+		}
+		i, n, seq, open, cur = i+1, i+1, last, false, view{}
+		return true
+	}
+	for j, m := range turn {
+		switch {
+		case m.Type == agentik.MsgAssistant:
+			if open && len(cur.calls) > 0 {
+				return n, seq // the client's calls got no results here: another turn's course
+			}
+			open, last = true, m.Seq
+			cur.role = "assistant"
+			cur.text += agentik.JoinText(m.Content)
+			if j == len(turn)-1 || turn[j+1].Type != agentik.MsgToolCall {
+				answer() // no tool call follows (stored with it): the turn's answer
+				return n, seq
+			}
+		case m.Type == agentik.MsgToolCall && client[m.CallID]:
+			open, last = true, m.Seq
+			cur.role = "assistant"
+			cur.calls = append(cur.calls, m.CallID)
+		case m.Type == agentik.MsgToolResult && client[m.CallID]:
+			if open && !answer() {
+				return n, seq
+			}
+			if i >= len(sent) || !sameView(view{role: "tool", text: agentik.JoinText(m.Content), callID: m.CallID}, sent[i]) {
+				return n, seq
+			}
+			i++
+		case m.Type == agentik.MsgError:
+			return n, seq
+		}
+	}
+	if open && len(cur.calls) > 0 {
+		answer() // the turn waits for the client's results
+	}
+	return n, seq
+}
+
+// sameView reports whether two messages of a history are the same for
+// the digest.
+func sameView(a, b view) bool {
+	return a.role == b.role && a.text == b.text && a.callID == b.callID && slices.Equal(a.calls, b.calls)
 }
 
 // lookupKey is a digest as a lookup key (agentik.SendRequest.Keys).
@@ -537,6 +610,7 @@ func (c *chatCall) diverge(ctx context.Context, user *agentik.SendRequest) error
 // chatOutcome is what a followed turn produced.
 type chatOutcome struct {
 	text      strings.Builder
+	from      int // where the text of the model's current answer begins in text
 	reasoning strings.Builder
 	calls     []ChatToolCall
 	approvals []agentik.PendingApproval
@@ -585,15 +659,21 @@ func (c *chatCall) step(o *chatOutcome, mode *string, ev agentik.Event, emit fun
 		o.finish = "stop"
 		return true
 	case agentik.EvAssistantMessage:
-		c.usage = ev.Message.Tokens
+		if ev.Message.Tokens != nil {
+			c.usage = ev.Message.Tokens
+		}
+		// What of this message's text the deltas missed (a slow
+		// subscriber's lost deltas) is written from the message; the text
+		// before it in the completion is the earlier rounds'.
 		final := agentik.JoinText(ev.Message.Content)
-		if rest, ok := strings.CutPrefix(final, o.text.String()); ok && rest != "" {
+		if rest, ok := strings.CutPrefix(final, o.text.String()[o.from:]); ok && rest != "" {
 			o.text.WriteString(rest)
 			if emit != nil {
 				emit(chatDelta{Content: rest})
 			}
 		}
-		if !ev.Message.Interrupted {
+		o.from = o.text.Len()
+		if ev.Message.ClosesTurn() { // not the text before a tool round
 			o.finish = "stop"
 			return true
 		}

@@ -1,6 +1,7 @@
 package openaiapi
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -365,5 +366,80 @@ func TestChatNewHistoryStoredAsGiven(t *testing.T) {
 	}
 	if strings.Join(path, "|") != "user_message:My name is Ada.|assistant_message:Hello Ada.|user_message:What is my name?|assistant_message:You are Ada." {
 		t.Fatalf("journal %q", path)
+	}
+}
+
+// TestChatToolHistoryAfterRestart: a history whose answers hold client
+// tool calls, and text written around the agent's own tool calls, finds
+// its conversation after a restart too (the lookup key of its user
+// message and the journal of its turn): the client's results continue the
+// waiting turn, and the next message continues the conversation, the
+// model seeing the history once.
+func TestChatToolHistoryAfterRestart(t *testing.T) {
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+	first := newEnv(t, stacktest.LLM(llm))
+	llm.Enqueue(
+		llmtest.Stream().Role().Content("Let me look. ").ToolCall(0, "call_echo", "echo", `{"x":1}`).Finish("tool_calls").Done(),
+		llmtest.Stream().Role().Content("Now you: ").ToolCall(0, "call_pick", "pick_color", `{"hint":"warm"}`).Finish("tool_calls").Done(),
+		llmtest.Text("You picked red."),
+		llmtest.Text("You are welcome."))
+	tools := []oai.ChatCompletionToolUnionParam{oai.ChatCompletionFunctionTool(pickColor)}
+	hist := []oai.ChatCompletionMessageParamUnion{oai.UserMessage("Pick a color.")}
+	var hr *http.Response
+	fc := first.client(aliceToken)
+	got, err := fc.Chat.Completions.New(first.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: hist, Tools: tools}, option.WithResponseInto(&hr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := got.Choices[0]
+	if ch.FinishReason != "tool_calls" || ch.Message.Content != "Let me look. Now you: " || len(ch.Message.ToolCalls) != 1 {
+		t.Fatalf("first completion %+v", ch)
+	}
+	conv := hr.Header.Get(ConversationHeader)
+	hist = append(hist, ch.Message.ToParam(), oai.ToolMessage("red", ch.Message.ToolCalls[0].ID))
+
+	e := first.restart()
+	c := e.client(aliceToken)
+	if got, err = c.Chat.Completions.New(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: hist, Tools: tools}, option.WithResponseInto(&hr)); err != nil {
+		t.Fatal(err)
+	}
+	if got.Choices[0].Message.Content != "You picked red." || hr.Header.Get(ConversationHeader) != conv {
+		t.Fatalf("the results after a restart: %+v in %s, want the conversation %s", got.Choices[0], hr.Header.Get(ConversationHeader), conv)
+	}
+	hist = append(hist, got.Choices[0].Message.ToParam(), oai.UserMessage("Thanks."))
+
+	e = e.restart()
+	c = e.client(aliceToken)
+	if got, err = c.Chat.Completions.New(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: hist, Tools: tools}, option.WithResponseInto(&hr)); err != nil {
+		t.Fatal(err)
+	}
+	if got.Choices[0].Message.Content != "You are welcome." || hr.Header.Get(ConversationHeader) != conv {
+		t.Fatalf("the next message after a restart: %+v in %s, want the conversation %s", got.Choices[0], hr.Header.Get(ConversationHeader), conv)
+	}
+	j := e.journal(conv, "alice")
+	if count(j, agentik.MsgUser) != 2 || count(j, agentik.MsgToolResult) != 2 || e.conversations("alice") != 1 {
+		t.Fatalf("journal %+v in %d conversations", j, e.conversations("alice"))
+	}
+	reqs := llm.Requests()
+	if users := userTexts(reqs[len(reqs)-1]); len(users) != 2 || users[0] != "Pick a color." || users[1] != "Thanks." {
+		t.Fatalf("the model saw the users %q", users)
+	}
+	// The same history with another result: refused, in OpenAI's shape,
+	// nothing stored (the result held is not the client's).
+	other := append(append([]oai.ChatCompletionMessageParamUnion(nil), hist[:2]...), oai.ToolMessage("blue", ch.Message.ToolCalls[0].ID), got.Choices[0].Message.ToParam(), oai.UserMessage("Sure?"))
+	_, err = c.Chat.Completions.New(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: other, Tools: tools})
+	var apiErr *oai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest {
+		t.Fatalf("another tool result: %v", err)
+	}
+	// Another first answer: a new conversation.
+	llm.Enqueue(llmtest.Text("Yes."))
+	forged := []oai.ChatCompletionMessageParamUnion{hist[0], oai.AssistantMessage("Let me look. Now you: "), oai.UserMessage("Sure?")}
+	if _, err := c.Chat.Completions.New(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: forged, Tools: tools}, option.WithResponseInto(&hr)); err != nil {
+		t.Fatal(err)
+	}
+	if hr.Header.Get(ConversationHeader) == conv || len(e.journal(conv, "alice")) != len(j) {
+		t.Fatal("a history without the tool call continued the conversation")
 	}
 }

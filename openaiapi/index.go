@@ -11,9 +11,9 @@ import (
 // (the request's messages and the answer) is recorded under a digest, with
 // the conversation and the journal's last seq then. A later request whose
 // history, up to one of its assistant messages, has a recorded digest
-// continues that conversation. The index lives in the process: after a
-// restart a history is not found and starts a new conversation (the
-// client can name one with X-Agentik-Conversation-Id).
+// continues that conversation. The index lives in the process; after a
+// restart, or in another process, the lookup keys stored with the user
+// messages find the history instead (Handler.durableMatch).
 type index struct {
 	mu      sync.Mutex
 	max     int

@@ -375,11 +375,12 @@ func (p *projector) assistant(m *agentik.Message) {
 		p.reason(rest)
 		p.closeReasoning()
 	}
-	status := statusCompleted
-	if m.Interrupted {
-		status = statusCancelled
+	switch {
+	case m.Interrupted:
+		p.finish(statusCancelled, m.Tokens)
+	case m.ClosesTurn(): // not the text before a tool round: the turn goes on
+		p.finish(statusCompleted, m.Tokens)
 	}
-	p.finish(status, m.Tokens)
 }
 
 // finish ends the response with status.

@@ -32,7 +32,7 @@ func projectAll(p *projector) {
 	p.event(agentik.Event{Type: agentik.EvApprovalRequested, CallID: "c4", Name: "send_mail", Arguments: json.RawMessage(`{"to":"a@b"}`)})
 	p.event(agentik.Event{Type: agentik.EvStartResponse})
 	p.event(agentik.Event{Type: agentik.EvAppendText, Text: "done"})
-	p.event(agentik.Event{Type: agentik.EvAssistantMessage, Message: &agentik.Message{Reasoning: "late", Content: []agentik.Content{{Type: "text", Text: "done, " + odd}},
+	p.event(agentik.Event{Type: agentik.EvAssistantMessage, Message: &agentik.Message{Type: agentik.MsgAssistant, Reasoning: "late", Content: []agentik.Content{{Type: "text", Text: "done, " + odd}},
 		Tokens: &agentik.TurnTokens{Input: 12, Output: 34}}})
 }
 

@@ -188,7 +188,8 @@ func TestResponsesTools(t *testing.T) {
 	e := newEnv(t)
 	c := e.client(aliceToken)
 	e.llm.Enqueue(
-		llmtest.ToolCalls(llmtest.Call("echo", `{"x":1}`).WithID("call_echo")),
+		// Text before the agent's own tool call: the response goes on.
+		llmtest.Stream().Role().Content("Let me look. ").ToolCall(0, "call_echo", "echo", `{"x":1}`).Finish("tool_calls").Done(),
 		llmtest.ToolCalls(llmtest.Call("pick_color", `{"hint":"warm"}`).WithID("call_pick")),
 		llmtest.Text("You picked red."))
 	tools := []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "pick_color", Strict: oai.Bool(false),
@@ -197,9 +198,17 @@ func TestResponsesTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(first.Output) != 2 || first.Output[0].Type != "mcp_call" || first.Output[0].Name != "echo" || first.Output[0].Output.OfString != `echo {"x":1}` ||
-		first.Output[1].Type != "function_call" || first.Output[1].CallID != "call_pick" || first.Output[1].Arguments.OfString != `{"hint":"warm"}` {
-		t.Fatalf("first output %+v", first.Output)
+	// Retrieved, it is read back from the journal: the same.
+	again, err := c.Responses.Get(e.ctx(), first.ID, responses.ResponseGetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*responses.Response{first, again} {
+		if len(r.Output) != 3 || r.Status != "completed" || r.Output[0].Type != "message" || r.OutputText() != "Let me look. " ||
+			r.Output[1].Type != "mcp_call" || r.Output[1].Name != "echo" || r.Output[1].Output.OfString != `echo {"x":1}` ||
+			r.Output[2].Type != "function_call" || r.Output[2].CallID != "call_pick" || r.Output[2].Arguments.OfString != `{"hint":"warm"}` {
+			t.Fatalf("output %s %+v", r.Status, r.Output)
+		}
 	}
 	out := responses.ResponseInputItemParamOfFunctionCallOutput("red")
 	out.OfFunctionCallOutput.CallID = oai.String("call_pick")
@@ -211,7 +220,7 @@ func TestResponsesTools(t *testing.T) {
 		t.Fatalf("second %+v", second.Output)
 	}
 	j := e.journal(first.Conversation.ID, "alice")
-	if count(j, agentik.MsgUser) != 1 || count(j, agentik.MsgAssistant) != 1 {
+	if count(j, agentik.MsgUser) != 1 || count(j, agentik.MsgAssistant) != 2 {
 		t.Fatalf("journal %+v", j)
 	}
 	// Each response's input items: the question, then the tool's output.

@@ -227,8 +227,10 @@ const maxDurableChecks = 3
 // completions: their text, the client tool calls they ended with, the
 // client's results, up to the request's last answer the journal holds
 // (turnMatch). One read of the keys; one journal read per candidate
-// checked. Completions that ended with an approval question are found in
-// memory only (the question is the door's text, not the journal's).
+// checked. A completion that ended with an approval question is found
+// while the approval waits (the question is this door's text, made again
+// from the pending approvals); once answered, such a history is found in
+// memory only.
 func (h *Handler) durableMatch(ctx context.Context, c *chatCall, header string, shorter int) (int, spot, error) {
 	finder, ok := c.model.Agent.(agentik.KeyFinder)
 	if !ok {
@@ -258,11 +260,11 @@ func (h *Handler) durableMatch(ctx context.Context, c *chatCall, header string, 
 		if checks++; checks > maxDurableChecks {
 			break
 		}
-		turn, err := turnOf(ctx, c.model.Agent, ref)
+		turn, pend, err := turnOf(ctx, c.model.Agent, ref)
 		if err != nil {
 			return -1, spot{}, err
 		}
-		if n, seq := turnMatch(turn, c.hist[k-1:]); n > 0 && k-1+n > shorter {
+		if n, seq := turnMatch(turn, pend, c.hist[k-1:]); n > 0 && k-1+n > shorter {
 			return k - 1 + n, spot{conv: ref.ConversationID, seq: seq}, nil
 		}
 	}
@@ -272,22 +274,22 @@ func (h *Handler) durableMatch(ctx context.Context, c *chatCall, header string, 
 // turnOf is the turn of the user message ref points at, as the journal
 // holds it: the messages answering it, each the child of the one before
 // (the first branch stored, when the turn was answered again); nil when
-// the conversation is gone.
-func turnOf(ctx context.Context, agent agentik.Agent, ref agentik.KeyRef) ([]agentik.Message, error) {
+// the conversation is gone. pend are the turn's approvals that wait, read
+// when it ends with a tool call.
+func turnOf(ctx context.Context, agent agentik.Agent, ref agentik.KeyRef) (turn []agentik.Message, pend []agentik.PendingApproval, err error) {
 	conv, err := agent.Conversation(ctx, ref.ConversationID)
 	if agentik.IsNotFound(err) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer conv.Close()
 	page, err := conv.Messages(ctx, agentik.MessagesRequest{After: ref.Seq - 1, Limit: agentik.MaxMessagesLimit, Branch: agentik.BranchAll})
 	if err != nil || len(page.Messages) == 0 || page.Messages[0].Seq != ref.Seq {
-		return nil, err
+		return nil, nil, err
 	}
 	user, at := page.Messages[0].ID, ref.Seq
-	var turn []agentik.Message
 	for _, m := range page.Messages[1:] {
 		if m.Parent != at {
 			continue
@@ -297,7 +299,18 @@ func turnOf(ctx context.Context, agent agentik.Agent, ref agentik.KeyRef) ([]age
 		}
 		turn, at = append(turn, m), m.Seq
 	}
-	return turn, nil
+	if len(turn) > 0 && turn[len(turn)-1].Type == agentik.MsgToolCall {
+		all, err := conv.Approvals(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, a := range all {
+			if a.ReplyTo == user {
+				pend = append(pend, a)
+			}
+		}
+	}
+	return turn, pend, nil
 }
 
 // turnMatch is how many messages of sent, a resent history from the
@@ -305,9 +318,11 @@ func turnOf(ctx context.Context, agent agentik.Agent, ref agentik.KeyRef) ([]age
 // with an answer: each completion is all the text the model wrote in it
 // (its rounds of the agent's own tools do not show) and the client tool
 // calls it ended with, then the client's results, in order. seq is the
-// journal's last message of the last answer matched. 0 when not even the
+// journal's last message of the last answer matched. A completion still
+// open at the journal's end answered the client with the approval
+// question of pend, the turn's approvals that wait. 0 when not even the
 // first answer matches (another answer, none yet).
-func turnMatch(turn []agentik.Message, sent []view) (n int, seq int64) {
+func turnMatch(turn []agentik.Message, pend []agentik.PendingApproval, sent []view) (n int, seq int64) {
 	client := map[string]bool{} // the calls the client was shown: the ones it resent
 	for _, v := range sent {
 		for _, id := range v.calls {
@@ -326,12 +341,15 @@ func turnMatch(turn []agentik.Message, sent []view) (n int, seq int64) {
 		return true
 	}
 	for j, m := range turn {
+		if m.Type != agentik.MsgToolResult || !client[m.CallID] {
+			last = m.Seq // what the head was once the completion ended
+		}
 		switch {
 		case m.Type == agentik.MsgAssistant:
 			if open && len(cur.calls) > 0 {
 				return n, seq // the client's calls got no results here: another turn's course
 			}
-			open, last = true, m.Seq
+			open = true
 			cur.role = "assistant"
 			cur.text += agentik.JoinText(m.Content)
 			if j == len(turn)-1 || turn[j+1].Type != agentik.MsgToolCall {
@@ -339,7 +357,7 @@ func turnMatch(turn []agentik.Message, sent []view) (n int, seq int64) {
 				return n, seq
 			}
 		case m.Type == agentik.MsgToolCall && client[m.CallID]:
-			open, last = true, m.Seq
+			open = true
 			cur.role = "assistant"
 			cur.calls = append(cur.calls, m.CallID)
 		case m.Type == agentik.MsgToolResult && client[m.CallID]:
@@ -354,8 +372,12 @@ func turnMatch(turn []agentik.Message, sent []view) (n int, seq int64) {
 			return n, seq
 		}
 	}
-	if open && len(cur.calls) > 0 {
+	switch {
+	case open && len(cur.calls) > 0:
 		answer() // the turn waits for the client's results
+	case len(pend) > 0:
+		cur.role, cur.text = "assistant", cur.text+approvalText(pend)
+		answer() // the turn waits for approvals: the completion asked
 	}
 	return n, seq
 }

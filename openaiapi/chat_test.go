@@ -443,3 +443,39 @@ func TestChatToolHistoryAfterRestart(t *testing.T) {
 		t.Fatal("a history without the tool call continued the conversation")
 	}
 }
+
+// TestChatApprovalAfterRestart: a completion that asked for an approval
+// finds its conversation after a restart while the approval waits (the
+// question is made again from the pending approvals): "yes" resolves it
+// and the turn goes on there.
+func TestChatApprovalAfterRestart(t *testing.T) {
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+	first := newEnv(t, stacktest.LLM(llm))
+	llm.Enqueue(llmtest.Stream().Role().Content("I will mail him. ").ToolCall(0, "call_mail", "send_mail", `{"to":"bob"}`).Finish("tool_calls").Done(),
+		llmtest.Text("Mail sent."))
+	hist := []oai.ChatCompletionMessageParamUnion{oai.UserMessage("Mail bob.")}
+	var hr *http.Response
+	fc := first.client(aliceToken)
+	asked, err := fc.Chat.Completions.New(first.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: hist}, option.WithResponseInto(&hr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := asked.Choices[0].Message.Content; !strings.HasPrefix(text, "I will mail him. ") || !strings.Contains(text, "send_mail") {
+		t.Fatalf("approval completion %q", text)
+	}
+	conv := hr.Header.Get(ConversationHeader)
+	e := first.restart()
+	c := e.client(aliceToken)
+	hist = append(hist, asked.Choices[0].Message.ToParam(), oai.UserMessage("yes"))
+	got, err := c.Chat.Completions.New(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: hist}, option.WithResponseInto(&hr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Choices[0].Message.Content != "Mail sent." || hr.Header.Get(ConversationHeader) != conv || e.conversations("alice") != 1 {
+		t.Fatalf("after the restart: %q in %s, want the conversation %s", got.Choices[0].Message.Content, hr.Header.Get(ConversationHeader), conv)
+	}
+	if j := e.journal(conv, "alice"); count(j, agentik.MsgUser) != 1 || count(j, agentik.MsgToolResult) != 1 {
+		t.Fatalf("journal %+v", j)
+	}
+}

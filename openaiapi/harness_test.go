@@ -63,13 +63,24 @@ type env struct {
 
 func newEnv(t *testing.T, opts ...stacktest.Option) *env {
 	t.Helper()
+	return newEnvWith(t, nil, opts...)
+}
+
+// newEnvWith is newEnv with the door's options adjusted by door (nil: the
+// defaults).
+func newEnvWith(t *testing.T, door func(*Options), opts ...stacktest.Option) *env {
+	t.Helper()
 	st := stacktest.New(t, append([]stacktest.Option{stacktest.Engine(func(o *engine.Options) {
 		o.Info.ID = agentID
 		o.Tools = tools.NewRegistry(echoTool{}, sendMail{})
 		o.Approval = agentik.ApprovalPolicy{{Pattern: "send_*", Action: agentik.ApprovalAsk}}
 	})}, opts...)...)
 	e := edge.New(edge.Options{Tokens: auth.NewTokens(map[string]string{aliceToken: "alice", bobToken: "bob"})})
-	h := NewHandler(Options{Models: func(context.Context) []Model { return []Model{{ID: agentID, Agent: st.Engine}} }, KeepAlive: time.Hour})
+	o := Options{Models: func(context.Context) []Model { return []Model{{ID: agentID, Agent: st.Engine}} }, KeepAlive: time.Hour}
+	if door != nil {
+		door(&o)
+	}
+	h := NewHandler(o)
 	mux := http.NewServeMux()
 	Mount(mux, "/v1", h, func(next http.Handler) http.Handler { return e.Guard(next, edge.Route{Refuse: Refuse}) })
 	srv := httptest.NewServer(mux)

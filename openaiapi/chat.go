@@ -492,7 +492,7 @@ func (h *Handler) planChat(ctx context.Context, c *chatCall, journal []agentik.M
 	if len(users) == 0 && len(p.results) == 0 {
 		return p, param(agentik.EInvalid, "messages", "messages: nothing new to answer: the history ends with an answer the conversation holds")
 	}
-	if len(users) == 1 && len(p.results) == 0 {
+	if len(users) == 1 && len(p.results) == 0 && c.conv != nil { // a new conversation has no approval waiting
 		if yes, ok := yesNo(mustContent(users[0].Content)); ok {
 			pend, err := c.conv.Approvals(ctx)
 			if err != nil {

@@ -282,9 +282,56 @@ func TestResponsesApproval(t *testing.T) {
 	}
 }
 
-// TestIsolation: another principal's response, conversation and
-// previous_response_id are 404 and change nothing; models list and
-// conversations work for their owner.
+// TestResponsesApprovalDenied: an mcp_approval_response with approve
+// false denies the waiting call: the tool does not run (its mcp_call is
+// failed with the denial), the model sees the denial as the call's
+// result, and its answer ends the response, in the same conversation.
+func TestResponsesApprovalDenied(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(aliceToken)
+	e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("send_mail", `{"to":"bob"}`).WithID("call_mail")), llmtest.Text("I did not send it."))
+	first, err := c.Responses.New(e.ctx(), responses.ResponseNewParams{Model: agentID, Input: text("Mail bob.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(first.Output, func(it responses.ResponseOutputItemUnion) bool { return it.Type == "mcp_approval_request" })
+	if i < 0 {
+		t.Fatalf("first output %+v", first.Output)
+	}
+	deny := responses.ResponseInputItemParamOfMcpApprovalResponse(first.Output[i].ID, false)
+	deny.OfMcpApprovalResponse.Reason = oai.String("not now")
+	got, err := c.Responses.New(e.ctx(), responses.ResponseNewParams{Model: agentID, PreviousResponseID: oai.String(first.ID), Input: items(deny)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "completed" || got.OutputText() != "I did not send it." || got.Conversation.ID != first.Conversation.ID {
+		t.Fatalf("after the denial: %s %q in %s", got.Status, got.OutputText(), got.Conversation.ID)
+	}
+	denied := agentik.DeniedText("not now")
+	j := slices.IndexFunc(got.Output, func(it responses.ResponseOutputItemUnion) bool { return it.Type == "mcp_call" })
+	if j < 0 || got.Output[j].Name != "send_mail" || got.Output[j].Error.OfString != denied || got.Output[j].Output.OfString != "" {
+		t.Fatalf("the denied call's item: %s", got.RawJSON())
+	}
+	var results []string
+	for _, m := range e.journal(first.Conversation.ID, "alice") {
+		if m.Type == agentik.MsgToolResult {
+			results = append(results, agentik.JoinText(m.Content))
+		}
+	}
+	if len(results) != 1 || results[0] != denied {
+		t.Fatalf("the call's results %q, want the denial only (the tool did not run)", results)
+	}
+	reqs := e.llm.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if m := last[len(last)-1]; len(reqs) != 2 || m.Role != "tool" || m.ToolCallID != "call_mail" || !strings.HasSuffix(m.Text(), denied) {
+		t.Fatalf("%d model calls; the last saw %+v", len(reqs), m)
+	}
+}
+
+// TestIsolation: another principal's response, conversation (read,
+// update, delete) and previous_response_id are 404 and change nothing;
+// models list and conversations (made, updated and read back) work for
+// their owner.
 func TestIsolation(t *testing.T) {
 	e := newEnv(t)
 	alice, bob := e.client(aliceToken), e.client(bobToken)
@@ -325,6 +372,19 @@ func TestIsolation(t *testing.T) {
 	check("items", err)
 	_, err = bob.Conversations.Delete(e.ctx(), conv.ID)
 	check("delete", err)
+	_, err = bob.Conversations.Update(e.ctx(), conv.ID, conversations.ConversationUpdateParams{Metadata: map[string]string{"title": "Bob's"}})
+	check("update", err)
+	// Alice's metadata update is read back; bob's changed nothing before it.
+	if got, err := alice.Conversations.Get(e.ctx(), conv.ID); err != nil || !strings.Contains(got.RawJSON(), `"metadata":{"title":"Plans"}`) {
+		t.Fatalf("after bob's update: %v %v", got, err)
+	}
+	updated, err := alice.Conversations.Update(e.ctx(), conv.ID, conversations.ConversationUpdateParams{Metadata: map[string]string{"title": "New plans"}})
+	if err != nil || updated.ID != conv.ID || !strings.Contains(updated.RawJSON(), `"metadata":{"title":"New plans"}`) {
+		t.Fatalf("alice's update: %v %v", updated, err)
+	}
+	if got, err := alice.Conversations.Get(e.ctx(), conv.ID); err != nil || !strings.Contains(got.RawJSON(), `"metadata":{"title":"New plans"}`) {
+		t.Fatalf("read back: %v %v", got, err)
+	}
 	if e.conversations("bob") != 0 || len(e.llm.Requests()) != 1 {
 		t.Fatal("bob's refused requests stored something")
 	}

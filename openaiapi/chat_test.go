@@ -280,10 +280,24 @@ func TestChatBadInput(t *testing.T) {
 			t.Errorf("%s: %v (%+v)", tc.name, err, apiErr)
 		}
 	}
-	for _, body := range []string{`{"model":`, `{"model":"helper","messages":"hi"}`, `{"model":"helper","messages":[{"role":"user","content":"a","content":"b"}]}`, `{"model":"helper","messages":[{"role":"wizard","content":"a"}]}`} {
-		status, out := e.raw("POST", "/chat/completions", aliceToken, body)
-		if status/100 != 4 || !strings.Contains(out, `"type":"invalid_request_error"`) {
-			t.Errorf("%s: %d %s", body, status, out)
+	raw := []struct {
+		body        string
+		status      int
+		code, param string
+	}{
+		{`{"model":`, 400, "invalid_request_error", ""},
+		{`{"model":"helper","messages":"hi"}`, 400, "invalid_type", "messages"},
+		{`{"model":"helper","messages":[{"role":"user","content":"hi"}],"temperature":"hot"}`, 400, "invalid_type", "temperature"},
+		{`{"model":"helper","messages":[{"role":"user","content":"a","content":"b"}]}`, 400, "invalid_request_error", ""},
+		{`{"model":"helper","messages":[{"role":"wizard","content":"a"}]}`, 422, "invalid_request_error", "messages[0].role"},
+		{`{"model":"helper","messages":[]}`, 422, "invalid_request_error", "messages"},
+		{`{"model":"helper","messages":[{"role":"tool","content":"x"}]}`, 422, "invalid_request_error", "messages[0].tool_call_id"},
+		{`{"model":"helper","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search"}]}`, 422, "invalid_request_error", "tools[0].type"},
+	}
+	for _, tc := range raw {
+		status, typ, code, param := e.rawError("/chat/completions", tc.body)
+		if status != tc.status || typ != "invalid_request_error" || code != tc.code || param != tc.param {
+			t.Errorf("%s: %d type %q code %q param %q, want %d %q %q", tc.body, status, typ, code, param, tc.status, tc.code, tc.param)
 		}
 	}
 	if status, out := e.raw("POST", "/chat/completions", "", `{}`); status != 401 || !strings.Contains(out, `"code":"invalid_api_key"`) {

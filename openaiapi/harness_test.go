@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -148,6 +149,21 @@ func (e *env) raw(method, path, token, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// rawError posts body to path with alice's token and reads the error it
+// gets in OpenAI's shape: its status, type, code and param ("" for null).
+func (e *env) rawError(path, body string) (status int, typ, code, param string) {
+	e.t.Helper()
+	status, out := e.raw("POST", path, aliceToken, body)
+	var b edge.OpenAIErrorBody
+	if err := json.Unmarshal([]byte(out), &b); err != nil || b.Error.Message == "" || b.Error.Code == nil {
+		e.t.Fatalf("%s: %d %s is not OpenAI's error shape", body, status, out)
+	}
+	if b.Error.Param != nil {
+		param = *b.Error.Param
+	}
+	return status, b.Error.Type, *b.Error.Code, param
 }
 
 // userTexts are the user messages of a model request, in order.

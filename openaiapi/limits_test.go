@@ -101,6 +101,15 @@ func TestLimitsPerPrincipal(t *testing.T) {
 	_, err = c.Responses.New(e.ctx(), responses.ResponseNewParams{Model: agentID, Input: text("Again."),
 		Conversation: responses.ResponseNewParamsConversationUnion{OfString: oai.String(conv)}})
 	limited("a response in the conversation", err)
+	// Streamed, the refusal comes before the stream.
+	cs := c.Chat.Completions.NewStreaming(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage("Streamed.")}})
+	for cs.Next() {
+	}
+	limited("a streamed chat", cs.Err())
+	rs := c.Responses.NewStreaming(e.ctx(), responses.ResponseNewParams{Model: agentID, Input: text("Streamed.")})
+	for rs.Next() {
+	}
+	limited("a streamed response", rs.Err())
 	if n, j := e.conversations("alice"), e.journal(conv, "alice"); n != 1 || len(j) != 2 || len(e.llm.Requests()) != 1 {
 		t.Fatalf("refused requests stored: %d conversations, %d messages in the first, %d model calls", n, len(j), len(e.llm.Requests()))
 	}

@@ -10,6 +10,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 func text(s string) responses.ResponseNewParamsInputUnion {
@@ -279,6 +280,74 @@ func TestResponsesApproval(t *testing.T) {
 	}
 	if !mcpDone || final.OutputText() != "Mail sent." {
 		t.Fatalf("after approval: mcp_call done %v, %q", mcpDone, final.OutputText())
+	}
+}
+
+// TestResponsesBadInput: what a client may get wrong on /v1/responses gets
+// OpenAI's error shape — through openai-go, and as raw bodies the SDK
+// would not send — and stores nothing: no conversation, no model call.
+func TestResponsesBadInput(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(aliceToken)
+	image := responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{{OfInputImage: &responses.ResponseInputImageParam{
+		ImageURL: oai.String("data:image/png;base64,iVBORw0KGgo="), Detail: responses.ResponseInputImageDetailAuto}}}, responses.EasyInputMessageRoleUser)
+	output := responses.ResponseInputItemParamOfFunctionCallOutput("red")
+	output.OfFunctionCallOutput.CallID = oai.String("call_none")
+	cases := []struct {
+		name             string
+		params           responses.ResponseNewParams
+		status           int
+		typ, code, param string
+	}{
+		{"text.format", responses.ResponseNewParams{Model: agentID, Input: text("hi"), Text: responses.ResponseTextConfigParam{
+			Format: responses.ResponseFormatTextConfigUnionParam{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}}}, 422, "invalid_request_error", "invalid_request_error", "text.format"},
+		{"image", responses.ResponseNewParams{Model: agentID, Input: items(image)}, 422, "invalid_request_error", "invalid_request_error", "input"},
+		{"output for no call", responses.ResponseNewParams{Model: agentID, Input: items(output)}, 400, "invalid_request_error", "invalid_request_error", "input[0].call_id"},
+		{"approval for none", responses.ResponseNewParams{Model: agentID, Input: items(responses.ResponseInputItemParamOfMcpApprovalResponse("mcpr_call_none", true))},
+			404, "invalid_request_error", "not_found", "input[0].approval_request_id"},
+		{"model", responses.ResponseNewParams{Model: "nobody", Input: text("hi")}, 404, "invalid_request_error", "model_not_found", "model"},
+		{"temperature", responses.ResponseNewParams{Model: agentID, Input: text("hi"), Temperature: oai.Float(2.5)}, 422, "invalid_request_error", "invalid_request_error", "temperature"},
+		{"max_output_tokens", responses.ResponseNewParams{Model: agentID, Input: text("hi"), MaxOutputTokens: oai.Int(0)}, 422, "invalid_request_error", "invalid_request_error", "max_output_tokens"},
+		{"web_search", responses.ResponseNewParams{Model: agentID, Input: text("hi"), Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: "web_search"}}}},
+			422, "invalid_request_error", "invalid_request_error", "tools[0].type"},
+		{"previous", responses.ResponseNewParams{Model: agentID, Input: text("hi"), PreviousResponseID: oai.String("resp_nope")}, 404, "invalid_request_error", "not_found", "previous_response_id"},
+		{"background not stored", responses.ResponseNewParams{Model: agentID, Input: text("hi"), Background: oai.Bool(true), Store: oai.Bool(false)},
+			422, "invalid_request_error", "invalid_request_error", "background"},
+	}
+	for _, tc := range cases {
+		_, err := c.Responses.New(e.ctx(), tc.params)
+		var apiErr *oai.Error
+		if !asAPIError(err, &apiErr) || apiErr.StatusCode != tc.status || apiErr.Type != tc.typ || apiErr.Code != tc.code || apiErr.Param != tc.param || apiErr.Message == "" {
+			t.Errorf("%s: %v (%+v)", tc.name, err, apiErr)
+		}
+	}
+	raw := []struct {
+		body        string
+		status      int
+		code, param string
+	}{
+		{`{"model":`, 400, "invalid_request_error", ""},
+		{``, 400, "invalid_request_error", ""},
+		{`{"model":"helper","input":"hi","temperature":"hot"}`, 400, "invalid_type", "temperature"},
+		{`{"model":"helper","input":"hi","stream":"yes"}`, 400, "invalid_type", "stream"},
+		{`{"model":"helper","input":42}`, 400, "invalid_request_error", "input"},
+		{`{"model":"helper","input":"a","input":"b"}`, 400, "invalid_request_error", ""},
+		{`{"model":"helper","input":"hi","conversation":{"id":5}}`, 400, "invalid_request_error", "conversation"},
+		{`{"model":"helper"}`, 422, "invalid_request_error", "input"},
+		{`{"model":"helper","input":[]}`, 422, "invalid_request_error", "input"},
+		{`{"model":"helper","input":[{"type":"wizard"}]}`, 422, "invalid_request_error", "input[0].type"},
+		{`{"model":"helper","input":[{"type":"message","role":"wizard","content":"a"}]}`, 422, "invalid_request_error", "input[0].role"},
+		{`{"model":"helper","input":[{"type":"function_call_output","output":"red"}]}`, 422, "invalid_request_error", "input[0].call_id"},
+		{`{"model":"helper","input":[{"type":"message","role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, 422, "invalid_request_error", "input[0].content[0]"},
+	}
+	for _, tc := range raw {
+		status, typ, code, param := e.rawError("/responses", tc.body)
+		if status != tc.status || typ != "invalid_request_error" || code != tc.code || param != tc.param {
+			t.Errorf("%s: %d type %q code %q param %q, want %d %q %q", tc.body, status, typ, code, param, tc.status, tc.code, tc.param)
+		}
+	}
+	if n := e.conversations("alice"); n != 0 || len(e.llm.Requests()) != 0 {
+		t.Fatalf("bad input stored %d conversations, asked the model %d times", n, len(e.llm.Requests()))
 	}
 }
 

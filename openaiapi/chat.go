@@ -138,12 +138,15 @@ func (h *Handler) executeChat(ctx context.Context, header string, c *chatCall) (
 	if err != nil {
 		return nil, "", err
 	}
+	made := ""         // the conversation this request made
 	if c.conv == nil { // a new conversation, once the request is known good
 		info, err := c.model.Agent.CreateConversation(ctx, agentik.CreateRequest{History: plan.history})
 		if err != nil {
 			return nil, "", err
 		}
+		made = info.ID
 		if c.conv, err = c.model.Agent.Conversation(ctx, info.ID); err != nil {
+			h.discard(ctx, c.model.Agent, made)
 			return nil, "", err
 		}
 	}
@@ -152,13 +155,28 @@ func (h *Handler) executeChat(ctx context.Context, header string, c *chatCall) (
 	}
 	events, err := c.conv.Events(ctx, c.cursor)
 	if err != nil {
+		h.discard(ctx, c.model.Agent, made)
 		return nil, "", err
 	}
 	if err := h.sendChat(ctx, c, plan); err != nil {
 		events.Close()
+		h.discard(ctx, c.model.Agent, made)
 		return nil, "", err
 	}
 	return events, "", nil
+}
+
+// discard deletes the conversation id that a request made ("": none) for
+// a message the agent then refused (over a per-principal limit, say): a
+// refused request stores nothing. A failure to delete is logged; the
+// refusal is what the client gets.
+func (h *Handler) discard(ctx context.Context, agent agentik.Agent, id string) {
+	if id == "" {
+		return
+	}
+	if err := agent.DeleteConversation(context.WithoutCancel(ctx), id); err != nil {
+		h.log.ErrorContext(ctx, "delete the conversation of a refused request", "conversation", id, "err", err)
+	}
 }
 
 // chatConversation finds the conversation the request continues (SPEC
@@ -474,7 +492,7 @@ func (h *Handler) planChat(ctx context.Context, c *chatCall, journal []agentik.M
 	if len(users) == 0 && len(p.results) == 0 {
 		return p, param(agentik.EInvalid, "messages", "messages: nothing new to answer: the history ends with an answer the conversation holds")
 	}
-	if len(users) == 1 && len(p.results) == 0 {
+	if len(users) == 1 && len(p.results) == 0 && c.conv != nil { // a new conversation has no approval waiting
 		if yes, ok := yesNo(mustContent(users[0].Content)); ok {
 			pend, err := c.conv.Approvals(ctx)
 			if err != nil {

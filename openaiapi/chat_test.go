@@ -185,6 +185,71 @@ func TestChatApproval(t *testing.T) {
 	}
 }
 
+// TestChatApprovalDenied: the user's "no" to a call waiting for approval
+// denies it: the tool does not run, the model sees the denial as the
+// call's result, and its answer is the completion, in the same
+// conversation.
+func TestChatApprovalDenied(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(aliceToken)
+	e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("send_mail", `{"to":"bob"}`).WithID("call_mail")), llmtest.Text("I did not send it."))
+	hist := []oai.ChatCompletionMessageParamUnion{oai.UserMessage("Mail bob.")}
+	var hr *http.Response
+	first, err := c.Chat.Completions.New(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: hist}, option.WithResponseInto(&hr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := hr.Header.Get(ConversationHeader)
+	hist = append(hist, first.Choices[0].Message.ToParam(), oai.UserMessage("No."))
+	got, err := c.Chat.Completions.New(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: hist}, option.WithResponseInto(&hr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Choices[0].Message.Content != "I did not send it." || hr.Header.Get(ConversationHeader) != conv || e.conversations("alice") != 1 {
+		t.Fatalf("after no: %q in %s, want the conversation %s", got.Choices[0].Message.Content, hr.Header.Get(ConversationHeader), conv)
+	}
+	var results []string
+	for _, m := range e.journal(conv, "alice") {
+		if m.Type == agentik.MsgToolResult {
+			results = append(results, m.CallID+": "+agentik.JoinText(m.Content))
+		}
+	}
+	if len(results) != 1 || results[0] != "call_mail: "+agentik.DeniedText("") {
+		t.Fatalf("the call's results %q, want the denial only (the tool did not run)", results)
+	}
+	reqs := e.llm.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if m := last[len(last)-1]; len(reqs) != 2 || m.Role != "tool" || !strings.HasSuffix(m.Text(), agentik.DeniedText("")) {
+		t.Fatalf("%d model calls; the last saw %+v", len(reqs), m)
+	}
+	if users := userTexts(reqs[1]); len(users) != 1 || users[0] != "Mail bob." {
+		t.Fatalf("the \"no\" went to the model as a message: %q", users)
+	}
+}
+
+// TestChatYesNoWithoutApproval: a "yes" or "no" is an answer only to an
+// approval that waits: opening a conversation with one, or sending one
+// where nothing waits, is a message the model answers.
+func TestChatYesNoWithoutApproval(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(aliceToken)
+	e.llm.Enqueue(llmtest.Text("Yes to what?"), llmtest.Text("Fine."))
+	var hr *http.Response
+	hist := []oai.ChatCompletionMessageParamUnion{oai.UserMessage("yes")}
+	first, err := c.Chat.Completions.New(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: hist}, option.WithResponseInto(&hr))
+	if err != nil || first.Choices[0].Message.Content != "Yes to what?" {
+		t.Fatalf("a new conversation's yes: %v %v", first, err)
+	}
+	hist = append(hist, first.Choices[0].Message.ToParam(), oai.UserMessage("no"))
+	second, err := c.Chat.Completions.New(e.ctx(), oai.ChatCompletionNewParams{Model: agentID, Messages: hist})
+	if err != nil || second.Choices[0].Message.Content != "Fine." {
+		t.Fatalf("a no where nothing waits: %v %v", second, err)
+	}
+	if j := e.journal(hr.Header.Get(ConversationHeader), "alice"); count(j, agentik.MsgUser) != 2 {
+		t.Fatalf("journal %+v", j)
+	}
+}
+
 // TestChatBadInput: what a client may get wrong gets OpenAI's error shape
 // through the SDK, and stores nothing.
 func TestChatBadInput(t *testing.T) {
@@ -215,10 +280,24 @@ func TestChatBadInput(t *testing.T) {
 			t.Errorf("%s: %v (%+v)", tc.name, err, apiErr)
 		}
 	}
-	for _, body := range []string{`{"model":`, `{"model":"helper","messages":"hi"}`, `{"model":"helper","messages":[{"role":"user","content":"a","content":"b"}]}`, `{"model":"helper","messages":[{"role":"wizard","content":"a"}]}`} {
-		status, out := e.raw("POST", "/chat/completions", aliceToken, body)
-		if status/100 != 4 || !strings.Contains(out, `"type":"invalid_request_error"`) {
-			t.Errorf("%s: %d %s", body, status, out)
+	raw := []struct {
+		body        string
+		status      int
+		code, param string
+	}{
+		{`{"model":`, 400, "invalid_request_error", ""},
+		{`{"model":"helper","messages":"hi"}`, 400, "invalid_type", "messages"},
+		{`{"model":"helper","messages":[{"role":"user","content":"hi"}],"temperature":"hot"}`, 400, "invalid_type", "temperature"},
+		{`{"model":"helper","messages":[{"role":"user","content":"a","content":"b"}]}`, 400, "invalid_request_error", ""},
+		{`{"model":"helper","messages":[{"role":"wizard","content":"a"}]}`, 422, "invalid_request_error", "messages[0].role"},
+		{`{"model":"helper","messages":[]}`, 422, "invalid_request_error", "messages"},
+		{`{"model":"helper","messages":[{"role":"tool","content":"x"}]}`, 422, "invalid_request_error", "messages[0].tool_call_id"},
+		{`{"model":"helper","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search"}]}`, 422, "invalid_request_error", "tools[0].type"},
+	}
+	for _, tc := range raw {
+		status, typ, code, param := e.rawError("/chat/completions", tc.body)
+		if status != tc.status || typ != "invalid_request_error" || code != tc.code || param != tc.param {
+			t.Errorf("%s: %d type %q code %q param %q, want %d %q %q", tc.body, status, typ, code, param, tc.status, tc.code, tc.param)
 		}
 	}
 	if status, out := e.raw("POST", "/chat/completions", "", `{}`); status != 401 || !strings.Contains(out, `"code":"invalid_api_key"`) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/internal/testenv"
 	"github.com/agentik/agentik/llmtest"
 )
@@ -34,6 +35,8 @@ func clientModel(story *llmtest.Gate) func(r llmtest.Request) llmtest.Reply {
 			return llmtest.Text("You picked " + last.Text() + ".")
 		case strings.HasPrefix(q, "Pick a color."):
 			return llmtest.ToolCalls(llmtest.Call("pick_color", `{"hint":"warm"}`))
+		case strings.HasPrefix(q, "Mail bob.") && tool && strings.HasSuffix(last.Text(), agentik.DeniedText("")):
+			return llmtest.Text("Not sent.")
 		case strings.HasPrefix(q, "Mail bob.") && tool:
 			return llmtest.Text("Mail sent.")
 		case strings.HasPrefix(q, "Mail bob."):
@@ -121,7 +124,8 @@ var want = map[string]map[string]string{
 		"inputItems": `[["message","user","Population?"]]`},
 	"responses_tools": {"call": `{"arguments":"{\"hint\":\"warm\"}","name":"pick_color"}`, "answer": `"You picked blue."`,
 		"mcp": `{"name":"echo","output":"echo {\"x\":1}","status":"completed"}`, "echoAnswer": `"Echoed."`,
-		"request": `{"arguments":"{\"to\":\"bob\"}","name":"send_mail"}`, "approved": `"Mail sent."`},
+		"request": `{"arguments":"{\"to\":\"bob\"}","name":"send_mail"}`, "approved": `"Mail sent."`,
+		"denied": `"Not sent."`, "deniedCall": `{"error":"denied by the user","output":null,"status":"failed"}`},
 	"resume":     {"text": `"Once upon a time."`, "increasing": `true`, "status": `"completed"`},
 	"background": {"queued": `"queued"`, "polled": `"in_progress"`, "cancelled": `"cancelled"`, "after": `"cancelled"`, "text": `"Counting "`},
 	"errors": {

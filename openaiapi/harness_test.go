@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -63,13 +64,24 @@ type env struct {
 
 func newEnv(t *testing.T, opts ...stacktest.Option) *env {
 	t.Helper()
+	return newEnvWith(t, nil, opts...)
+}
+
+// newEnvWith is newEnv with the door's options adjusted by door (nil: the
+// defaults).
+func newEnvWith(t *testing.T, door func(*Options), opts ...stacktest.Option) *env {
+	t.Helper()
 	st := stacktest.New(t, append([]stacktest.Option{stacktest.Engine(func(o *engine.Options) {
 		o.Info.ID = agentID
 		o.Tools = tools.NewRegistry(echoTool{}, sendMail{})
 		o.Approval = agentik.ApprovalPolicy{{Pattern: "send_*", Action: agentik.ApprovalAsk}}
 	})}, opts...)...)
 	e := edge.New(edge.Options{Tokens: auth.NewTokens(map[string]string{aliceToken: "alice", bobToken: "bob"})})
-	h := NewHandler(Options{Models: func(context.Context) []Model { return []Model{{ID: agentID, Agent: st.Engine}} }, KeepAlive: time.Hour})
+	o := Options{Models: func(context.Context) []Model { return []Model{{ID: agentID, Agent: st.Engine}} }, KeepAlive: time.Hour}
+	if door != nil {
+		door(&o)
+	}
+	h := NewHandler(o)
 	mux := http.NewServeMux()
 	Mount(mux, "/v1", h, func(next http.Handler) http.Handler { return e.Guard(next, edge.Route{Refuse: Refuse}) })
 	srv := httptest.NewServer(mux)
@@ -137,6 +149,21 @@ func (e *env) raw(method, path, token, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// rawError posts body to path with alice's token and reads the error it
+// gets in OpenAI's shape: its status, type, code and param ("" for null).
+func (e *env) rawError(path, body string) (status int, typ, code, param string) {
+	e.t.Helper()
+	status, out := e.raw("POST", path, aliceToken, body)
+	var b edge.OpenAIErrorBody
+	if err := json.Unmarshal([]byte(out), &b); err != nil || b.Error.Message == "" || b.Error.Code == nil {
+		e.t.Fatalf("%s: %d %s is not OpenAI's error shape", body, status, out)
+	}
+	if b.Error.Param != nil {
+		param = *b.Error.Param
+	}
+	return status, b.Error.Type, *b.Error.Code, param
 }
 
 // userTexts are the user messages of a model request, in order.

@@ -272,25 +272,32 @@ func (h *Handler) executeResponse(ctx context.Context, c *respCall) (agentik.Str
 	if err != nil {
 		return nil, err
 	}
+	made := ""         // the conversation this request made
 	if c.conv == nil { // a new conversation, once the request is known good
 		if c.conv, err = newConversation(ctx, c.model.Agent, c.req.Store != nil && !*c.req.Store); err != nil {
 			return nil, err
 		}
+		made = c.conv.ID()
 	}
 	c.key = respKey{conv: c.conv.ID(), fromSeq: last + 1, cursor: cursor}
 	stream, err := c.conv.Events(ctx, cursor)
 	if err != nil {
+		h.discard(ctx, c.model.Agent, made)
 		return nil, err
 	}
 	// Pulled here and by follow after it, on the request's goroutine.
 	events := edge.Pull(stream, edge.EventFrame)
 	sent, err := h.sendResponse(ctx, c, plan)
-	if err == nil && !read && cursor == agentik.LiveOnly {
-		err = awaitStart(ctx, events, c, sent)
-	}
 	if err != nil {
 		events.Close()
+		h.discard(ctx, c.model.Agent, made) // nothing was sent: the message was refused
 		return nil, err
+	}
+	if !read && cursor == agentik.LiveOnly {
+		if err := awaitStart(ctx, events, c, sent); err != nil {
+			events.Close()
+			return nil, err
+		}
 	}
 	return events, nil
 }

@@ -10,6 +10,7 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/conversations"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 func text(s string) responses.ResponseNewParamsInputUnion {
@@ -282,9 +283,124 @@ func TestResponsesApproval(t *testing.T) {
 	}
 }
 
-// TestIsolation: another principal's response, conversation and
-// previous_response_id are 404 and change nothing; models list and
-// conversations work for their owner.
+// TestResponsesBadInput: what a client may get wrong on /v1/responses gets
+// OpenAI's error shape — through openai-go, and as raw bodies the SDK
+// would not send — and stores nothing: no conversation, no model call.
+func TestResponsesBadInput(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(aliceToken)
+	image := responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{{OfInputImage: &responses.ResponseInputImageParam{
+		ImageURL: oai.String("data:image/png;base64,iVBORw0KGgo="), Detail: responses.ResponseInputImageDetailAuto}}}, responses.EasyInputMessageRoleUser)
+	output := responses.ResponseInputItemParamOfFunctionCallOutput("red")
+	output.OfFunctionCallOutput.CallID = oai.String("call_none")
+	cases := []struct {
+		name             string
+		params           responses.ResponseNewParams
+		status           int
+		typ, code, param string
+	}{
+		{"text.format", responses.ResponseNewParams{Model: agentID, Input: text("hi"), Text: responses.ResponseTextConfigParam{
+			Format: responses.ResponseFormatTextConfigUnionParam{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}}}, 422, "invalid_request_error", "invalid_request_error", "text.format"},
+		{"image", responses.ResponseNewParams{Model: agentID, Input: items(image)}, 422, "invalid_request_error", "invalid_request_error", "input"},
+		{"output for no call", responses.ResponseNewParams{Model: agentID, Input: items(output)}, 400, "invalid_request_error", "invalid_request_error", "input[0].call_id"},
+		{"approval for none", responses.ResponseNewParams{Model: agentID, Input: items(responses.ResponseInputItemParamOfMcpApprovalResponse("mcpr_call_none", true))},
+			404, "invalid_request_error", "not_found", "input[0].approval_request_id"},
+		{"model", responses.ResponseNewParams{Model: "nobody", Input: text("hi")}, 404, "invalid_request_error", "model_not_found", "model"},
+		{"temperature", responses.ResponseNewParams{Model: agentID, Input: text("hi"), Temperature: oai.Float(2.5)}, 422, "invalid_request_error", "invalid_request_error", "temperature"},
+		{"max_output_tokens", responses.ResponseNewParams{Model: agentID, Input: text("hi"), MaxOutputTokens: oai.Int(0)}, 422, "invalid_request_error", "invalid_request_error", "max_output_tokens"},
+		{"web_search", responses.ResponseNewParams{Model: agentID, Input: text("hi"), Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: "web_search"}}}},
+			422, "invalid_request_error", "invalid_request_error", "tools[0].type"},
+		{"previous", responses.ResponseNewParams{Model: agentID, Input: text("hi"), PreviousResponseID: oai.String("resp_nope")}, 404, "invalid_request_error", "not_found", "previous_response_id"},
+		{"background not stored", responses.ResponseNewParams{Model: agentID, Input: text("hi"), Background: oai.Bool(true), Store: oai.Bool(false)},
+			422, "invalid_request_error", "invalid_request_error", "background"},
+	}
+	for _, tc := range cases {
+		_, err := c.Responses.New(e.ctx(), tc.params)
+		var apiErr *oai.Error
+		if !asAPIError(err, &apiErr) || apiErr.StatusCode != tc.status || apiErr.Type != tc.typ || apiErr.Code != tc.code || apiErr.Param != tc.param || apiErr.Message == "" {
+			t.Errorf("%s: %v (%+v)", tc.name, err, apiErr)
+		}
+	}
+	raw := []struct {
+		body        string
+		status      int
+		code, param string
+	}{
+		{`{"model":`, 400, "invalid_request_error", ""},
+		{``, 400, "invalid_request_error", ""},
+		{`{"model":"helper","input":"hi","temperature":"hot"}`, 400, "invalid_type", "temperature"},
+		{`{"model":"helper","input":"hi","stream":"yes"}`, 400, "invalid_type", "stream"},
+		{`{"model":"helper","input":42}`, 400, "invalid_request_error", "input"},
+		{`{"model":"helper","input":"a","input":"b"}`, 400, "invalid_request_error", ""},
+		{`{"model":"helper","input":"hi","conversation":{"id":5}}`, 400, "invalid_request_error", "conversation"},
+		{`{"model":"helper"}`, 422, "invalid_request_error", "input"},
+		{`{"model":"helper","input":[]}`, 422, "invalid_request_error", "input"},
+		{`{"model":"helper","input":[{"type":"wizard"}]}`, 422, "invalid_request_error", "input[0].type"},
+		{`{"model":"helper","input":[{"type":"message","role":"wizard","content":"a"}]}`, 422, "invalid_request_error", "input[0].role"},
+		{`{"model":"helper","input":[{"type":"function_call_output","output":"red"}]}`, 422, "invalid_request_error", "input[0].call_id"},
+		{`{"model":"helper","input":[{"type":"message","role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, 422, "invalid_request_error", "input[0].content[0]"},
+	}
+	for _, tc := range raw {
+		status, typ, code, param := e.rawError("/responses", tc.body)
+		if status != tc.status || typ != "invalid_request_error" || code != tc.code || param != tc.param {
+			t.Errorf("%s: %d type %q code %q param %q, want %d %q %q", tc.body, status, typ, code, param, tc.status, tc.code, tc.param)
+		}
+	}
+	if n := e.conversations("alice"); n != 0 || len(e.llm.Requests()) != 0 {
+		t.Fatalf("bad input stored %d conversations, asked the model %d times", n, len(e.llm.Requests()))
+	}
+}
+
+// TestResponsesApprovalDenied: an mcp_approval_response with approve
+// false denies the waiting call: the tool does not run (its mcp_call is
+// failed with the denial), the model sees the denial as the call's
+// result, and its answer ends the response, in the same conversation.
+func TestResponsesApprovalDenied(t *testing.T) {
+	e := newEnv(t)
+	c := e.client(aliceToken)
+	e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("send_mail", `{"to":"bob"}`).WithID("call_mail")), llmtest.Text("I did not send it."))
+	first, err := c.Responses.New(e.ctx(), responses.ResponseNewParams{Model: agentID, Input: text("Mail bob.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(first.Output, func(it responses.ResponseOutputItemUnion) bool { return it.Type == "mcp_approval_request" })
+	if i < 0 {
+		t.Fatalf("first output %+v", first.Output)
+	}
+	deny := responses.ResponseInputItemParamOfMcpApprovalResponse(first.Output[i].ID, false)
+	deny.OfMcpApprovalResponse.Reason = oai.String("not now")
+	got, err := c.Responses.New(e.ctx(), responses.ResponseNewParams{Model: agentID, PreviousResponseID: oai.String(first.ID), Input: items(deny)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "completed" || got.OutputText() != "I did not send it." || got.Conversation.ID != first.Conversation.ID {
+		t.Fatalf("after the denial: %s %q in %s", got.Status, got.OutputText(), got.Conversation.ID)
+	}
+	denied := agentik.DeniedText("not now")
+	j := slices.IndexFunc(got.Output, func(it responses.ResponseOutputItemUnion) bool { return it.Type == "mcp_call" })
+	if j < 0 || got.Output[j].Name != "send_mail" || got.Output[j].Error.OfString != denied || got.Output[j].Output.OfString != "" {
+		t.Fatalf("the denied call's item: %s", got.RawJSON())
+	}
+	var results []string
+	for _, m := range e.journal(first.Conversation.ID, "alice") {
+		if m.Type == agentik.MsgToolResult {
+			results = append(results, agentik.JoinText(m.Content))
+		}
+	}
+	if len(results) != 1 || results[0] != denied {
+		t.Fatalf("the call's results %q, want the denial only (the tool did not run)", results)
+	}
+	reqs := e.llm.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if m := last[len(last)-1]; len(reqs) != 2 || m.Role != "tool" || m.ToolCallID != "call_mail" || !strings.HasSuffix(m.Text(), denied) {
+		t.Fatalf("%d model calls; the last saw %+v", len(reqs), m)
+	}
+}
+
+// TestIsolation: another principal's response, conversation (read,
+// update, delete) and previous_response_id are 404 and change nothing;
+// models list and conversations (made, updated and read back) work for
+// their owner.
 func TestIsolation(t *testing.T) {
 	e := newEnv(t)
 	alice, bob := e.client(aliceToken), e.client(bobToken)
@@ -325,6 +441,19 @@ func TestIsolation(t *testing.T) {
 	check("items", err)
 	_, err = bob.Conversations.Delete(e.ctx(), conv.ID)
 	check("delete", err)
+	_, err = bob.Conversations.Update(e.ctx(), conv.ID, conversations.ConversationUpdateParams{Metadata: map[string]string{"title": "Bob's"}})
+	check("update", err)
+	// Alice's metadata update is read back; bob's changed nothing before it.
+	if got, err := alice.Conversations.Get(e.ctx(), conv.ID); err != nil || !strings.Contains(got.RawJSON(), `"metadata":{"title":"Plans"}`) {
+		t.Fatalf("after bob's update: %v %v", got, err)
+	}
+	updated, err := alice.Conversations.Update(e.ctx(), conv.ID, conversations.ConversationUpdateParams{Metadata: map[string]string{"title": "New plans"}})
+	if err != nil || updated.ID != conv.ID || !strings.Contains(updated.RawJSON(), `"metadata":{"title":"New plans"}`) {
+		t.Fatalf("alice's update: %v %v", updated, err)
+	}
+	if got, err := alice.Conversations.Get(e.ctx(), conv.ID); err != nil || !strings.Contains(got.RawJSON(), `"metadata":{"title":"New plans"}`) {
+		t.Fatalf("read back: %v %v", got, err)
+	}
 	if e.conversations("bob") != 0 || len(e.llm.Requests()) != 1 {
 		t.Fatal("bob's refused requests stored something")
 	}

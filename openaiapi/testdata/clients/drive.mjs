@@ -103,10 +103,18 @@ async function responsesTools() {
   const approved = await client.responses.create({
     model: MODEL, previous_response_id: asked.id, input: [{ type: "mcp_approval_response", approval_request_id: req.id, approve: true }],
   });
+  // Denied: the tool does not run; the model answers the denial.
+  const again = await client.responses.create({ model: MODEL, input: "Mail bob." });
+  const req2 = again.output.find((o) => o.type === "mcp_approval_request");
+  const denied = await client.responses.create({
+    model: MODEL, previous_response_id: again.id, input: [{ type: "mcp_approval_response", approval_request_id: req2.id, approve: false }],
+  });
+  const deniedCall = denied.output.find((o) => o.type === "mcp_call");
   result("responses_tools", {
     call: { name: call.name, arguments: call.arguments }, answer: second.output_text,
     mcp: { name: mcp.name, output: mcp.output, status: mcp.status }, echoAnswer: echo.output_text,
     request: { name: req.name, arguments: req.arguments }, approved: approved.output_text,
+    denied: denied.output_text, deniedCall: { status: deniedCall?.status, error: deniedCall?.error, output: deniedCall?.output ?? null },
   });
 }
 

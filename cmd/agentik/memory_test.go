@@ -165,6 +165,7 @@ func testMemoryAPI(t *testing.T, db string) {
 
 	memoryBadInput(t, base)
 	memoryIsolation(t, base)
+	agentEventIsolation(t, base)
 
 	// A restart keeps the agent's edit, and a new conversation sees it.
 	p.cmd.Process.Signal(syscall.SIGTERM)
@@ -257,6 +258,74 @@ func memoryIsolation(t *testing.T, base string) {
 	}
 	if b := memBlock(t, base, aliceMem, "human"); b != alice {
 		t.Fatalf("bob changed alice's block: %+v → %+v", alice, b)
+	}
+}
+
+// agentEventIsolation: bob's agent event stream, live and replayed from
+// the start, carries none of alice's events — her memory_updated (hers
+// and the agent's in her turns), her conversations' created and touched —
+// while alice changes a block, creates a conversation and sets its state;
+// bob's own memory_updated, committed after them, tells that his live
+// stream has caught up with them. Alice's stream has her change.
+func agentEventIsolation(t *testing.T, base string) {
+	t.Helper()
+	ctx := context.Background()
+	alice := httpapi.NewClient(base, httpapi.WithToken(aliceMem))
+	bob := httpapi.NewClient(base, httpapi.WithToken(bobMem))
+	aliceEvents, err := alice.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aliceEvents.Close()
+	bobLive, err := bob.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bobLive.Close()
+
+	if code := api(t, "PUT", base+"/memory/blocks/notes", aliceMem, map[string]any{"value": "alice's note"}, nil); code != 200 {
+		t.Fatalf("alice's PUT: %d", code)
+	}
+	info, err := alice.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, body := call(t, "PUT", base+"/conversations/"+info.ID+"/state", aliceMem, "application/json", `{"secret":"alice"}`); st != 200 {
+		t.Fatalf("alice's state PUT: %d %s", st, body)
+	}
+	waitAgent(t, aliceEvents, "alice's memory_updated", func(ev agentik.AgentEvent) bool {
+		return ev.Type == agentik.AgentEvMemoryUpdated && ev.Label == "notes" && ev.By == "alice"
+	})
+	if code := api(t, "PUT", base+"/memory/blocks/notes", bobMem, map[string]any{"value": "bob's note"}, nil); code != 200 {
+		t.Fatalf("bob's PUT: %d", code)
+	}
+	bobsMarker := func(ev agentik.AgentEvent) bool {
+		return ev.Type == agentik.AgentEvMemoryUpdated && ev.Label == "notes" && ev.By == "bob"
+	}
+	if seen := waitAgent(t, bobLive, "bob's memory_updated", bobsMarker); len(seen) != 1 {
+		t.Fatalf("bob's live agent events before his change: %+v", seen)
+	}
+
+	// Replayed from the start: bob's own events only (his conversation
+	// and his changes), none of alice's.
+	bobAll, err := bob.Events(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bobAll.Close()
+	aliceConvs, err := alice.ListConversations(ctx, agentik.ListRequest{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hers := map[string]bool{}
+	for _, c := range aliceConvs.Conversations {
+		hers[c.ID] = true
+	}
+	for _, ev := range waitAgent(t, bobAll, "bob's replayed memory_updated", bobsMarker) {
+		if hers[ev.ConversationID] || (ev.Conversation != nil && hers[ev.Conversation.ID]) ||
+			(ev.Type == agentik.AgentEvMemoryUpdated && ev.By != "bob" && ev.By != agentik.MemoryByAgent) {
+			t.Fatalf("bob's replayed agent events carry alice's: %+v", ev)
+		}
 	}
 }
 

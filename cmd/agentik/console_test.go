@@ -26,8 +26,9 @@ var consoleE2E = filepath.Join("..", "..", "console", "testdata", "e2e")
 // TestConsoleBrowser drives the web console of the real binary in Debian's
 // headless Chromium with playwright-core: sign-in, streaming, tool calls,
 // interrupt, reload mid-answer, rename, image upload, a model error,
-// regenerate, branch arrows and edit (SPEC §18), a
-// second principal kept apart, delete, and the demo backend. The model is
+// regenerate, branch arrows and edit (SPEC §18), the shared state in the
+// inspector, set and changed live through the API (SPEC §19), a second
+// principal kept apart, delete, and the demo backend. The model is
 // llmtest, scripted per user text; gates hold answers mid-stream until the
 // script asks this test (over a loopback control endpoint) to let them go.
 // A failing step leaves a screenshot (the log names it).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/httpapi"
@@ -164,6 +165,7 @@ func testMemoryAPI(t *testing.T, db string) {
 
 	memoryBadInput(t, base)
 	memoryIsolation(t, base)
+	agentEventIsolation(t, base)
 
 	// A restart keeps the agent's edit, and a new conversation sees it.
 	p.cmd.Process.Signal(syscall.SIGTERM)
@@ -259,6 +261,74 @@ func memoryIsolation(t *testing.T, base string) {
 	}
 }
 
+// agentEventIsolation: bob's agent event stream, live and replayed from
+// the start, carries none of alice's events — her memory_updated (hers
+// and the agent's in her turns), her conversations' created and touched —
+// while alice changes a block, creates a conversation and sets its state;
+// bob's own memory_updated, committed after them, tells that his live
+// stream has caught up with them. Alice's stream has her change.
+func agentEventIsolation(t *testing.T, base string) {
+	t.Helper()
+	ctx := context.Background()
+	alice := httpapi.NewClient(base, httpapi.WithToken(aliceMem))
+	bob := httpapi.NewClient(base, httpapi.WithToken(bobMem))
+	aliceEvents, err := alice.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aliceEvents.Close()
+	bobLive, err := bob.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bobLive.Close()
+
+	if code := api(t, "PUT", base+"/memory/blocks/notes", aliceMem, map[string]any{"value": "alice's note"}, nil); code != 200 {
+		t.Fatalf("alice's PUT: %d", code)
+	}
+	info, err := alice.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, body := call(t, "PUT", base+"/conversations/"+info.ID+"/state", aliceMem, "application/json", `{"secret":"alice"}`); st != 200 {
+		t.Fatalf("alice's state PUT: %d %s", st, body)
+	}
+	waitAgent(t, aliceEvents, "alice's memory_updated", func(ev agentik.AgentEvent) bool {
+		return ev.Type == agentik.AgentEvMemoryUpdated && ev.Label == "notes" && ev.By == "alice"
+	})
+	if code := api(t, "PUT", base+"/memory/blocks/notes", bobMem, map[string]any{"value": "bob's note"}, nil); code != 200 {
+		t.Fatalf("bob's PUT: %d", code)
+	}
+	bobsMarker := func(ev agentik.AgentEvent) bool {
+		return ev.Type == agentik.AgentEvMemoryUpdated && ev.Label == "notes" && ev.By == "bob"
+	}
+	if seen := waitAgent(t, bobLive, "bob's memory_updated", bobsMarker); len(seen) != 1 {
+		t.Fatalf("bob's live agent events before his change: %+v", seen)
+	}
+
+	// Replayed from the start: bob's own events only (his conversation
+	// and his changes), none of alice's.
+	bobAll, err := bob.Events(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bobAll.Close()
+	aliceConvs, err := alice.ListConversations(ctx, agentik.ListRequest{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hers := map[string]bool{}
+	for _, c := range aliceConvs.Conversations {
+		hers[c.ID] = true
+	}
+	for _, ev := range waitAgent(t, bobAll, "bob's replayed memory_updated", bobsMarker) {
+		if hers[ev.ConversationID] || (ev.Conversation != nil && hers[ev.Conversation.ID]) ||
+			(ev.Type == agentik.AgentEvMemoryUpdated && ev.By != "bob" && ev.By != agentik.MemoryByAgent) {
+			t.Fatalf("bob's replayed agent events carry alice's: %+v", ev)
+		}
+	}
+}
+
 // TestPostgresMemoryAcrossProcesses: alice changes a block through
 // process A; once B's agent-event stream has the memory_updated, B's next
 // model call shows the new value (B had the old one cached from a turn
@@ -296,5 +366,141 @@ func TestPostgresMemoryAcrossProcesses(t *testing.T) {
 	}
 	if _, answer := turn(t, b, aliceMem, "", "where do I live?"); !strings.Contains(answer, "Alice moved to Rome.") {
 		t.Fatalf("B's next model call did not see A's change:\n%s", answer)
+	}
+}
+
+// TestMemoryToolApproval runs the real binary with an approval policy
+// that asks for memory_*: the agent's memory_append waits for a person
+// (listed as pending, the block unchanged, no history), is applied once
+// approved through the native API (the block, its history, alice's
+// memory_updated agent event and the next model call show it), and a
+// denied memory_replace leaves the block and its history as they were.
+func TestMemoryToolApproval(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		testMemoryApproval(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "m.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		testMemoryApproval(t, "AGENTIK_DATABASE_URL="+pgSchema(t))
+	})
+}
+
+func testMemoryApproval(t *testing.T, db string) {
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	echoSystem(llm)
+	file := filepath.Join(t.TempDir(), "agentik.yaml")
+	cfg := fmt.Sprintf(memoryConfig, llm.URL()) + "    approval: {\"memory_*\": ask}\n"
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, db, "AGENTIK_CONFIG="+file, "ALICE_TOKEN="+aliceMem, "BOB_TOKEN="+bobMem)
+	base := p.url + "/agents/helper"
+	ctx := context.Background()
+	c := httpapi.NewClient(base, httpapi.WithToken(aliceMem))
+	info, err := c.CreateConversation(ctx, agentik.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := c.Conversation(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := conv.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	agentEvents, err := c.Events(ctx, agentik.LiveOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agentEvents.Close()
+	approvals := base + "/conversations/" + info.ID + "/approvals"
+	unchanged := func(when string, value string, history int) {
+		t.Helper()
+		var hist memHistory
+		if b := memBlock(t, base, aliceMem, "human"); b.Value != value {
+			t.Fatalf("%s: the block is %q, want %q", when, b.Value, value)
+		}
+		if code := api(t, "GET", base+"/memory/blocks/human/history", aliceMem, nil, &hist); code != 200 || len(hist.History) != history {
+			t.Fatalf("%s: history %d %+v, want %d entries", when, code, hist, history)
+		}
+	}
+	// ask sends text, whose model answer is call, and returns once the
+	// call waits, after checking that it is the one pending approval.
+	ask := func(text string, call llmtest.CallSpec) agentik.SendResult {
+		t.Helper()
+		llm.Enqueue(llmtest.ToolCalls(call))
+		res := send(t, conv, text)
+		until(t, s, "awaiting_approval for "+text, func(ev agentik.Event) bool { return ev.Type == agentik.EvAwaitingApproval })
+		var pending struct {
+			Approvals []agentik.PendingApproval `json:"approvals"`
+		}
+		if code := api(t, "GET", approvals, aliceMem, nil, &pending); code != 200 || len(pending.Approvals) != 1 ||
+			pending.Approvals[0].CallID != call.ID || pending.Approvals[0].Name != call.Name || pending.Approvals[0].ReplyTo != res.MessageID {
+			t.Fatalf("pending approvals for %s: %d %+v", text, code, pending)
+		}
+		return res
+	}
+
+	res := ask("remember Lyon", llmtest.Call("memory_append", `{"label":"human","text":"Lives in Lyon."}`).WithID("call_yes"))
+	unchanged("while memory_append waits", "", 0)
+	if code := api(t, "POST", approvals+"/call_yes", aliceMem, map[string]any{"approved": true}, nil); code != 200 {
+		t.Fatalf("approve: %d\n%s", code, p.log())
+	}
+	answer := ""
+	until(t, s, "the approved turn's end", func(ev agentik.Event) bool {
+		if ev.Type == agentik.EvAssistantMessage && ev.Message != nil {
+			answer = agentik.JoinText(ev.Message.Content)
+		}
+		return ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID
+	})
+	if !strings.Contains(answer, ">Lives in Lyon.</block>") {
+		t.Fatalf("the model call after the approved append did not see it:\n%s", answer)
+	}
+	var hist memHistory
+	if code := api(t, "GET", base+"/memory/blocks/human/history", aliceMem, nil, &hist); code != 200 || len(hist.History) != 1 ||
+		hist.History[0].By != agentik.MemoryByAgent || hist.History[0].ConversationID != info.ID || hist.History[0].NewValue != "Lives in Lyon." {
+		t.Fatalf("history after the approval: %d %+v", code, hist)
+	}
+	if b := memBlock(t, base, aliceMem, "human"); b.Value != "Lives in Lyon." || b.UpdatedBy != agentik.MemoryByAgent {
+		t.Fatalf("the block after the approval: %+v", b)
+	}
+	waitAgent(t, agentEvents, "alice's memory_updated", func(ev agentik.AgentEvent) bool {
+		return ev.Type == agentik.AgentEvMemoryUpdated && ev.Label == "human" && ev.By == agentik.MemoryByAgent && ev.ConversationID == info.ID
+	})
+
+	// Denied: the call's result says so, and nothing changes.
+	res = ask("move me to Paris", llmtest.Call("memory_replace", `{"label":"human","old_text":"Lyon","new_text":"Paris"}`).WithID("call_no"))
+	if code := api(t, "POST", approvals+"/call_no", aliceMem, map[string]any{"approved": false, "reason": "stay"}, nil); code != 200 {
+		t.Fatalf("deny: %d", code)
+	}
+	until(t, s, "the denied turn's end", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == res.MessageID })
+	unchanged("after the denial", "Lives in Lyon.", 1)
+	reqs := llm.Requests()
+	if last := reqs[len(reqs)-1].Messages; last[len(last)-1].Role != "tool" || !strings.Contains(last[len(last)-1].Text(), "denied by the user: stay") {
+		t.Fatalf("the model was not told of the denial: %+v", last[len(last)-1])
+	}
+}
+
+// waitAgent reads agent events until one satisfies ok, failing after 30s;
+// it returns the events read, that one included.
+func waitAgent(t *testing.T, s agentik.Stream[agentik.AgentEvent], what string, ok func(agentik.AgentEvent) bool) []agentik.AgentEvent {
+	t.Helper()
+	var seen []agentik.AgentEvent
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, open := <-s.C():
+			if !open {
+				t.Fatalf("agent events ended before %s: %v", what, s.Err())
+			}
+			seen = append(seen, ev)
+			if ok(ev) {
+				return seen
+			}
+		case <-deadline:
+			t.Fatalf("no %s within 30s; saw %+v", what, seen)
+		}
 	}
 }

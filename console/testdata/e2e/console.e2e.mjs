@@ -292,6 +292,32 @@ await step("the inspector lists every durable event with its cursor", async () =
   await shot(page, "conversation");
 });
 
+await step("the inspector shows the conversation's shared state, then follows its changes live", async () => {
+  assert(decodeURIComponent(new URL(page.url()).hash) === "#/c/" + convID, "the conversation is open: " + page.url());
+  const stateOf = async (method, type, body) => {
+    const r = await fetch(BASE + "/agentik/conversations/" + convID + "/state", { method, body,
+      headers: { Authorization: "Bearer " + env.ALICE_TOKEN, "Content-Type": type } });
+    assert(r.status === 200, method + " state: " + r.status + " " + await r.text());
+  };
+  const shown = async (st) => {
+    const want = JSON.stringify(st, null, 2);
+    await page.locator("#shared-state", { hasText: want }).waitFor();
+    const got = await page.locator("#shared-state").innerText();
+    assert(got === want, "shared state shown: " + got);
+  };
+  // Set through the API, then seen when the conversation opens.
+  await stateOf("PUT", "application/json", JSON.stringify({ plan: "<b>tea</b>", count: 1 }));
+  await page.reload();
+  await page.locator("#conv-title", { hasText: "Trip plans" }).waitFor();
+  await shown({ count: 1, plan: "<b>tea</b>" });
+  assert((await page.locator("#shared-state b").count()) === 0, "the state is text, never markup");
+  // Changed through the API while it is open: its state_updated event
+  // updates the inspector without a reload.
+  await stateOf("PATCH", "application/json-patch+json", JSON.stringify([{ op: "replace", path: "/count", value: 2 }]));
+  await shown({ count: 2, plan: "<b>tea</b>" });
+  await page.locator("#events .etype", { hasText: "state_updated" }).first().waitFor();
+});
+
 await step("readable at 375 px, light and dark", async () => {
   await page.setViewportSize({ width: 375, height: 800 });
   const wide = await page.evaluate(() => {

@@ -170,6 +170,9 @@ func serve(ctx context.Context, cfg config.Config, getenv func(string) string, l
 	log.Info("agentik listening", "addr", ln.Addr().String(), "db", db, "agents", len(a.agents), "backend", def.cfg.Backend,
 		"model", def.llm.Info().Name, "config", cfg.File, "version", versionString())
 
+	if getenv("AGENTIK_IDLE_TRIM") != "off" {
+		go runIdleTrim(ctx, log) // trim.go; ends with ctx
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

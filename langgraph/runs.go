@@ -182,6 +182,11 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, tid string) (*st
 		return nil, err
 	}
 	if err := h.begin(ctx, st, &q); err != nil {
+		if st.temp {
+			// A refused stateless run leaves nothing behind: its temporal
+			// conversation was made for it, and nobody can name it.
+			st.t.agent.DeleteConversation(detach(ctx), st.t.conv.ID())
+		}
 		st.close()
 		return nil, err
 	}

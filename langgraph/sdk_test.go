@@ -15,6 +15,7 @@ import (
 	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/internal/testenv"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -394,17 +395,23 @@ func TestLangGraphSDKRejoin(t *testing.T) {
 }
 
 // TestLangGraphSDKErrors: what is not there, another principal's, or not
-// supported is a clear 404/409/422 and stores nothing.
+// supported is a clear 404/409/422 and stores nothing: a refused run
+// (unknown assistant or thread, bad input) calls no model, and a refused
+// stateless run leaves no temporal conversation behind.
 func TestLangGraphSDKErrors(t *testing.T) {
-	e := newEnv(t)
+	mem := memstore.New()
+	e := newEnv(t, func(o *engine.Options) { o.Temporal = mem })
 	e.st.LLM.Enqueue(llmtest.Text("bob's answer"))
 	var bob struct{ Thread Thread }
 	e.node("bob", "wait", nil, &struct{ Thread *Thread }{&bob.Thread})
 	before := e.journal("bob", bob.Thread.ThreadID)
+	calls := len(e.st.LLM.Requests())
 	var out map[string]json.RawMessage
 	e.node("alice", "errors", map[string]any{"otherThread": bob.Thread.ThreadID}, &out)
 	want := map[string]int{"unknownAssistant": 404, "unknownThread": 404, "otherThread": 404, "otherState": 404, "otherRun": 404,
-		"badMode": 422, "badStrategy": 422, "noInterrupt": 409, "badCheckpoint": 404, "unknownRun": 404}
+		"badMode": 422, "badStrategy": 422, "noInterrupt": 409, "badCheckpoint": 404, "unknownRun": 404,
+		"runUnknownAssistant": 404, "runUnknownThread": 404, "statelessUnknownAssistant": 404,
+		"statelessSystem": 422, "statelessStreamSystem": 422, "statelessResume": 409, "statelessNoInput": 422}
 	for k, code := range want {
 		var got int
 		if err := json.Unmarshal(out[k], &got); err != nil || got != code {
@@ -418,6 +425,19 @@ func TestLangGraphSDKErrors(t *testing.T) {
 	}
 	if after := e.journal("bob", bob.Thread.ThreadID); len(after) != len(before) {
 		t.Fatalf("another principal's run changed bob's thread: %d → %d messages", len(before), len(after))
+	}
+	// The refused runs left alice no conversation but her one thread: no
+	// temporal one of a refused stateless run, no thread of a run on an
+	// unknown thread; and called no model.
+	ctx := context.Background()
+	if temp, _, err := mem.ListConversations(ctx, "alice", 100, ""); err != nil || len(temp) != 0 {
+		t.Fatalf("refused stateless runs left %d temporal conversations (%v)", len(temp), err)
+	}
+	if kept, _, err := e.st.Store.ListConversations(ctx, "alice", 100, ""); err != nil || len(kept) != 1 || kept[0].ID != th.ThreadID {
+		t.Fatalf("alice's conversations %+v (%v)", kept, err)
+	}
+	if n := len(e.st.LLM.Requests()); n != calls {
+		t.Fatalf("refused runs called the model: %d → %d calls", calls, n)
 	}
 	var gone struct{ Gone int }
 	e.node("alice", "remove", nil, &gone)

@@ -163,6 +163,14 @@ const scenarios = {
       noInterrupt: await status(client.runs.wait(thread.thread_id, A, { command: { resume: { decisions: [{ type: "approve" }] } } })),
       badCheckpoint: await status(client.threads.getState(thread.thread_id, "00000000-0000-0000-0000-0000000000ff")),
       unknownRun: await status(client.runs.get(thread.thread_id, "00000000-0000-4000-8000-000000000000")),
+      runUnknownAssistant: await status(client.runs.wait(thread.thread_id, "nope", { input: human("x") })),
+      runUnknownThread: await status(client.runs.wait("00000000-0000-4000-8000-000000000000", A, { input: human("x") })),
+      // Refused stateless runs: each would have had a temporal thread.
+      statelessUnknownAssistant: await status(client.runs.wait(null, "nope", { input: human("x") })),
+      statelessSystem: await status(client.runs.wait(null, A, { input: { messages: [{ type: "system", content: "obey" }] } })),
+      statelessStreamSystem: await status(collect(client.runs.stream(null, A, { input: { messages: [{ type: "system", content: "obey" }] } }))),
+      statelessResume: await status(client.runs.wait(null, A, { command: { resume: { decisions: [{ type: "approve" }] } } })),
+      statelessNoInput: await status(client.runs.wait(null, A, {})),
       thread,
     };
   },

@@ -300,7 +300,7 @@ func (h *Handler) runFrom(ctx context.Context, st *started, q *runRequest, hasIn
 	if cp == "" {
 		return nil, nil
 	}
-	seq, ok := parseCheckpoint(cp)
+	seq, ok := parseCheckpoint(st.t.conv.ID(), cp)
 	if other := q.Checkpoint != nil && q.Checkpoint.ThreadID != "" && q.Checkpoint.ThreadID != st.t.conv.ID(); !ok || other {
 		return nil, agentik.Errorf(agentik.ENotFound, "checkpoint %q not found on this thread", cp)
 	}

@@ -183,7 +183,7 @@ func TestLangGraphSDKBasic(t *testing.T) {
 	if len(v.Messages) != 2 || v.Messages[0].Type != "human" || v.Messages[1].Type != "ai" || v.Messages[1].ID != j[1].ID {
 		t.Fatalf("values %+v", v)
 	}
-	if len(out.State.Values.Messages) != 2 || out.State.Checkpoint.CheckpointID != checkpointID(j[1].Seq) {
+	if len(out.State.Values.Messages) != 2 || out.State.Checkpoint.CheckpointID != checkpointID(out.Thread.ThreadID, j[1].Seq) {
 		t.Fatalf("state %+v", out.State)
 	}
 	// History: the answer, the input, the empty thread; newest first.

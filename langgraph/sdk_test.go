@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,10 +152,36 @@ func TestLangGraphSDKBasic(t *testing.T) {
 		AtCheckpoint ThreadState
 		Ok           map[string]bool
 		Info         int
+		Assistant    Assistant
+		Schemas      struct {
+			GraphID     string `json:"graph_id"`
+			StateSchema struct {
+				Properties map[string]json.RawMessage
+			} `json:"state_schema"`
+		}
+		Graph struct {
+			Nodes []struct{ ID string }
+		}
+		Got Thread
 	}
 	e.node("alice", "basic", nil, &out)
 	if len(out.Assistants) != 1 || out.Assistants[0].AssistantID != "agentik" || out.Assistants[0].GraphID != "agentik" {
 		t.Fatalf("assistants %+v", out.Assistants)
+	}
+	if out.Assistant.AssistantID != "agentik" || out.Assistant.GraphID != "agentik" {
+		t.Fatalf("assistant %+v", out.Assistant)
+	}
+	if _, ok := out.Schemas.StateSchema.Properties["messages"]; !ok || out.Schemas.GraphID != "agentik" {
+		t.Fatalf("schemas %+v", out.Schemas)
+	}
+	if !slices.ContainsFunc(out.Graph.Nodes, func(n struct{ ID string }) bool { return n.ID == agentNode }) {
+		t.Fatalf("graph %+v", out.Graph)
+	}
+	// threads.get is the created thread (read after the run, before the
+	// update): same id, creation date and metadata, idle.
+	if out.Got.ThreadID != out.Thread.ThreadID || !out.Got.CreatedAt.Equal(out.Thread.CreatedAt.Time) ||
+		!reflect.DeepEqual(out.Got.Metadata, out.Thread.Metadata) || out.Got.Status != "idle" {
+		t.Fatalf("threads.get %+v, created %+v", out.Got, out.Thread)
 	}
 	j := e.journal("alice", out.Thread.ThreadID)
 	if len(j) != 2 || agentik.JoinText(j[0].Content) != "hello there" || agentik.JoinText(j[1].Content) != "general kenobi you are a bold one" {

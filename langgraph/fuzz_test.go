@@ -2,6 +2,7 @@ package langgraph
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agentik/agentik"
@@ -26,7 +27,7 @@ func FuzzRunRequest(f *testing.F) {
 		if _, err := q.streamModes(); err != nil && agentik.ErrorCode(err) != agentik.EInvalid {
 			t.Fatalf("stream_mode error %v", err)
 		}
-		parseCheckpoint(q.checkpoint())
+		parseCheckpoint("t", q.checkpoint())
 		if q.Input != nil {
 			for _, m := range q.Input.Messages {
 				c, err := fromLangChain(m)
@@ -48,22 +49,32 @@ func FuzzRunRequest(f *testing.F) {
 	})
 }
 
-// TestCheckpointIDsSortByAge: checkpoint ids compare as strings in the
-// order of their seqs, as LangGraph's clients compare them.
+// TestCheckpointIDsSortByAge: a thread's checkpoint ids compare as strings
+// in the order of their seqs, as LangGraph's clients compare them; each
+// parses back on its thread only, and only as it was written.
 func TestCheckpointIDsSortByAge(t *testing.T) {
-	prev := checkpointID(0)
+	const tid, other = "c0ffee00-0000-4000-8000-000000000001", "c0ffee00-0000-4000-8000-000000000002"
+	prev := checkpointID(tid, 0)
+	if _, ok := parseCheckpoint(tid, prev); !ok {
+		t.Fatalf("the empty thread's checkpoint %s does not parse", prev)
+	}
 	for _, seq := range []int64{1, 2, 9, 10, 15, 16, 255, 256, 4096, 1 << 40} {
-		id := checkpointID(seq)
+		id := checkpointID(tid, seq)
 		if id <= prev {
 			t.Fatalf("%s (seq %d) does not sort after %s", id, seq, prev)
 		}
-		if back, ok := parseCheckpoint(id); !ok || back != seq {
+		if back, ok := parseCheckpoint(tid, id); !ok || back != seq {
 			t.Fatalf("%s parses as %d, %v", id, back, ok)
+		}
+		if _, ok := parseCheckpoint(other, id); ok {
+			t.Fatalf("%s (thread %s) parsed on thread %s", id, tid, other)
 		}
 		prev = id
 	}
-	for _, bad := range []string{"", "x", checkpointID(1) + "0", "00000000-0000-0000-0000-00000000000g"} {
-		if _, ok := parseCheckpoint(bad); ok {
+	one := checkpointID(tid, 1)
+	for _, bad := range []string{"", "x", one + "0", one[:len(one)-1] + "g", one[:len(one)-12] + "+00000000001",
+		strings.ToUpper(checkpointID(tid, 10)), "00000000-0000-0000-0000-000000000001", checkpointID(other, 1)} {
+		if _, ok := parseCheckpoint(tid, bad); ok {
 			t.Fatalf("%q parsed", bad)
 		}
 	}

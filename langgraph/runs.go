@@ -182,6 +182,11 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, tid string) (*st
 		return nil, err
 	}
 	if err := h.begin(ctx, st, &q); err != nil {
+		if st.temp {
+			// A refused stateless run leaves nothing behind: its temporal
+			// conversation was made for it, and nobody can name it.
+			st.t.agent.DeleteConversation(detach(ctx), st.t.conv.ID())
+		}
 		st.close()
 		return nil, err
 	}
@@ -295,7 +300,7 @@ func (h *Handler) runFrom(ctx context.Context, st *started, q *runRequest, hasIn
 	if cp == "" {
 		return nil, nil
 	}
-	seq, ok := parseCheckpoint(cp)
+	seq, ok := parseCheckpoint(st.t.conv.ID(), cp)
 	if other := q.Checkpoint != nil && q.Checkpoint.ThreadID != "" && q.Checkpoint.ThreadID != st.t.conv.ID(); !ok || other {
 		return nil, agentik.Errorf(agentik.ENotFound, "checkpoint %q not found on this thread", cp)
 	}

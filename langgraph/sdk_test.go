@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/internal/testenv"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/tools"
 )
 
@@ -149,10 +152,36 @@ func TestLangGraphSDKBasic(t *testing.T) {
 		AtCheckpoint ThreadState
 		Ok           map[string]bool
 		Info         int
+		Assistant    Assistant
+		Schemas      struct {
+			GraphID     string `json:"graph_id"`
+			StateSchema struct {
+				Properties map[string]json.RawMessage
+			} `json:"state_schema"`
+		}
+		Graph struct {
+			Nodes []struct{ ID string }
+		}
+		Got Thread
 	}
 	e.node("alice", "basic", nil, &out)
 	if len(out.Assistants) != 1 || out.Assistants[0].AssistantID != "agentik" || out.Assistants[0].GraphID != "agentik" {
 		t.Fatalf("assistants %+v", out.Assistants)
+	}
+	if out.Assistant.AssistantID != "agentik" || out.Assistant.GraphID != "agentik" {
+		t.Fatalf("assistant %+v", out.Assistant)
+	}
+	if _, ok := out.Schemas.StateSchema.Properties["messages"]; !ok || out.Schemas.GraphID != "agentik" {
+		t.Fatalf("schemas %+v", out.Schemas)
+	}
+	if !slices.ContainsFunc(out.Graph.Nodes, func(n struct{ ID string }) bool { return n.ID == agentNode }) {
+		t.Fatalf("graph %+v", out.Graph)
+	}
+	// threads.get is the created thread (read after the run, before the
+	// update): same id, creation date and metadata, idle.
+	if out.Got.ThreadID != out.Thread.ThreadID || !out.Got.CreatedAt.Equal(out.Thread.CreatedAt.Time) ||
+		!reflect.DeepEqual(out.Got.Metadata, out.Thread.Metadata) || out.Got.Status != "idle" {
+		t.Fatalf("threads.get %+v, created %+v", out.Got, out.Thread)
 	}
 	j := e.journal("alice", out.Thread.ThreadID)
 	if len(j) != 2 || agentik.JoinText(j[0].Content) != "hello there" || agentik.JoinText(j[1].Content) != "general kenobi you are a bold one" {
@@ -182,7 +211,7 @@ func TestLangGraphSDKBasic(t *testing.T) {
 	if len(v.Messages) != 2 || v.Messages[0].Type != "human" || v.Messages[1].Type != "ai" || v.Messages[1].ID != j[1].ID {
 		t.Fatalf("values %+v", v)
 	}
-	if len(out.State.Values.Messages) != 2 || out.State.Checkpoint.CheckpointID != checkpointID(j[1].Seq) {
+	if len(out.State.Values.Messages) != 2 || out.State.Checkpoint.CheckpointID != checkpointID(out.Thread.ThreadID, j[1].Seq) {
 		t.Fatalf("state %+v", out.State)
 	}
 	// History: the answer, the input, the empty thread; newest first.
@@ -394,17 +423,23 @@ func TestLangGraphSDKRejoin(t *testing.T) {
 }
 
 // TestLangGraphSDKErrors: what is not there, another principal's, or not
-// supported is a clear 404/409/422 and stores nothing.
+// supported is a clear 404/409/422 and stores nothing: a refused run
+// (unknown assistant or thread, bad input) calls no model, and a refused
+// stateless run leaves no temporal conversation behind.
 func TestLangGraphSDKErrors(t *testing.T) {
-	e := newEnv(t)
+	mem := memstore.New()
+	e := newEnv(t, func(o *engine.Options) { o.Temporal = mem })
 	e.st.LLM.Enqueue(llmtest.Text("bob's answer"))
 	var bob struct{ Thread Thread }
 	e.node("bob", "wait", nil, &struct{ Thread *Thread }{&bob.Thread})
 	before := e.journal("bob", bob.Thread.ThreadID)
+	calls := len(e.st.LLM.Requests())
 	var out map[string]json.RawMessage
 	e.node("alice", "errors", map[string]any{"otherThread": bob.Thread.ThreadID}, &out)
 	want := map[string]int{"unknownAssistant": 404, "unknownThread": 404, "otherThread": 404, "otherState": 404, "otherRun": 404,
-		"badMode": 422, "badStrategy": 422, "noInterrupt": 409, "badCheckpoint": 404, "unknownRun": 404}
+		"badMode": 422, "badStrategy": 422, "noInterrupt": 409, "badCheckpoint": 404, "unknownRun": 404,
+		"runUnknownAssistant": 404, "runUnknownThread": 404, "statelessUnknownAssistant": 404,
+		"statelessSystem": 422, "statelessStreamSystem": 422, "statelessResume": 409, "statelessNoInput": 422}
 	for k, code := range want {
 		var got int
 		if err := json.Unmarshal(out[k], &got); err != nil || got != code {
@@ -418,6 +453,19 @@ func TestLangGraphSDKErrors(t *testing.T) {
 	}
 	if after := e.journal("bob", bob.Thread.ThreadID); len(after) != len(before) {
 		t.Fatalf("another principal's run changed bob's thread: %d → %d messages", len(before), len(after))
+	}
+	// The refused runs left alice no conversation but her one thread: no
+	// temporal one of a refused stateless run, no thread of a run on an
+	// unknown thread; and called no model.
+	ctx := context.Background()
+	if temp, _, err := mem.ListConversations(ctx, "alice", 100, ""); err != nil || len(temp) != 0 {
+		t.Fatalf("refused stateless runs left %d temporal conversations (%v)", len(temp), err)
+	}
+	if kept, _, err := e.st.Store.ListConversations(ctx, "alice", 100, ""); err != nil || len(kept) != 1 || kept[0].ID != th.ThreadID {
+		t.Fatalf("alice's conversations %+v (%v)", kept, err)
+	}
+	if n := len(e.st.LLM.Requests()); n != calls {
+		t.Fatalf("refused runs called the model: %d → %d calls", calls, n)
 	}
 	var gone struct{ Gone int }
 	e.node("alice", "remove", nil, &gone)

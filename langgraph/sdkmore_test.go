@@ -2,12 +2,14 @@ package langgraph
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"image"
 	"image/png"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/agentik/agentik/engine"
 	"github.com/agentik/agentik/internal/stacktest"
 	"github.com/agentik/agentik/llmtest"
+	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
 )
 
@@ -206,21 +209,60 @@ func TestLangGraphSDKCreateNamed(t *testing.T) {
 	}
 }
 
-// TestLangGraphSDKBadRuns: a run from another thread's checkpoint is 404
-// and stores nothing; resume decisions of an unknown type, of the wrong
-// number or for another tool are 422 and leave the interrupt waiting.
+// TestLangGraphSDKBadRuns: another thread's checkpoint id, even without
+// its thread_id (both threads have the same seqs), is 404 wherever an id
+// is taken — a run (checkpoint_id, checkpoint, stateless), the state at a
+// checkpoint (GET and POST), history's before and checkpoint, a copy — and
+// stores nothing and calls no model; the empty thread's checkpoint still
+// reads. Resume decisions of an unknown type, of the wrong number or for
+// another tool are 422 and leave the interrupt waiting.
 func TestLangGraphSDKBadRuns(t *testing.T) {
-	e := newEnv(t)
+	mem := memstore.New()
+	e := newEnv(t, func(o *engine.Options) { o.Temporal = mem })
 	e.st.LLM.Enqueue(llmtest.Text("elsewhere answer"), llmtest.Text("here answer"), llmtest.ToolCalls(llmtest.Call("send_mail", `{"to":"bob"}`)))
 	var out struct {
-		Mine                                  Thread
+		Mine, Other, Copy                     Thread
+		OtherState, CopyState, Empty          ThreadState
+		MineHistory                           []ThreadState
 		OtherCheckpoint, OtherCheckpointRegen int
+		Foreign                               map[string]int
 		UnknownType, TooMany, None, OtherTool int
 		Waiting, After                        ThreadState
 	}
 	e.node("alice", "badRuns", nil, &out)
 	if out.OtherCheckpoint != 404 || out.OtherCheckpointRegen != 404 {
 		t.Fatalf("another thread's checkpoint: %d, %d", out.OtherCheckpoint, out.OtherCheckpointRegen)
+	}
+	// The other thread's id names a seq mine has too: only its tag tells.
+	otherSeq, _ := parseCheckpoint(out.Other.ThreadID, out.OtherState.Checkpoint.CheckpointID)
+	if !slices.ContainsFunc(out.MineHistory, func(s ThreadState) bool {
+		seq, ok := parseCheckpoint(out.Mine.ThreadID, s.Checkpoint.CheckpointID)
+		return ok && seq == otherSeq
+	}) {
+		t.Fatalf("mine has no checkpoint at the other's seq %d: %+v", otherSeq, out.MineHistory)
+	}
+	foreign := []string{"getState", "postState", "runCheckpointId", "runRegenCheckpointId", "runCheckpoint", "streamCheckpointId",
+		"historyBefore", "historyBeforeId", "historyCheckpoint", "statelessCheckpointId", "copyGetState"}
+	for _, k := range foreign {
+		if out.Foreign[k] != 404 {
+			t.Errorf("%s: %d, want 404", k, out.Foreign[k])
+		}
+	}
+	if len(out.Foreign) != len(foreign) || t.Failed() {
+		t.Fatalf("foreign checks %v", out.Foreign) // the scenario stopped there
+	}
+	if other := e.journal("alice", out.Other.ThreadID); len(other) != 2 {
+		t.Fatalf("the other thread %+v", other)
+	}
+	if temp, _, err := mem.ListConversations(context.Background(), "alice", 100, ""); err != nil || len(temp) != 0 {
+		t.Fatalf("the refused stateless run left %+v (%v)", temp, err)
+	}
+	if len(out.Empty.Values.Messages) != 0 || out.Empty.Checkpoint.CheckpointID != out.MineHistory[len(out.MineHistory)-1].Checkpoint.CheckpointID {
+		t.Fatalf("the empty thread's checkpoint %+v", out.Empty)
+	}
+	if out.CopyState.Checkpoint.ThreadID != out.Copy.ThreadID || out.CopyState.Checkpoint.CheckpointID == out.MineHistory[0].Checkpoint.CheckpointID ||
+		len(out.CopyState.Values.Messages) != 2 {
+		t.Fatalf("the copy's state %+v (mine %+v)", out.CopyState.Checkpoint, out.MineHistory[0].Checkpoint)
 	}
 	for name, code := range map[string]int{"unknownType": out.UnknownType, "tooMany": out.TooMany, "none": out.None, "otherTool": out.OtherTool} {
 		if code != 422 {

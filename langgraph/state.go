@@ -93,7 +93,7 @@ func (s *snapshot) state(path []agentik.Message, parent int64, step int, now boo
 		Values:     &Values{Messages: toLangChain(path)},
 		Next:       []string{},
 		Tasks:      []Task{},
-		Checkpoint: Checkpoint{ThreadID: id, CheckpointID: checkpointID(last)},
+		Checkpoint: Checkpoint{ThreadID: id, CheckpointID: checkpointID(id, last)},
 		Metadata:   map[string]any{"source": "loop", "step": step - 1, "parents": map[string]any{}},
 		Interrupts: []Interrupt{},
 	}
@@ -108,7 +108,7 @@ func (s *snapshot) state(path []agentik.Message, parent int64, step int, now boo
 		}
 	}
 	if parent >= 0 {
-		st.ParentCheckpoint = &Checkpoint{ThreadID: id, CheckpointID: checkpointID(parent)}
+		st.ParentCheckpoint = &Checkpoint{ThreadID: id, CheckpointID: checkpointID(id, parent)}
 	}
 	if now {
 		st.Values.State = s.shared // the state is the conversation's now: no checkpoint keeps one
@@ -214,9 +214,10 @@ func (s *snapshot) states(tr *tree) []ThreadState {
 	return append(out, s.state(nil, -1, 0, head == 0))
 }
 
-// find returns the state whose checkpoint is id among states.
-func findState(states []ThreadState, id string) (int, error) {
-	if _, ok := parseCheckpoint(id); ok {
+// findState returns the state whose checkpoint is id among states, the
+// states of the thread tid: an id of another thread is ENotFound.
+func findState(tid string, states []ThreadState, id string) (int, error) {
+	if _, ok := parseCheckpoint(tid, id); ok {
 		for i, st := range states {
 			if st.Checkpoint.CheckpointID == id {
 				return i, nil
@@ -249,7 +250,7 @@ func (h *Handler) writeStateAt(w http.ResponseWriter, r *http.Request, t *thread
 		return err
 	}
 	states := s.states(tr)
-	i, err := findState(states, cid)
+	i, err := findState(s.info.ID, states, cid)
 	if err != nil {
 		return err
 	}
@@ -306,15 +307,15 @@ func (h *Handler) updateState(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	edge.WriteJSON(w, http.StatusOK, map[string]any{"checkpoint": Checkpoint{ThreadID: info.ID, CheckpointID: checkpointID(info.Head)}})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"checkpoint": Checkpoint{ThreadID: info.ID, CheckpointID: checkpointID(info.ID, info.Head)}})
 	return nil
 }
 
 type historyRequest struct {
-	Limit  int `json:"limit"`
-	Before *struct {
-		CheckpointID string `json:"checkpoint_id"`
-	} `json:"before"`
+	Limit int `json:"limit"`
+	// Before is a checkpoint id, a checkpoint {checkpoint_id} or a config
+	// {configurable: {checkpoint_id}} (the JS SDK's type for it).
+	Before     json.RawMessage `json:"before"`
 	Checkpoint *struct {
 		CheckpointID string `json:"checkpoint_id"`
 	} `json:"checkpoint"`
@@ -342,14 +343,18 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request) error {
 	states := s.states(tr)
 	if req.Checkpoint != nil && req.Checkpoint.CheckpointID != "" {
 		// The history of one checkpoint: its own path's states.
-		i, err := findState(states, req.Checkpoint.CheckpointID)
+		i, err := findState(s.info.ID, states, req.Checkpoint.CheckpointID)
 		if err != nil {
 			return err
 		}
 		states = ancestry(states, i)
 	}
-	if req.Before != nil && req.Before.CheckpointID != "" {
-		i, err := findState(states, req.Before.CheckpointID)
+	before, err := checkpointOf(req.Before)
+	if err != nil {
+		return err
+	}
+	if before != "" {
+		i, err := findState(s.info.ID, states, before)
 		if err != nil {
 			return err
 		}
@@ -372,11 +377,36 @@ func (h *Handler) history(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// checkpointOf reads the checkpoint id of history's before: a string, a
+// checkpoint or a config ("" for none).
+func checkpointOf(raw json.RawMessage) (string, error) {
+	if !isSet(raw) {
+		return "", nil
+	}
+	var id string
+	if json.Unmarshal(raw, &id) == nil {
+		return id, nil
+	}
+	var cp struct {
+		CheckpointID string `json:"checkpoint_id"`
+		Configurable struct {
+			CheckpointID string `json:"checkpoint_id"`
+		} `json:"configurable"`
+	}
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		return "", agentik.Errorf(agentik.EInvalid, "before must be a checkpoint id, a checkpoint or a config")
+	}
+	if cp.CheckpointID != "" {
+		return cp.CheckpointID, nil
+	}
+	return cp.Configurable.CheckpointID, nil
+}
+
 // ancestry is states[i] and the states it descends from, newest first.
 func ancestry(states []ThreadState, i int) []ThreadState {
 	out := []ThreadState{states[i]}
 	for p := states[i].ParentCheckpoint; p != nil; {
-		j, err := findState(states, p.CheckpointID)
+		j, err := findState(p.ThreadID, states, p.CheckpointID)
 		if err != nil {
 			break
 		}

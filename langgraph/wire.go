@@ -1,6 +1,8 @@
 package langgraph
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -222,20 +224,33 @@ func dataURL(url string) (agentik.Content, error) {
 // Checkpoints. A thread's checkpoints are the boundaries of its head path:
 // the empty thread, and after each message that ends a step (a user
 // message: the input is in; a message that closes a turn or an interrupted
-// answer: the turn is over). A checkpoint id names the journal seq it ends
-// at, written as a UUID-shaped string of fixed width so that ids sort in
-// the order they were made, as LangGraph's clients assume (they compare
-// checkpoint ids as strings).
-const checkpointPrefix = "00000000-0000-0000-0000-"
+// answer: the turn is over). A checkpoint id is a UUID-shaped string: its
+// first 20 hex digits are the thread's tag (derived from the thread's id,
+// so that an id is its thread's only) and its last 12 the journal seq it
+// ends at, of fixed width so that a thread's ids sort in the order they
+// were made, as LangGraph's clients assume (they compare checkpoint ids as
+// strings).
+func checkpointID(thread string, seq int64) string {
+	return fmt.Sprintf("%s%012x", checkpointTag(thread), seq)
+}
 
-func checkpointID(seq int64) string { return fmt.Sprintf("%s%012x", checkpointPrefix, seq) }
+// checkpointTag is the first 24 characters of the thread's checkpoint ids:
+// 20 hex digits of the SHA-256 of its id, in a UUID's groups.
+func checkpointTag(thread string) string {
+	sum := sha256.Sum256([]byte(thread))
+	h := hex.EncodeToString(sum[:10])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-"
+}
 
-// parseCheckpoint returns the seq a checkpoint id names.
-func parseCheckpoint(id string) (int64, bool) {
-	hex, ok := strings.CutPrefix(id, checkpointPrefix)
-	if !ok || len(hex) != 12 {
+// parseCheckpoint returns the seq a checkpoint id of the thread names; an
+// id of another thread (or none) is false.
+func parseCheckpoint(thread, id string) (int64, bool) {
+	tag := checkpointTag(thread)
+	digits, ok := strings.CutPrefix(id, tag)
+	if !ok || len(digits) != 12 {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(hex, 16, 64)
-	return n, err == nil && n >= 0
+	n, err := strconv.ParseInt(digits, 16, 64)
+	// One spelling only: the one checkpointID writes (no sign, lower case).
+	return n, err == nil && n >= 0 && checkpointID(thread, n) == id
 }

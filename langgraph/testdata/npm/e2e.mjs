@@ -163,6 +163,14 @@ const scenarios = {
       noInterrupt: await status(client.runs.wait(thread.thread_id, A, { command: { resume: { decisions: [{ type: "approve" }] } } })),
       badCheckpoint: await status(client.threads.getState(thread.thread_id, "00000000-0000-0000-0000-0000000000ff")),
       unknownRun: await status(client.runs.get(thread.thread_id, "00000000-0000-4000-8000-000000000000")),
+      runUnknownAssistant: await status(client.runs.wait(thread.thread_id, "nope", { input: human("x") })),
+      runUnknownThread: await status(client.runs.wait("00000000-0000-4000-8000-000000000000", A, { input: human("x") })),
+      // Refused stateless runs: each would have had a temporal thread.
+      statelessUnknownAssistant: await status(client.runs.wait(null, "nope", { input: human("x") })),
+      statelessSystem: await status(client.runs.wait(null, A, { input: { messages: [{ type: "system", content: "obey" }] } })),
+      statelessStreamSystem: await status(collect(client.runs.stream(null, A, { input: { messages: [{ type: "system", content: "obey" }] } }))),
+      statelessResume: await status(client.runs.wait(null, A, { command: { resume: { decisions: [{ type: "approve" }] } } })),
+      statelessNoInput: await status(client.runs.wait(null, A, {})),
       thread,
     };
   },
@@ -304,6 +312,33 @@ const scenarios = {
     const otherState = await client.threads.getState(other.thread_id);
     const otherCheckpoint = await status(client.runs.wait(mine.thread_id, A, { input: human("x"), checkpoint: otherState.checkpoint }));
     const otherCheckpointRegen = await status(client.runs.wait(mine.thread_id, A, { checkpoint: otherState.checkpoint }));
+    // The other thread's checkpoint id without its thread_id: every place
+    // that takes a checkpoint id refuses it on mine.
+    const otherId = otherState.checkpoint.checkpoint_id;
+    const mineHistory = await client.threads.getHistory(mine.thread_id, { limit: 10 });
+    // (reject: were one of them taken, the next would not wait behind it.)
+    const R = "reject";
+    const foreign = {
+      getState: await status(client.threads.getState(mine.thread_id, otherId)),
+      postState: await status(client.threads.getState(mine.thread_id, { checkpoint_id: otherId })),
+      runCheckpointId: await status(client.runs.wait(mine.thread_id, A, { input: human("x"), checkpointId: otherId, multitaskStrategy: R })),
+      runRegenCheckpointId: await status(client.runs.wait(mine.thread_id, A, { checkpointId: otherId, multitaskStrategy: R })),
+      runCheckpoint: await status(client.runs.wait(mine.thread_id, A, { input: human("x"), checkpoint: { checkpoint_id: otherId }, multitaskStrategy: R })),
+      streamCheckpointId: await status(collect(client.runs.stream(mine.thread_id, A, { input: human("x"), checkpointId: otherId, multitaskStrategy: R }))),
+      historyBefore: await status(client.threads.getHistory(mine.thread_id, { before: { configurable: { checkpoint_id: otherId } } })),
+      historyBeforeId: await status(client.threads.getHistory(mine.thread_id, { before: { checkpoint_id: otherId } })),
+      historyCheckpoint: await status(client.threads.getHistory(mine.thread_id, { checkpoint: { checkpoint_id: otherId } })),
+      statelessCheckpointId: await status(client.runs.wait(null, A, { input: human("x"), checkpointId: otherId, multitaskStrategy: R })),
+    };
+    // A copy's checkpoints are its own: mine's ids are not the copy's.
+    const copy = await client.threads.copy(mine.thread_id);
+    const copyState = await client.threads.getState(copy.thread_id);
+    foreign.copyGetState = await status(client.threads.getState(copy.thread_id, mineHistory[0].checkpoint.checkpoint_id));
+    // The empty thread's checkpoint (the oldest) is still mine to read.
+    const empty = await client.threads.getState(mine.thread_id, mineHistory[mineHistory.length - 1].checkpoint.checkpoint_id);
+    if (Object.values(foreign).some((code) => code !== 404)) {
+      return { mine, other, otherState, otherCheckpoint, otherCheckpointRegen, foreign, mineHistory }; // what follows expects nothing ran
+    }
     await client.runs.wait(mine.thread_id, A, { input: human("mail bob") });
     const waiting = await client.threads.getState(mine.thread_id);
     const unknownType = await status(client.runs.wait(mine.thread_id, A, { command: { resume: { decisions: [{ type: "maybe" }] } } }));
@@ -311,7 +346,7 @@ const scenarios = {
     const none = await status(client.runs.wait(mine.thread_id, A, { command: { resume: { decisions: [] } } }));
     const otherTool = await status(client.runs.wait(mine.thread_id, A, { command: { resume: { decisions: [{ type: "edit", edited_action: { name: "rm_rf", args: {} } }] } } }));
     const after = await client.threads.getState(mine.thread_id);
-    return { mine, other, otherCheckpoint, otherCheckpointRegen, waiting, unknownType, tooMany, none, otherTool, after };
+    return { mine, other, otherState, otherCheckpoint, otherCheckpointRegen, foreign, mineHistory, copy, copyState, empty, waiting, unknownType, tooMany, none, otherTool, after };
   },
 
   // An image content block in, through the state and out again.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -13,16 +14,17 @@ import (
 // The runtime gives it back slowly — it collects at least every 2 minutes
 // and its scavenger returns freed pages a little at a time — so a server
 // that went quiet after a burst keeps its peak for minutes. Once the
-// process is quiet (it allocated less than trimQuiet in a trimEvery) and
-// the heap holds at least trimSpare more than what was live at the last
-// collection, it collects and returns the free pages at once
-// (debug.FreeOSMemory), then not again before the next burst. A busy
-// process is never trimmed: its heap is in use. AGENTIK_IDLE_TRIM=off
-// turns it off (an operator who tunes GOGC or GOMEMLIMIT may want to).
+// process is quiet (it allocated less than trimQuiet in a trimEvery) after
+// allocating at least trimBurst since its last trim, it collects and
+// returns the free pages at once (debug.FreeOSMemory): once per burst, two
+// collections where the runtime would have made one or more anyway for
+// that much allocation.
+// A busy process is never trimmed. AGENTIK_IDLE_TRIM=off turns it off (an
+// operator who tunes GOGC or GOMEMLIMIT may want to).
 const (
 	trimEvery = 10 * time.Second
 	trimQuiet = 4 << 20
-	trimSpare = 24 << 20
+	trimBurst = 24 << 20
 )
 
 // heapSample is what the trim reads of the runtime.
@@ -57,28 +59,25 @@ func readHeap() heapSample {
 
 // idleTrim decides, at each tick, whether to give the heap back.
 type idleTrim struct {
-	last    heapSample
-	trimmed bool   // since the last burst
-	mark    uint64 // allocs at the last trim
+	last heapSample
+	mark uint64 // allocs at the last trim (or the start)
 }
 
 // tick takes a new sample and reports whether to trim now.
 func (t *idleTrim) tick(now heapSample) bool {
 	quiet := now.allocs-t.last.allocs < trimQuiet
 	t.last = now
-	if t.trimmed && now.allocs-t.mark >= trimSpare {
-		t.trimmed = false // a burst since the last trim
-	}
-	if t.trimmed || !quiet || now.held < now.live+trimSpare {
+	if !quiet || now.allocs-t.mark < trimBurst {
 		return false
 	}
-	t.trimmed, t.mark = true, now.allocs
+	t.mark = now.allocs
 	return true
 }
 
 // runIdleTrim trims the heap of a quiet process until ctx ends.
 func runIdleTrim(ctx context.Context, log *slog.Logger) {
-	t := &idleTrim{last: readHeap()}
+	start := readHeap()
+	t := &idleTrim{last: start, mark: start.allocs}
 	tk := time.NewTicker(trimEvery)
 	defer tk.Stop()
 	for {
@@ -89,6 +88,10 @@ func runIdleTrim(ctx context.Context, log *slog.Logger) {
 		}
 		now := readHeap()
 		if t.tick(now) {
+			// Two collections: what a pool kept (sync.Pool keeps its
+			// objects one collection more) and goroutine stacks the burst
+			// grew (shrunk at each collection) go too.
+			runtime.GC()
 			debug.FreeOSMemory()
 			log.Debug("idle: the heap's free memory given back", "held_before", now.held, "live", now.live, "held_after", readHeap().held)
 		}

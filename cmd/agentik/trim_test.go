@@ -5,23 +5,24 @@ import (
 	"testing"
 )
 
-// The trim gives memory back once a quiet process holds much more heap
-// than is live, once per burst, and never while it allocates.
+// The trim gives memory back once a process goes quiet after a burst,
+// once per burst, and never while it allocates.
 func TestIdleTrimDecides(t *testing.T) {
 	const mb = 1 << 20
-	tr := &idleTrim{last: heapSample{allocs: 100 * mb}}
+	tr := &idleTrim{last: heapSample{allocs: 100 * mb}, mark: 100 * mb}
 	steps := []struct {
 		what string
 		now  heapSample
 		want bool
 	}{
-		{"busy: allocating", heapSample{allocs: 300 * mb, held: 90 * mb, live: 30 * mb}, false},
-		{"quiet, little spare", heapSample{allocs: 301 * mb, held: 40 * mb, live: 30 * mb}, false},
-		{"quiet after a burst, much spare", heapSample{allocs: 302 * mb, held: 90 * mb, live: 30 * mb}, true},
-		{"still quiet: trimmed already", heapSample{allocs: 303 * mb, held: 90 * mb, live: 30 * mb}, false},
-		{"a new burst", heapSample{allocs: 400 * mb, held: 95 * mb, live: 30 * mb}, false},
-		{"quiet after it", heapSample{allocs: 401 * mb, held: 95 * mb, live: 30 * mb}, true},
-		{"quiet, small allocations", heapSample{allocs: 403 * mb, held: 95 * mb, live: 30 * mb}, false},
+		{"quiet, little allocated", heapSample{allocs: 102 * mb}, false},
+		{"busy: allocating", heapSample{allocs: 300 * mb}, false},
+		{"quiet after the burst", heapSample{allocs: 301 * mb}, true},
+		{"still quiet: trimmed already", heapSample{allocs: 303 * mb}, false},
+		{"small allocations since", heapSample{allocs: 320 * mb}, false},
+		{"quiet, less than a burst since the trim", heapSample{allocs: 322 * mb}, false},
+		{"a new burst", heapSample{allocs: 400 * mb}, false},
+		{"quiet after it", heapSample{allocs: 401 * mb}, true},
 	}
 	for _, st := range steps {
 		if got := tr.tick(st.now); got != st.want {

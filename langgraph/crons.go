@@ -107,15 +107,12 @@ func (q *cronRequest) schedule() (agentik.ScheduleRequest, error) {
 	}
 	req.Cron, req.Timezone, req.Enabled = q.Schedule, q.Timezone, q.Enabled
 	if q.Input != nil {
-		for _, m := range q.Input.Messages {
-			c, err := fromLangChain(m)
-			if err != nil {
-				return req, err
-			}
-			req.Content = append(req.Content, c...)
-		}
-		if req.Content == nil {
+		if len(q.Input.Messages) == 0 {
 			return req, agentik.Errorf(agentik.EInvalid, "input.messages: a cron needs the message each run sends")
+		}
+		var err error
+		if req.Content, _, err = runInput(q.Input.Messages); err != nil {
+			return req, err
 		}
 	}
 	return req, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/agentik/agentik"
@@ -348,13 +349,9 @@ func (h *Handler) rollback(ctx context.Context, st *started, req *agentik.SendRe
 
 // sendRequest makes the run's input one user message: one turn's input.
 func (h *Handler) sendRequest(t *thread, q *runRequest) (agentik.SendRequest, error) {
-	var parts []agentik.Content
-	for _, m := range q.Input.Messages {
-		c, err := fromLangChain(m)
-		if err != nil {
-			return agentik.SendRequest{}, err
-		}
-		parts = append(parts, c...)
+	parts, ctxParts, err := runInput(q.Input.Messages)
+	if err != nil {
+		return agentik.SendRequest{}, err
 	}
 	if err := agentik.ValidateContent(parts); err != nil {
 		return agentik.SendRequest{}, err
@@ -363,10 +360,11 @@ func (h *Handler) sendRequest(t *thread, q *runRequest) (agentik.SendRequest, er
 		return agentik.SendRequest{}, agentik.Errorf(agentik.EInvalid, "the model does not take image input")
 	}
 	busy, _ := busyPolicy(q.MultitaskStrategy, h.opts.IfBusy)
-	return agentik.SendRequest{
-		Content: parts, IfBusy: busy,
-		Context: &agentik.MessageContext{Origin: &agentik.Origin{Channel: "langgraph"}},
-	}, nil
+	mc := &agentik.MessageContext{Origin: &agentik.Origin{Channel: "langgraph"}}
+	if ctxParts > 0 {
+		mc.Metadata = map[string]string{MetaContextParts: strconv.Itoa(ctxParts)}
+	}
+	return agentik.SendRequest{Content: parts, IfBusy: busy, Context: mc}, nil
 }
 
 // resume answers the approvals that wait with command.resume's decisions;

@@ -363,3 +363,51 @@ func TestLangGraphLimits(t *testing.T) {
 		t.Fatalf("bob: %d %s", res.StatusCode, b)
 	}
 }
+
+// TestLangGraphSDKHistoryInput: a run's system messages and the earlier
+// messages of a history a client resends go to the model as context of
+// the user message (the agent's own instructions stay its own), and the
+// thread shows only what the person wrote; a tool message, or input that
+// ends with no human message, is refused with nothing stored.
+func TestLangGraphSDKHistoryInput(t *testing.T) {
+	e := newEnv(t)
+	e.st.LLM.Enqueue(llmtest.Text("Vous êtes Ada."), llmtest.Text("Hi."))
+	var out struct {
+		Stateless, Values Values
+		State             ThreadState
+		Tool, AiOnly      int
+	}
+	e.node("alice", "history", nil, &out)
+	reqs := e.st.LLM.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls", len(reqs))
+	}
+	first := reqs[0].Messages[len(reqs[0].Messages)-1].Text()
+	for _, want := range []string{"What is my name?", "<earlier_messages>\nuser: My name is Ada.\nassistant: Hello Ada.\n</earlier_messages>", "<instructions>\nAnswer in French.\n</instructions>"} {
+		if !strings.Contains(first, want) {
+			t.Fatalf("the model's user message %q lacks %q", first, want)
+		}
+	}
+	for _, m := range reqs[0].Messages {
+		if m.Role == "system" && strings.Contains(m.Text(), "Answer in French.") {
+			t.Fatalf("a run's system message became the agent's: %q", m.Text())
+		}
+	}
+	if len(out.Stateless.Messages) != 2 || text(out.Stateless.Messages[0]) != "What is my name?" || text(out.Stateless.Messages[1]) != "Vous êtes Ada." {
+		t.Fatalf("stateless values %+v", out.Stateless)
+	}
+	if !strings.Contains(reqs[1].Messages[len(reqs[1].Messages)-1].Text(), "<instructions>\nBe brief.\n</instructions>") {
+		t.Fatalf("the thread run's instructions did not reach the model: %+v", reqs[1].Messages)
+	}
+	for _, v := range [][]LCMessage{out.Values.Messages, out.State.Values.Messages} {
+		if len(v) != 2 || text(v[0]) != "hi" || text(v[1]) != "Hi." {
+			t.Fatalf("the thread shows %+v, want the person's text and the answer", v)
+		}
+	}
+	if out.Tool != 422 || out.AiOnly != 422 {
+		t.Fatalf("a tool message: %d, input with no human message: %d, want 422", out.Tool, out.AiOnly)
+	}
+	if len(e.st.LLM.Requests()) != 2 {
+		t.Fatal("a refused run called the model")
+	}
+}

@@ -68,7 +68,7 @@ func toLangChain(path []agentik.Message) []LCMessage {
 		m := &path[i]
 		switch m.Type {
 		case agentik.MsgUser:
-			out = append(out, LCMessage{Type: "human", ID: m.ID, Content: lcContent(m.Content)})
+			out = append(out, LCMessage{Type: "human", ID: m.ID, Content: lcContent(ownContent(m))})
 			lastAI = -1
 		case agentik.MsgAssistant:
 			out = append(out, aiMessage(m))
@@ -90,6 +90,19 @@ func toLangChain(path []agentik.Message) []LCMessage {
 		}
 	}
 	return out
+}
+
+// ownContent is a user message's content without the context parts a run
+// sent with it (MetaContextParts).
+func ownContent(m *agentik.Message) []agentik.Content {
+	if m.Context == nil {
+		return m.Content
+	}
+	n, _ := strconv.Atoi(m.Context.Metadata[MetaContextParts])
+	if n <= 0 || n >= len(m.Content) {
+		return m.Content
+	}
+	return m.Content[:len(m.Content)-n]
 }
 
 func aiMessage(m *agentik.Message) LCMessage {
@@ -136,23 +149,86 @@ func jsonString(s string) json.RawMessage {
 	return b
 }
 
-// fromLangChain converts an input message to Agentik content. Only human
-// messages (type human, or role user) are input: ai and tool messages are
-// the agent's own, and its instructions are its own, so system messages
-// are refused too.
+// fromLangChain converts a human input message to Agentik content.
 func fromLangChain(m LCMessage) ([]agentik.Content, error) {
-	if m.Type == "" {
-		m.Type = m.Role
-	}
-	switch m.Type {
+	switch lcType(m) {
 	case "human", "user":
-	case "system", "developer":
-		return nil, agentik.Errorf(agentik.EInvalid, "system messages are not taken: the assistant's instructions are its own")
+	case "system", "developer", "ai", "assistant":
+		return nil, agentik.Errorf(agentik.EInvalid, "a %s message is no message of its own here: send it with a human message, which it is context of", lcType(m))
 	default:
-		return nil, agentik.Errorf(agentik.EInvalid, "input message of type %q: only human messages are input (ai and tool messages are the assistant's own)", m.Type)
+		return nil, agentik.Errorf(agentik.EInvalid, "input message of type %q: only human, ai and system messages are input (tool messages are the assistant's own)", m.Type)
 	}
 	return decodeContent(m.Content)
 }
+
+func lcType(m LCMessage) string {
+	if m.Type == "" {
+		return m.Role
+	}
+	return m.Type
+}
+
+// MetaContextParts counts the trailing text parts of a stored user
+// message that are a run's context — its earlier ai and human messages,
+// its system messages — not what the person wrote: the model reads them,
+// the thread's messages do not show them.
+const MetaContextParts = "langgraph.context_parts"
+
+// runInput converts a run's input messages to one user message: the
+// trailing human messages are its content; the messages before them (a
+// client that sends its whole history, as stateless clients do) and the
+// system messages anywhere go with it as context, text parts the model
+// reads after it — a system message adds to the assistant's
+// instructions, never replaces them. ctxParts counts those parts. A tool
+// message is refused (the assistant's tool results are its own).
+func runInput(msgs []LCMessage) (content []agentik.Content, ctxParts int, err error) {
+	last := len(msgs)
+	for last > 0 && (lcType(msgs[last-1]) == "human" || lcType(msgs[last-1]) == "user" || isSystem(msgs[last-1])) {
+		last--
+	}
+	var prior, system []string
+	for i, m := range msgs {
+		switch {
+		case isSystem(m):
+			c, err := decodeContent(m.Content)
+			if err != nil {
+				return nil, 0, err
+			}
+			system = append(system, agentik.JoinText(c))
+		case i >= last:
+			c, err := fromLangChain(m)
+			if err != nil {
+				return nil, 0, err
+			}
+			content = append(content, c...)
+		case lcType(m) == "human" || lcType(m) == "user" || lcType(m) == "ai" || lcType(m) == "assistant":
+			c, err := decodeContent(m.Content)
+			if err != nil {
+				return nil, 0, err
+			}
+			role := "user"
+			if t := lcType(m); t == "ai" || t == "assistant" {
+				role = "assistant"
+			}
+			prior = append(prior, role+": "+agentik.JoinText(c))
+		default:
+			_, err := fromLangChain(m)
+			return nil, 0, err
+		}
+	}
+	if len(content) == 0 {
+		return nil, 0, agentik.Errorf(agentik.EInvalid, "input.messages: the run's input ends with no human message to answer")
+	}
+	if len(prior) > 0 {
+		content, ctxParts = append(content, agentik.Text("<earlier_messages>\n"+strings.Join(prior, "\n")+"\n</earlier_messages>")), ctxParts+1
+	}
+	if len(system) > 0 {
+		content, ctxParts = append(content, agentik.Text("<instructions>\n"+strings.Join(system, "\n")+"\n</instructions>")), ctxParts+1
+	}
+	return content, ctxParts, nil
+}
+
+func isSystem(m LCMessage) bool { t := lcType(m); return t == "system" || t == "developer" }
 
 // decodeContent reads a string or an array of content blocks.
 func decodeContent(raw json.RawMessage) ([]agentik.Content, error) {

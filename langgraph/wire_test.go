@@ -2,6 +2,8 @@ package langgraph
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/agentik/agentik"
@@ -53,6 +55,43 @@ func TestImageBlocksBothWays(t *testing.T) {
 	for _, typ := range []string{"ai", "tool", "system"} {
 		if _, err := fromLangChain(LCMessage{Type: typ, Content: json.RawMessage(`"x"`)}); agentik.ErrorCode(err) != agentik.EInvalid {
 			t.Fatalf("%s input: %v", typ, err)
+		}
+	}
+}
+
+// TestRunInput: the trailing human messages are the message; earlier ones
+// and ai messages are its earlier context, system messages its
+// instructions; a tool message, or no human message last, is refused.
+func TestRunInput(t *testing.T) {
+	msg := func(typ, text string) LCMessage { return LCMessage{Type: typ, Content: json.RawMessage(strconv.Quote(text))} }
+	for _, c := range []struct {
+		in   []LCMessage
+		want []string // the parts' texts
+		ctx  int
+		err  bool
+	}{
+		{in: []LCMessage{msg("human", "a"), msg("human", "b")}, want: []string{"a", "b"}},
+		{in: []LCMessage{msg("system", "s"), msg("human", "a")}, want: []string{"a", "<instructions>\ns\n</instructions>"}, ctx: 1},
+		{in: []LCMessage{msg("human", "a"), msg("ai", "b"), msg("human", "c"), msg("system", "s")},
+			want: []string{"c", "<earlier_messages>\nuser: a\nassistant: b\n</earlier_messages>", "<instructions>\ns\n</instructions>"}, ctx: 2},
+		{in: []LCMessage{msg("human", "a"), msg("ai", "b")}, err: true},
+		{in: []LCMessage{msg("tool", "r"), msg("human", "a")}, err: true},
+		{in: []LCMessage{msg("system", "s")}, err: true},
+		{in: nil, err: true},
+	} {
+		got, n, err := runInput(c.in)
+		if c.err {
+			if agentik.ErrorCode(err) != agentik.EInvalid {
+				t.Fatalf("%+v: %v, want invalid", c.in, err)
+			}
+			continue
+		}
+		var texts []string
+		for _, p := range got {
+			texts = append(texts, p.Text)
+		}
+		if err != nil || n != c.ctx || !slices.Equal(texts, c.want) {
+			t.Fatalf("%+v: %q %d %v, want %q %d", c.in, texts, n, err, c.want, c.ctx)
 		}
 	}
 }

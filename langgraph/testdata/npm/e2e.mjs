@@ -75,6 +75,27 @@ const scenarios = {
     return { thread, values, stateless, statelessStream };
   },
 
+  // Input with system and earlier ai messages: a stateless client that
+  // sends its whole history, and a thread run with instructions.
+  async history() {
+    const stateless = await client.runs.wait(null, A, { input: { messages: [
+      { type: "system", content: "Answer in French." },
+      { type: "human", content: "My name is Ada." },
+      { type: "ai", content: "Hello Ada." },
+      { type: "human", content: "What is my name?" },
+    ] } });
+    const thread = await client.threads.create();
+    const values = await client.runs.wait(thread.thread_id, A, { input: { messages: [
+      { role: "system", content: "Be brief." }, { role: "user", content: "hi" },
+    ] } });
+    const state = await client.threads.getState(thread.thread_id);
+    const tool = await status(client.runs.wait(thread.thread_id, A, { input: { messages: [
+      { type: "tool", content: "42", tool_call_id: "call_x" }, { type: "human", content: "and?" },
+    ] } }));
+    const aiOnly = await status(client.runs.wait(thread.thread_id, A, { input: { messages: [{ type: "ai", content: "I said so." }] } }));
+    return { stateless, values, state, tool, aiOnly };
+  },
+
   // A background run, joined.
   async background() {
     const thread = await client.threads.create();

@@ -63,7 +63,9 @@ func TestImageBlocksBothWays(t *testing.T) {
 // and ai messages are its earlier context, system messages its
 // instructions; a tool message, or no human message last, is refused.
 func TestRunInput(t *testing.T) {
-	msg := func(typ, text string) LCMessage { return LCMessage{Type: typ, Content: json.RawMessage(strconv.Quote(text))} }
+	msg := func(typ, text string) LCMessage {
+		return LCMessage{Type: typ, Content: json.RawMessage(strconv.Quote(text))}
+	}
 	for _, c := range []struct {
 		in   []LCMessage
 		want []string // the parts' texts

@@ -367,8 +367,8 @@ func TestLangGraphLimits(t *testing.T) {
 // TestLangGraphSDKHistoryInput: a run's system messages and the earlier
 // messages of a history a client resends go to the model as context of
 // the user message (the agent's own instructions stay its own), and the
-// thread shows only what the person wrote; a tool message, or input that
-// ends with no human message, is refused with nothing stored.
+// thread shows only what the person wrote; input that ends with a tool or
+// an ai message is refused with nothing stored.
 func TestLangGraphSDKHistoryInput(t *testing.T) {
 	e := newEnv(t)
 	e.st.LLM.Enqueue(llmtest.Text("Vous êtes Ada."), llmtest.Text("Hi."))
@@ -405,7 +405,7 @@ func TestLangGraphSDKHistoryInput(t *testing.T) {
 		}
 	}
 	if out.Tool != 422 || out.AiOnly != 422 {
-		t.Fatalf("a tool message: %d, input with no human message: %d, want 422", out.Tool, out.AiOnly)
+		t.Fatalf("input ending with a tool message: %d, with an ai message: %d, want 422", out.Tool, out.AiOnly)
 	}
 	if len(e.st.LLM.Requests()) != 2 {
 		t.Fatal("a refused run called the model")

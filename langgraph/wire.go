@@ -156,7 +156,7 @@ func fromLangChain(m LCMessage) ([]agentik.Content, error) {
 	case "system", "developer", "ai", "assistant":
 		return nil, agentik.Errorf(agentik.EInvalid, "a %s message is no message of its own here: send it with a human message, which it is context of", lcType(m))
 	default:
-		return nil, agentik.Errorf(agentik.EInvalid, "input message of type %q: only human, ai and system messages are input (tool messages are the assistant's own)", m.Type)
+		return nil, agentik.Errorf(agentik.EInvalid, "input message of type %q: a run's input is human messages, after the history it resends (human, ai, tool) and with system messages", m.Type)
 	}
 	return decodeContent(m.Content)
 }
@@ -179,8 +179,9 @@ const MetaContextParts = "langgraph.context_parts"
 // client that sends its whole history, as stateless clients do) and the
 // system messages anywhere go with it as context, text parts the model
 // reads after it — a system message adds to the assistant's
-// instructions, never replaces them. ctxParts counts those parts. A tool
-// message is refused (the assistant's tool results are its own).
+// instructions, never replaces them. ctxParts counts those parts. Input
+// that ends with anything but human (or system) messages is refused: the
+// assistant's answers and tool results are its own.
 func runInput(msgs []LCMessage) (content []agentik.Content, ctxParts int, err error) {
 	last := len(msgs)
 	for last > 0 && (lcType(msgs[last-1]) == "human" || lcType(msgs[last-1]) == "user" || isSystem(msgs[last-1])) {
@@ -201,19 +202,19 @@ func runInput(msgs []LCMessage) (content []agentik.Content, ctxParts int, err er
 				return nil, 0, err
 			}
 			content = append(content, c...)
-		case lcType(m) == "human" || lcType(m) == "user" || lcType(m) == "ai" || lcType(m) == "assistant":
-			c, err := decodeContent(m.Content)
+		default:
+			role, ok := priorRoles[lcType(m)]
+			if !ok {
+				_, err := fromLangChain(m)
+				return nil, 0, err
+			}
+			text, err := priorText(m)
 			if err != nil {
 				return nil, 0, err
 			}
-			role := "user"
-			if t := lcType(m); t == "ai" || t == "assistant" {
-				role = "assistant"
+			if text != "" { // an ai message with only tool calls says nothing
+				prior = append(prior, role+": "+text)
 			}
-			prior = append(prior, role+": "+agentik.JoinText(c))
-		default:
-			_, err := fromLangChain(m)
-			return nil, 0, err
 		}
 	}
 	if len(content) == 0 {
@@ -226,6 +227,28 @@ func runInput(msgs []LCMessage) (content []agentik.Content, ctxParts int, err er
 		content, ctxParts = append(content, agentik.Text("<instructions>\n"+strings.Join(system, "\n")+"\n</instructions>")), ctxParts+1
 	}
 	return content, ctxParts, nil
+}
+
+// priorRoles names the messages a resent history may hold before the
+// run's human messages, as the model reads them.
+var priorRoles = map[string]string{"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant", "tool": "tool"}
+
+// priorText is the text of an earlier message of a resent history: empty
+// content is no error there (an ai message that only called tools).
+func priorText(m LCMessage) (string, error) {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s, nil
+	}
+	var blocks []lcBlock
+	if json.Unmarshal(m.Content, &blocks) == nil && len(blocks) == 0 {
+		return "", nil
+	}
+	c, err := decodeContent(m.Content)
+	if err != nil {
+		return "", err
+	}
+	return agentik.JoinText(c), nil
 }
 
 func isSystem(m LCMessage) bool { t := lcType(m); return t == "system" || t == "developer" }

@@ -60,8 +60,9 @@ func TestImageBlocksBothWays(t *testing.T) {
 }
 
 // TestRunInput: the trailing human messages are the message; earlier ones
-// and ai messages are its earlier context, system messages its
-// instructions; a tool message, or no human message last, is refused.
+// and ai and tool messages are its earlier context, system messages its
+// instructions; input that does not end with a human message, an unknown
+// type or malformed content is refused.
 func TestRunInput(t *testing.T) {
 	msg := func(typ, text string) LCMessage {
 		return LCMessage{Type: typ, Content: json.RawMessage(strconv.Quote(text))}
@@ -76,8 +77,12 @@ func TestRunInput(t *testing.T) {
 		{in: []LCMessage{msg("system", "s"), msg("human", "a")}, want: []string{"a", "<instructions>\ns\n</instructions>"}, ctx: 1},
 		{in: []LCMessage{msg("human", "a"), msg("ai", "b"), msg("human", "c"), msg("system", "s")},
 			want: []string{"c", "<earlier_messages>\nuser: a\nassistant: b\n</earlier_messages>", "<instructions>\ns\n</instructions>"}, ctx: 2},
+		{in: []LCMessage{msg("human", "a"), msg("ai", ""), msg("tool", "r"), msg("human", "c")},
+			want: []string{"c", "<earlier_messages>\nuser: a\ntool: r\n</earlier_messages>"}, ctx: 1},
 		{in: []LCMessage{msg("human", "a"), msg("ai", "b")}, err: true},
-		{in: []LCMessage{msg("tool", "r"), msg("human", "a")}, err: true},
+		{in: []LCMessage{msg("human", "a"), msg("tool", "r")}, err: true},
+		{in: []LCMessage{msg("function", "f"), msg("human", "a")}, err: true},
+		{in: []LCMessage{{Type: "ai", Content: json.RawMessage(`42`)}, msg("human", "a")}, err: true},
 		{in: []LCMessage{msg("system", "s")}, err: true},
 		{in: nil, err: true},
 	} {

@@ -90,7 +90,7 @@ const scenarios = {
     ] } });
     const state = await client.threads.getState(thread.thread_id);
     const tool = await status(client.runs.wait(thread.thread_id, A, { input: { messages: [
-      { type: "tool", content: "42", tool_call_id: "call_x" }, { type: "human", content: "and?" },
+      { type: "human", content: "and?" }, { type: "tool", content: "42", tool_call_id: "call_x" },
     ] } }));
     const aiOnly = await status(client.runs.wait(thread.thread_id, A, { input: { messages: [{ type: "ai", content: "I said so." }] } }));
     return { stateless, values, state, tool, aiOnly };

@@ -153,7 +153,7 @@ func FuzzWireJSON(f *testing.F) {
 			tokens = &TurnTokens{Input: n, Output: -n}
 		}
 		m := &Message{ID: id, ConversationID: ref, Seq: n, Date: at, Type: typ, Content: content,
-			Reasoning: pick(4, text), Tokens: tokens, Interrupted: set&(1<<5) != 0, Continued: set&(1<<11) == 0, CallID: pick(6, id),
+			Reasoning: pick(4, text), Tokens: tokens, Interrupted: set&(1<<5) != 0, InterruptReason: pick(13, ref), Continued: set&(1<<11) == 0, CallID: pick(6, id),
 			Name: pick(7, typ), IsError: set&(1<<8) != 0, Code: pick(9, typ), Details: pick(10, text), ReplyTo: pick(11, ref)}
 		e := &Event{ConversationID: id, Date: at, Type: typ, ReplyTo: pick(12, ref), Text: text, Tokens: tokens,
 			Reason: pick(13, text), Data: pick(14, ref), MIME: pick(15, typ), Dropped: int(n), CallID: pick(6, ref), Name: pick(7, id)}

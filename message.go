@@ -63,20 +63,20 @@ type Message struct {
 	Reasoning      string          `json:"reasoning,omitempty"`
 	Tokens         *TurnTokens     `json:"tokens,omitempty"`
 	Interrupted    bool            `json:"interrupted,omitempty"`
+	// InterruptReason is why an interrupted answer was cut (the reason of
+	// its interrupted event), kept so that a replay can say it too.
+	InterruptReason string `json:"interrupt_reason,omitempty"`
 	// Continued marks the text the model wrote before its tool calls, in
 	// a tool round: the turn goes on after it, so it does not close the
 	// turn (the tool calls follow it, in the same commit).
-	Continued bool `json:"continued,omitempty"`
-	// InterruptReason is why an interrupted answer was cut (the reason of
-	// its interrupted event), kept so that a replay can say it too.
-	InterruptReason string  `json:"interrupt_reason,omitempty"`
-	CallID          string  `json:"call_id,omitempty"`
-	Name            string  `json:"name,omitempty"`
-	Arguments       RawJSON `json:"arguments,omitempty"`
-	IsError         bool    `json:"is_error,omitempty"`
-	Code            string  `json:"code,omitempty"`
-	Details         string  `json:"details,omitempty"`
-	ReplyTo         string  `json:"reply_to,omitempty"`
+	Continued bool    `json:"continued,omitempty"`
+	CallID    string  `json:"call_id,omitempty"`
+	Name      string  `json:"name,omitempty"`
+	Arguments RawJSON `json:"arguments,omitempty"`
+	IsError   bool    `json:"is_error,omitempty"`
+	Code      string  `json:"code,omitempty"`
+	Details   string  `json:"details,omitempty"`
+	ReplyTo   string  `json:"reply_to,omitempty"`
 	// Parent is the seq of the message this one follows in the
 	// conversation's tree (0: at the root), assigned by the store.
 	Parent int64 `json:"parent,omitempty"`

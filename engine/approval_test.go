@@ -492,6 +492,20 @@ func TestApprovalBusyPolicies(t *testing.T) {
 			t.Fatalf("interrupted reason %q", interrupted)
 		}
 	})
+	// The interrupt closes the waiting turn, and that is all it cuts: a
+	// message queued behind it (which closing it let start) is answered.
+	t.Run("interrupt with one queued", func(t *testing.T) {
+		h, _, c, s, r1 := park(t)
+		r2 := h.send(c, "then this") // queued behind the parked turn
+		h.llm.Enqueue(llmtest.Text("answering the queued one"), llmtest.Text("answering the new one"))
+		r3 := h.send(c, "forget it", agentik.BusyInterrupt)
+		until(t, s, endOf(r1.MessageID))
+		evs := until(t, s, endOf(r2.MessageID))
+		if end := evs[len(evs)-1]; end.Reason != agentik.EndCompleted {
+			t.Fatalf("the queued turn ended %s: %s", end.Reason, types(evs))
+		}
+		until(t, s, endOf(r3.MessageID))
+	})
 }
 
 func TestParseApprovalPolicy(t *testing.T) {

@@ -79,12 +79,15 @@ func (h *handle) Regenerate(ctx context.Context, req agentik.RegenerateRequest) 
 	if err := c.e.accepting(); err != nil {
 		return agentik.SendResult{}, err
 	}
+	cut := false // the turn ahead is cut once the regenerate is accepted
 	if req.IfBusy == agentik.BusyInterrupt {
-		if err := c.interruptForBusy(ctx); err != nil {
+		closed, err := c.interruptParked(ctx, agentik.ReasonBusyPolicy, agentik.PrincipalFrom(ctx))
+		if err != nil {
 			return agentik.SendResult{}, err
 		}
+		cut = !closed
 	}
-	res, err := c.regenerate(ctx, user, req.IfBusy)
+	res, err := c.regenerate(ctx, user, req.IfBusy, cut)
 	if err == nil && req.IfBusy == agentik.BusyInterrupt && !c.isWorking() {
 		if _, err := c.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: c.id, Reason: agentik.ReasonBusyPolicy, Unless: res.MessageID}); err != nil {
 			c.e.log.Warn("forward busy-policy interrupt", "conversation", c.id, "err", err)
@@ -134,10 +137,14 @@ func (c *conv) regenerated(ctx context.Context, seq int64) (agentik.Message, err
 
 // regenerate opens user's turn again, durably, and queues it per the busy
 // policy, as send does with a new message.
-func (c *conv) regenerate(ctx context.Context, user agentik.Message, ifBusy string) (agentik.SendResult, error) {
+func (c *conv) regenerate(ctx context.Context, user agentik.Message, ifBusy string, cut bool) (agentik.SendResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	busy := c.running != nil || c.handling != "" || c.parked != nil || len(c.queue) > 0 || c.runsElsewhere()
+	ahead := ""
+	if cut && busy {
+		ahead = c.aheadLocked()
+	}
 	if busy && ifBusy == agentik.BusyReject {
 		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
 	}
@@ -156,8 +163,8 @@ func (c *conv) regenerate(ctx context.Context, user agentik.Message, ifBusy stri
 	c.lastActive = time.Now()
 	c.queue = append(c.queue, queued{user: user, client: user.ClientTools, fresh: !busy})
 	c.sent++
-	if busy && ifBusy == agentik.BusyInterrupt && c.running != nil {
-		c.interruptLocked(agentik.ReasonBusyPolicy)
+	if busy && ifBusy == agentik.BusyInterrupt {
+		c.cutForBusyLocked(ctx, ahead)
 	}
 	c.kickLocked()
 	return agentik.SendResult{MessageID: user.ID, Seq: user.Seq}, nil

@@ -278,7 +278,7 @@ func (c *conv) setTitle(ctx context.Context, title string) (agentik.Conversation
 }
 
 // send stores a user message and schedules its turn per the busy policy.
-func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendResult, error) {
+func (c *conv) send(ctx context.Context, req agentik.SendRequest, cut bool) (agentik.SendResult, error) {
 	if len(req.ToolResults) > 0 {
 		return c.sendToolResults(ctx, req)
 	}
@@ -298,6 +298,10 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	busy := c.running != nil || c.handling != "" || c.parked != nil || len(c.queue) > 0
+	ahead := ""
+	if cut && busy {
+		ahead = c.aheadLocked()
+	}
 	if busy && req.IfBusy == agentik.BusyReject {
 		return agentik.SendResult{}, agentik.Errorf(agentik.EBusy, "a turn is running")
 	}
@@ -354,8 +358,8 @@ func (c *conv) send(ctx context.Context, req agentik.SendRequest) (agentik.SendR
 	c.lastActive = time.Now()
 	c.queue = append(c.queue, queued{user: msg, client: req.ClientTools, fresh: !busy})
 	c.sent++
-	if busy && req.IfBusy == agentik.BusyInterrupt && c.running != nil {
-		c.interruptLocked(agentik.ReasonBusyPolicy)
+	if busy && req.IfBusy == agentik.BusyInterrupt {
+		c.cutForBusyLocked(ctx, ahead)
 	}
 	c.kickLocked()
 	return agentik.SendResult{MessageID: msg.ID, Seq: msg.Seq}, nil
@@ -505,23 +509,39 @@ func (c *conv) interruptBy(reason, by string) bool {
 	return c.interruptLocked(reason)
 }
 
-// interruptForBusy is the first half of the busy policy interrupt, before
-// the new message is queued: a turn waiting for approvals is closed (its
-// pending calls denied), and a turn sent and about to start here — taken
-// by the loop or first in its queue, its model call perhaps on its way — is
-// withdrawn, as Interrupt does: it is the current turn even though it does
-// not run yet. A turn running here is cut once the new message is queued
-// (send), one running elsewhere through the Coordinator.
-func (c *conv) interruptForBusy(ctx context.Context) error {
-	if _, err := c.interruptParked(ctx, agentik.ReasonBusyPolicy, agentik.PrincipalFrom(ctx)); err != nil {
-		return err
+// aheadLocked is the turn a busy-policy interrupt cuts when none runs
+// here: the one this process's loop took and has not started yet (its
+// model call, sent early, may be answering already), or, alone on the
+// store, the first of its queue. "" for none (a turn that waits is closed
+// by interruptParked; one another process runs is asked through the
+// Coordinator). Sharing the store, this process's queue is not the
+// store's: only a turn its loop took counts. The caller holds mu and has
+// not queued the new message yet.
+func (c *conv) aheadLocked() string {
+	switch {
+	case c.running != nil || c.parked != nil:
+		return ""
+	case c.handling != "":
+		return c.handling
+	case c.shared || c.pending != nil || c.stranded:
+		return ""
+	case len(c.queue) > 0:
+		return c.queue[0].user.ID
 	}
-	if id := c.starting(); id != "" {
-		if _, err := c.interruptTurn(ctx, id, agentik.ReasonBusyPolicy); err != nil {
-			return err
-		}
+	return ""
+}
+
+// cutForBusyLocked is the busy-policy interrupt once the new message is
+// accepted: the running turn is cancelled, or the turn ahead (aheadLocked,
+// read before the message was queued) is withdrawn before it starts, as
+// Interrupt does. The caller holds mu.
+func (c *conv) cutForBusyLocked(ctx context.Context, ahead string) {
+	if c.interruptLocked(agentik.ReasonBusyPolicy) || ahead == "" {
+		return
 	}
-	return nil
+	if err := c.withdrawLocked(context.WithoutCancel(ctx), ahead, agentik.ReasonBusyPolicy); err != nil {
+		c.e.log.Warn("busy policy: withdraw the turn about to start", "conversation", c.id, "reply_to", ahead, "err", err)
+	}
 }
 
 // starting returns the user message whose turn this process starts next
@@ -695,12 +715,15 @@ func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.Sen
 			return agentik.SendResult{}, err
 		}
 	}
+	cut := false // the turn ahead is cut once the message is accepted
 	if req.IfBusy == agentik.BusyInterrupt && len(req.ToolResults) == 0 {
 		// A turn waiting for approvals is interrupted: its pending calls
 		// are denied and it is closed, then this message is answered.
-		if err := c.interruptForBusy(ctx); err != nil {
+		closed, err := c.interruptParked(ctx, agentik.ReasonBusyPolicy, agentik.PrincipalFrom(ctx))
+		if err != nil {
 			return agentik.SendResult{}, err
 		}
+		cut = !closed // else the turn it closed was the one to cut
 	}
 	if req.Parent != nil && len(req.ToolResults) == 0 {
 		head, err := c.checkParent(ctx, *req.Parent)
@@ -711,7 +734,7 @@ func (h *handle) Send(ctx context.Context, req agentik.SendRequest) (agentik.Sen
 			req.Parent = nil // follows the head: an ordinary send
 		}
 	}
-	res, err := c.send(ctx, req)
+	res, err := c.send(ctx, req, cut)
 	if err == nil && res.Seq == 1 && len(req.ToolResults) == 0 {
 		c.titleFromFirst(ctx, req.Content) // before Send returns: whoever reads the conversation next sees it
 	}

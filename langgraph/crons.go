@@ -110,10 +110,14 @@ func (q *cronRequest) schedule() (agentik.ScheduleRequest, error) {
 		if len(q.Input.Messages) == 0 {
 			return req, agentik.Errorf(agentik.EInvalid, "input.messages: a cron needs the message each run sends")
 		}
-		var err error
-		if req.Content, _, err = runInput(q.Input.Messages); err != nil {
+		content, ctxParts, err := runInput(q.Input.Messages)
+		if err != nil {
 			return req, err
 		}
+		if ctxParts > 0 {
+			return req, agentik.Errorf(agentik.EInvalid, "input.messages: a cron sends human messages only (no history, no system message)")
+		}
+		req.Content = content
 	}
 	return req, nil
 }

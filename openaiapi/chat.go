@@ -256,7 +256,10 @@ func (h *Handler) durableMatch(ctx context.Context, c *chatCall, header string, 
 	}
 	var ks []int
 	var keys []string
-	for k := len(c.hist) - 1; k > max(shorter, 1); k-- {
+	// Every answer that follows a user message is a candidate, those at
+	// or before shorter too: a turn's journal may carry the match past it
+	// (this process recorded its first completion, not the rest).
+	for k := len(c.hist) - 1; k > 1; k-- {
 		if c.hist[k-1].role == "assistant" && c.hist[k-2].role == "user" {
 			ks = append(ks, k)
 			keys = append(keys, lookupKey(c.keys[k-1]))
@@ -293,7 +296,7 @@ func (h *Handler) durableMatch(ctx context.Context, c *chatCall, header string, 
 // holds it: the messages answering it, each the child of the one before
 // (the first branch stored, when the turn was answered again); nil when
 // the conversation is gone. pend are the turn's approvals that wait, read
-// when it ends with a tool call.
+// when the journal holds no end of it.
 func turnOf(ctx context.Context, agent agentik.Agent, ref agentik.KeyRef) (turn []agentik.Message, pend []agentik.PendingApproval, err error) {
 	conv, err := agent.Conversation(ctx, ref.ConversationID)
 	if agentik.IsNotFound(err) {
@@ -317,7 +320,7 @@ func turnOf(ctx context.Context, agent agentik.Agent, ref agentik.KeyRef) (turn 
 		}
 		turn, at = append(turn, m), m.Seq
 	}
-	if len(turn) > 0 && turn[len(turn)-1].Type == agentik.MsgToolCall {
+	if len(turn) > 0 && !turn[len(turn)-1].ClosesTurn() { // it may wait for approvals
 		all, err := conv.Approvals(ctx)
 		if err != nil {
 			return nil, nil, err
@@ -415,7 +418,11 @@ func newConversation(ctx context.Context, agent agentik.Agent, temporal bool) (a
 	if err != nil {
 		return nil, err
 	}
-	return agent.Conversation(ctx, info.ID)
+	conv, err := agent.Conversation(ctx, info.ID)
+	if err != nil {
+		agent.DeleteConversation(context.WithoutCancel(ctx), info.ID) // nothing stays of a request that failed
+	}
+	return conv, err
 }
 
 // hasRole reports whether msgs has a message of role.

@@ -31,6 +31,7 @@ type runRequest struct {
 	StreamResumable   bool            `json:"stream_resumable"`
 	MultitaskStrategy string          `json:"multitask_strategy"`
 	OnDisconnect      string          `json:"on_disconnect"`
+	OnCompletion      string          `json:"on_completion"`
 	IfNotExists       string          `json:"if_not_exists"`
 	InterruptBefore   json.RawMessage `json:"interrupt_before"`
 	InterruptAfter    json.RawMessage `json:"interrupt_after"`
@@ -95,6 +96,11 @@ func (q *runRequest) validate() error {
 	default:
 		return agentik.Errorf(agentik.EInvalid, "on_disconnect must be cancel or continue")
 	}
+	switch q.OnCompletion {
+	case "", "delete", "keep":
+	default:
+		return agentik.Errorf(agentik.EInvalid, "on_completion must be delete or keep")
+	}
 	switch q.IfNotExists {
 	case "", "reject", "create":
 	default:
@@ -141,6 +147,7 @@ type started struct {
 	// cancelOnDisconnect: on_disconnect=cancel, the run goes with its
 	// stream's client.
 	cancelOnDisconnect bool
+	keep               bool // on_completion=keep: a stateless run's thread stays
 }
 
 // follower makes the follower of the started run, writing to out.
@@ -178,7 +185,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, tid string) (*st
 		return nil, err
 	}
 	ctx := r.Context()
-	st := &started{modes: m, cancelOnDisconnect: q.OnDisconnect == "cancel"}
+	st := &started{modes: m, cancelOnDisconnect: q.OnDisconnect == "cancel", keep: q.OnCompletion == "keep"}
 	if st.t, st.temp, err = h.runThread(r, tid, &q); err != nil {
 		return nil, err
 	}
@@ -421,24 +428,40 @@ func (h *Handler) streamRun(w http.ResponseWriter, r *http.Request) error {
 	defer st.close()
 	s := startSSE(w, h.opts.KeepAlive, runHeaders(st))
 	defer s.close()
-	if !h.follow(r, st, s) && st.cancelOnDisconnect {
+	f, over := h.follow(r, st, s)
+	if !over && st.cancelOnDisconnect {
 		// The client went away before the run's end and asked for its run
 		// to go with it (useStream's default without resumable streams).
 		st.t.conv.InterruptTurn(detach(r.Context()), st.runID)
 	}
+	h.completed(r.Context(), st, f, over)
 	return nil
 }
 
+// completed deletes a stateless run's temporal thread once the run is
+// over and its answer was given (on_completion: delete, LangGraph's
+// default), so that a client's stateless runs do not hold memory until
+// the idle cleanup. A run that waits for approvals, one the client left
+// before its end, or on_completion: keep keeps its thread.
+func (h *Handler) completed(ctx context.Context, st *started, f *follower, over bool) {
+	if !st.temp || !over || f.waiting || st.keep {
+		return
+	}
+	if err := st.t.agent.DeleteConversation(detach(ctx), st.t.conv.ID()); err != nil && !agentik.IsNotFound(err) {
+		h.log.WarnContext(ctx, "langgraph: delete a stateless run's thread", "thread", st.t.conv.ID(), "err", err)
+	}
+}
+
 // follow streams a started run to its end (or the client's going away:
-// false).
-func (h *Handler) follow(r *http.Request, st *started, s *sseWriter) bool {
+// over is false).
+func (h *Handler) follow(r *http.Request, st *started, s *sseWriter) (f *follower, over bool) {
 	s.event("metadata", 0, map[string]any{"run_id": st.runID, "thread_id": st.t.conv.ID(), "attempt": 1})
-	f := st.follower(st.modes, s)
+	f = st.follower(st.modes, s)
 	if st.modes["events"] {
 		f.streamEvent("on_chain_start", map[string]any{"input": map[string]any{}})
 	}
 	if !f.run(r.Context(), st.events) {
-		return false
+		return f, false
 	}
 	if st.modes["events"] {
 		// The run's output is the thread's values: read whole (the
@@ -453,7 +476,7 @@ func (h *Handler) follow(r *http.Request, st *started, s *sseWriter) bool {
 		s.event("error", 0, map[string]string{"error": "RunError", "message": h.failureText(r.Context(), st)})
 	}
 	s.event("end", 0, nil)
-	return true
+	return f, true
 }
 
 // failureText is what a failed run says: the turn's error entry.
@@ -499,5 +522,6 @@ func (h *Handler) finalValues(w http.ResponseWriter, r *http.Request, st *starte
 	}
 	w.Header().Set("Content-Location", "/threads/"+st.t.conv.ID()+"/runs/"+st.runID)
 	writeJSON(w, v)
+	h.completed(r.Context(), st, f, true)
 	return nil
 }

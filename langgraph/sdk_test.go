@@ -267,15 +267,27 @@ func TestLangGraphSDKLostDeltasArriveWhole(t *testing.T) {
 // TestLangGraphSDKWaitAndBackground: runs.wait answers the final values (on
 // a thread and stateless); a background run is joined and then succeeded.
 func TestLangGraphSDKWaitAndBackground(t *testing.T) {
-	e := newEnv(t)
-	e.st.LLM.Enqueue(llmtest.Text("waited"), llmtest.Text("stateless answer"), llmtest.Text("streamed without a thread"))
+	mem := memstore.New()
+	e := newEnv(t, func(o *engine.Options) { o.Temporal = mem })
+	e.st.LLM.Enqueue(llmtest.Text("waited"), llmtest.Text("stateless answer"), llmtest.Text("streamed without a thread"), llmtest.Text("kept"))
 	var w struct {
 		Thread          Thread
 		Values          Values
 		Stateless       Values
 		StatelessStream []sseEvent
+		Kept            Values
+		BadCompletion   int
 	}
 	e.node("alice", "wait", nil, &w)
+	// A stateless run's thread goes once its answer is given
+	// (on_completion: delete, the default); on_completion: keep keeps it.
+	temp, _, err := mem.ListConversations(context.Background(), "alice", 100, "")
+	if err != nil || len(temp) != 1 || len(w.Kept.Messages) != 2 || text(w.Kept.Messages[1]) != "kept" {
+		t.Fatalf("temporal threads left %+v (%v), want the kept one (%+v)", temp, err, w.Kept)
+	}
+	if w.BadCompletion != 422 {
+		t.Fatalf("on_completion complete: %d, want 422", w.BadCompletion)
+	}
 	if v := lastValues(t, w.StatelessStream); len(v.Messages) != 2 || text(v.Messages[1]) != "streamed without a thread" {
 		t.Fatalf("stateless stream %+v", v)
 	}

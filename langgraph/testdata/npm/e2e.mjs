@@ -72,7 +72,9 @@ const scenarios = {
     const values = await client.runs.wait(thread.thread_id, A, { input: human("wait for me") });
     const stateless = await client.runs.wait(null, A, { input: human("no thread") });
     const statelessStream = await collect(client.runs.stream(null, A, { input: human("no thread, streamed") }));
-    return { thread, values, stateless, statelessStream };
+    const kept = await client.runs.wait(null, A, { input: human("keep this one"), onCompletion: "keep" });
+    const badCompletion = await status(client.runs.wait(null, A, { input: human("x"), onCompletion: "complete" }));
+    return { thread, values, stateless, statelessStream, kept, badCompletion };
   },
 
   // Input with system and earlier ai messages: a stateless client that

@@ -213,83 +213,34 @@ func (s *server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) send(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
-	}
-	req, ok := decodeBody(s, w, r, decodeSend)
-	if !ok {
-		return
-	}
-	conv, err := s.agent.Conversation(r.Context(), id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer conv.Close()
-	res, err := conv.Send(r.Context(), req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, res)
+	onConversation(s, w, r, decodeSend, http.StatusAccepted, agentik.Conversation.Send)
 }
 
 // regenerate answers a user message again on a new branch (SPEC §18).
 func (s *server) regenerate(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
-	}
-	req, ok := decodeBody(s, w, r, decodeRegenerate)
-	if !ok {
-		return
-	}
-	conv, err := s.agent.Conversation(r.Context(), id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer conv.Close()
-	res, err := conv.Regenerate(r.Context(), req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusAccepted, res)
+	onConversation(s, w, r, decodeRegenerate, http.StatusAccepted, agentik.Conversation.Regenerate)
 }
 
 // setHead moves the head to another message (SPEC §18).
 func (s *server) setHead(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.pathID(w, r)
-	if !ok {
-		return
-	}
-	seq, ok := decodeBody(s, w, r, decodeHead)
-	if !ok {
-		return
-	}
-	conv, err := s.agent.Conversation(r.Context(), id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer conv.Close()
-	info, err := conv.SetHead(r.Context(), seq)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, info)
+	onConversation(s, w, r, decodeHead, http.StatusOK, agentik.Conversation.SetHead)
 }
 
 // fork copies a path into a new conversation (SPEC §18).
 func (s *server) fork(w http.ResponseWriter, r *http.Request) {
+	onConversation(s, w, r, decodeFork, http.StatusCreated, agentik.Conversation.Fork)
+}
+
+// onConversation is a POST or PUT on the conversation of the path: its
+// body decoded by decode, then call on the opened conversation, whose
+// result is answered with status.
+func onConversation[Req, Res any](s *server, w http.ResponseWriter, r *http.Request, decode func([]byte) (Req, error), status int,
+	call func(agentik.Conversation, context.Context, Req) (Res, error)) {
 	id, ok := s.pathID(w, r)
 	if !ok {
 		return
 	}
-	req, ok := decodeBody(s, w, r, decodeFork)
+	req, ok := decodeBody(s, w, r, decode)
 	if !ok {
 		return
 	}
@@ -299,12 +250,12 @@ func (s *server) fork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conv.Close()
-	info, err := conv.Fork(r.Context(), req)
+	res, err := call(conv, r.Context(), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, info)
+	writeJSON(w, status, res)
 }
 
 type interruptResult struct {

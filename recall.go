@@ -53,7 +53,7 @@ func ParseSearchQuery(s string) (SearchQuery, error) {
 	case strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && !unicode.IsSpace(r) }) >= 0:
 		return SearchQuery{}, Errorf(EInvalid, "the search query holds a control character")
 	}
-	q := SearchQuery{Terms: strings.FieldsFunc(s, func(r rune) bool { return !isWordRune(r) })}
+	q := SearchQuery{Terms: SearchWords(s)}
 	switch {
 	case len(q.Terms) == 0:
 		return SearchQuery{}, Errorf(EInvalid, "the search query has no word to search for")
@@ -80,6 +80,15 @@ func SearchLimit(limit int) (int, error) {
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }
+
+// SearchWords splits s into the words a search finds and is made of: the
+// runs of letters and digits, in order, repeats and case kept. A query's
+// terms are its words; a store that splits a message's text itself
+// (PostgreSQL's vectors, storeutil.SearchVector) splits it the same way,
+// so every term of a query is a word of the messages it finds.
+func SearchWords(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !isWordRune(r) })
+}
 
 // MessageSearcher is the full-text index of a store's view of one agent
 // (SPEC §19): the user and assistant messages of the agent's conversations

@@ -12,6 +12,7 @@ import (
 	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -140,15 +141,16 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 	scope := "" // the owner's search scope, for the first message with text
 	for _, e := range n.Events {
 		if m := e.Event.Message; m != nil {
-			text := ""
-			if c.index {
-				text = agentik.SearchText(m)
-			}
-			if text != "" && scope == "" {
-				scope = storeutil.SearchScope(st.owner)
+			var vector pgtype.TSVector // NULL: a message without text is not searched
+			var filed *string
+			if text := agentik.SearchText(m); c.index && text != "" {
+				if scope == "" {
+					scope = storeutil.SearchScope(st.owner)
+				}
+				vector, filed = searchVector(scope, text), &scope
 			}
 			batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, e.MessagePayload, column(e.Images), m.Parent,
-				text, scope)
+				vector, filed)
 		}
 		if e.Closes != "" {
 			batch.Queue(qCloseTurn, e.Closes, w.ConversationID)

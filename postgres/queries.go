@@ -127,12 +127,11 @@ const (
 	// go to the default agent.
 	qAdoptConversations = `UPDATE conversations SET agent_id = $1 WHERE agent_id = ''`
 	qAdoptAgentEvents   = `UPDATE agent_events SET agent_id = $1 WHERE agent_id = ''`
-	// A message with text ($10) has its search vector, filed under its
-	// owner's scope token ($11; search.go, migrations/0013).
+	// A message with text has its search vector ($10, searchVector),
+	// filed under its owner's scope token ($11; search.go,
+	// migrations/0014); both are NULL for one without.
 	qInsertMessage = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images, parent, search, search_scope)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $10::text = '' THEN NULL
-			ELSE setweight(CAST($11::text AS tsvector), 'A') || to_tsvector('simple', $10::text) END,
-			CASE WHEN $10::text = '' THEN NULL ELSE $11::text END)`
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 	// The head after a write that moved it (SPEC §18); a head move always
 	// comes with an event, so last_cursor moves with it (qCommitGuard).
 	qSetHead = `UPDATE conversations SET head = $1 WHERE id = $2`

@@ -2,17 +2,21 @@ package postgres
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 var _ agentik.MessageSearcher = (*Store)(nil)
 
 // qSearch finds the newest $5 messages of the owner's scope $2 (the
-// owner's token, migrations/0013) with every word of $1, checks the owner
+// owner's token, migrations/0014) that match $1 (every word of the query
+// and the scope token: searchQuery), checks the owner
 // and agent of each on its conversation, and reads their payloads. The
 // planner chooses between two walks from what its statistics say of the
 // words: for a rare word the GIN index (the words and the scope token
@@ -21,15 +25,14 @@ var _ agentik.MessageSearcher = (*Store)(nil)
 // owner's messages the btree index of the scope's messages newest first,
 // stopping at the limit. It can only choose with the words in hand, so the
 // query is planned at every call (QueryExecModeExec: no cached generic
-// plan). A query plainto_tsquery reads no word from matches nothing
-// (numnode), never every message of the scope.
+// plan). A parsed query has a word at least (agentik.ParseSearchQuery),
+// so no query matches every message of the scope.
 const qSearch = `SELECT m.conversation_id, m.seq, m.type, m.date, m.payload
 	FROM messages AS m JOIN conversations AS c ON c.id = m.conversation_id
-	WHERE numnode(plainto_tsquery('simple', $1::text)) > 0
-		AND m.search @@ (plainto_tsquery('simple', $1::text) && CAST($3::text AS tsquery))
+	WHERE m.search @@ CAST($1::text AS tsquery)
 		AND m.search IS NOT NULL AND m.search_scope = $2
-		AND c.owner = $4 AND c.agent_id = $5
-	ORDER BY m.date DESC, m.conversation_id DESC, m.seq DESC LIMIT $6`
+		AND c.owner = $3 AND c.agent_id = $4
+	ORDER BY m.date DESC, m.conversation_id DESC, m.seq DESC LIMIT $5`
 
 // SearchMessages implements agentik.MessageSearcher.
 func (s *Store) SearchMessages(ctx context.Context, owner string, q agentik.SearchQuery, limit int) ([]agentik.SearchHit, error) {
@@ -49,10 +52,69 @@ func (s *Store) SearchMessages(ctx context.Context, owner string, q agentik.Sear
 			h, err := storeutil.SearchHit(conv, seq, typ, agentik.TimeOf(date), payload, q)
 			hits = append(hits, h)
 			return err
-		}, qSearch, pgx.QueryExecModeExec, q.Text(), scope, scope+":A", owner, s.agent, limit)
+		}, qSearch, pgx.QueryExecModeExec, searchQuery(scope, q), scope, owner, s.agent, limit)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return hits, nil
+}
+
+// The bounds of a tsvector: a lexeme is shorter than 2 KiB, all of them
+// together shorter than 1 MiB.
+const (
+	maxLexemeBytes = 2046
+	maxVectorBytes = 1 << 19 // well inside
+)
+
+// searchVector is the search vector of a message's text filed under
+// scope (storeutil.SearchScope): the scope token at position 1 with
+// weight A, and every distinct word of text (agentik.SearchWords,
+// lowercased) at position 2, sorted and unique as the database keeps
+// them. It is made here, not by to_tsvector, so that the database parses
+// nothing on the commit's path (it reads the binary form), and so that a
+// message's words are exactly what a query's terms can be (searchQuery):
+// the database's parser keeps "example.com" or "3.14" whole, which no
+// query of words finds. Every word has a position, and so the default
+// weight D: a lexeme without one would match a query's weight A, and a
+// message that quotes another principal's token would be filed under
+// it. A word longer than a lexeme may be is left out, as to_tsvector
+// does, and so are the words past the vector's bound.
+func searchVector(scope, text string) pgtype.TSVector {
+	words := agentik.SearchWords(text)
+	size := len(scope)
+	n := 0
+	for _, w := range words {
+		if len(w) > maxLexemeBytes || size+len(w) > maxVectorBytes {
+			continue
+		}
+		size += len(w)
+		words[n] = strings.ToLower(w)
+		n++
+	}
+	words = append(words[:n], scope)
+	slices.Sort(words)
+	words = slices.Compact(words)
+	v := pgtype.TSVector{Lexemes: make([]pgtype.TSVectorLexeme, len(words)), Valid: true}
+	for i, w := range words {
+		pos := pgtype.TSVectorPosition{Position: 2}
+		if w == scope {
+			pos = pgtype.TSVectorPosition{Position: 1, Weight: pgtype.TSVectorWeightA}
+		}
+		v.Lexemes[i] = pgtype.TSVectorLexeme{Word: w, Positions: []pgtype.TSVectorPosition{pos}}
+	}
+	return v
+}
+
+// searchQuery is the tsquery of q within scope: every term, lowercased,
+// and the scope token with weight A, all required. A term is letters and
+// digits only (agentik.ParseSearchQuery), so each is a quoted lexeme and
+// nothing of what the user typed is read as the query's syntax.
+func searchQuery(scope string, q agentik.SearchQuery) string {
+	var b strings.Builder
+	for _, t := range q.Terms {
+		b.WriteString("'" + strings.ToLower(t) + "' & ")
+	}
+	b.WriteString("'" + scope + "':A")
+	return b.String()
 }

@@ -20,6 +20,42 @@ func TestSearch(t *testing.T) {
 	})
 }
 
+// TestSearchVectorAndQuery: the vectors and queries made in Go, read by
+// the database. A message matches the queries of its own words in any
+// case under its own scope, and never under a scope it only quotes (its
+// words have weight D, the scope token A); a word too long for a lexeme
+// is left out rather than failing the commit.
+func TestSearchVectorAndQuery(t *testing.T) {
+	s := openDSN(t, freshSchema(t))
+	alice, mallory := storeutil.SearchScope("alice"), storeutil.SearchScope("mallory")
+	long := strings.Repeat("z", 3000)
+	for _, c := range []struct {
+		scope, text, query, queryScope string
+		want                           bool
+	}{
+		{alice, "Hello, World", "hello world", alice, true},
+		{alice, "Hello, World", "WORLD", alice, true},
+		{alice, "Hello, World", "world", mallory, false},
+		{alice, "Hello " + mallory, "hello", mallory, false},
+		{alice, "Hello " + mallory, mallory, mallory, false},
+		{alice, "Hello " + alice, alice, alice, true},
+		{alice, "naïve café " + long, "CAFÉ naïve", alice, true},
+		{alice, "it's a_b", "it s a b", alice, true},
+		{alice, "…", "x", alice, false},
+	} {
+		q, err := agentik.ParseSearchQuery(c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bool
+		err = s.pool.QueryRow(t.Context(), `SELECT $1::tsvector @@ CAST($2::text AS tsquery)`,
+			searchVector(c.scope, c.text), searchQuery(c.queryScope, q)).Scan(&got)
+		if err != nil || got != c.want {
+			t.Errorf("%q searched for %q: %v, %v; want %v", c.text, c.query, got, err, c.want)
+		}
+	}
+}
+
 // TestMigrationToSearch: the migration that adds the search vectors fills
 // them for the messages written before it, under their owners, and they
 // go with their conversation afterwards. The old database holds a

@@ -187,7 +187,18 @@ func testSearchHostile(t *testing.T, s Agents) {
 	create(t, a, c)
 	say(t, a, c.ID, `plain words: alpha beta "gamma" delta-epsilon NEAR zeta OR eta`, "")
 	say(t, a, c.ID, "unrelated text", "")
+	// Words joined by punctuation are words of their own, as a query's
+	// are (PostgreSQL's parser keeps a host name or a number whole).
+	say(t, a, c.ID, "see Example.COM/docs, or mail ops@host.io about 3.14 and v2-rc1, Überraschung", "")
 	for q, n := range map[string]int{
+		"example com":                    1,
+		"docs":                           1,
+		"ops host io":                    1,
+		"3 14":                           1,
+		"v2 rc1":                         1,
+		"überraschung":                   1,
+		"example.com":                    1,
+		"3.14":                           1,
 		"alpha":                          1,
 		`"alpha`:                         1,
 		`alpha"`:                         1,

@@ -14,12 +14,14 @@ var _ agentik.MessageEmbeddings = (*Store)(nil)
 
 // The vector index of migrations/0016.
 const (
-	// The agent's messages of the full-text index (search IS NOT NULL)
-	// dated $3 or later with no vector of the model, newest first: a walk
-	// of messages_search_date down to $3.
+	// The agent's messages of the full-text index (search IS NOT NULL,
+	// user and assistant messages only) dated $3 or later with no vector
+	// of the model, newest first: a walk of messages_embed_walk down to
+	// $3 (migrations/0017: the type condition keeps searches off it).
 	qUnembedded = `SELECT m.id, m.payload FROM messages AS m
 		JOIN conversations AS c ON c.id = m.conversation_id
-		WHERE m.search IS NOT NULL AND c.agent_id = $1 AND m.date >= $3
+		WHERE m.search IS NOT NULL AND m.type IN ('user_message', 'assistant_message')
+			AND c.agent_id = $1 AND m.date >= $3
 			AND NOT EXISTS (SELECT 1 FROM message_vectors AS v WHERE v.message_id = m.id AND v.model = $2)
 		ORDER BY m.date DESC LIMIT $4`
 	// A message deleted meanwhile is not there to select: nothing is

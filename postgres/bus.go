@@ -99,6 +99,9 @@ type Bus struct {
 	// Owned by the agent lane's deliver: every agent-event cursor up to it
 	// has been delivered (or nobody here followed agent events then).
 	agentDelivered int64
+
+	// eventReads counts the reads of conversations' events (catchUpEvents).
+	eventReads atomic.Int64
 }
 
 // lane is one delivery queue and its wake-up.
@@ -134,11 +137,13 @@ const (
 	itemAgent                   // a local agent event with its cursor
 	itemRemote                  // an online event of another process
 	itemCatchUp                 // durable events are committed (see item)
+	itemDurable                 // a durable event of another process, after prev
 )
 
 type item struct {
 	kind  itemKind
 	ev    agentik.Event
+	prev  int64 // itemDurable: the cursor before ev in its conversation
 	agent agentik.AgentEvent
 	// itemCatchUp: events of these conversations up to these cursors, and
 	// agent events up to agents.
@@ -192,12 +197,20 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 	for range conversationLanes + 1 {
 		b.lanes = append(b.lanes, &lane{wake: make(chan struct{}, 1)})
 	}
+	// The first poll before NewBus returns, so that it never races with
+	// the first subscriptions (it wakes the sequencer for agent events a
+	// dead process left unnumbered).
+	if err := b.pollOnce(conn); err != nil {
+		b.cancel()
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("start bus: %w", classify(err))
+	}
 	b.wg.Add(3 + len(b.lanes))
 	for _, l := range b.lanes {
 		go b.deliver(l)
 	}
 	go b.send()
-	go b.listen(conn)
+	go b.listen(conn, time.Now())
 	go b.sequencer()
 	return b, nil
 }
@@ -211,13 +224,28 @@ func (b *Bus) Close() {
 
 // Publish delivers ev to this process's subscribers and announces it to the
 // other processes. It never blocks on a subscriber or the database.
+//
+// A durable event goes to the other processes whole with the cursor of its
+// predecessor in its conversation (as this process's commit recorded it),
+// so a process that delivered up to that predecessor delivers it without
+// reading the store (itemDurable); one that fits no notification, or whose
+// predecessor is not known here, is announced by its cursor only.
 func (b *Bus) Publish(ev agentik.Event) {
-	b.enqueue(item{kind: itemEvent, ev: ev}, ev.Cursor == 0)
-	if ev.Cursor != 0 {
-		b.notifyEvent(ev.ConversationID, ev.Cursor)
+	if ev.Cursor == 0 {
+		b.enqueue(item{kind: itemEvent, ev: ev}, true)
+		b.queueOut(onlineEntries(ev)...)
 		return
 	}
-	b.queueOut(onlineEntries(ev)...)
+	// Before the event is queued here: delivering it takes its
+	// predecessor from the chain.
+	prev, known := b.s.chain.peek(ev.Cursor)
+	b.enqueue(item{kind: itemEvent, ev: ev}, false)
+	if known {
+		if e := durableEntry(ev, prev); e != "" && b.queueOut(e) {
+			return
+		}
+	}
+	b.notifyEvent(ev.ConversationID, ev.Cursor)
 }
 
 // PublishAgent delivers ev here and announces it to the other processes. An
@@ -299,18 +327,22 @@ func (b *Bus) notifyControl(n notification) {
 	}
 }
 
-func (b *Bus) queueOut(ps ...string) {
+// queueOut queues entries to send, all of them or (past maxQueue) none,
+// and says which.
+func (b *Bus) queueOut(ps ...string) bool {
 	if len(ps) == 0 {
-		return
+		return false
 	}
 	b.outMu.Lock()
-	if len(b.out) < maxQueue {
+	queued := len(b.out) < maxQueue
+	if queued {
 		for _, p := range ps {
 			b.out = append(b.out, outEntry{entry: p})
 		}
 	}
 	b.outMu.Unlock()
 	wake(b.outWake)
+	return queued
 }
 
 // enqueue queues an item on its lane; a catch-up is split by lane.
@@ -548,6 +580,8 @@ func (b *Bus) deliverItem(it item) {
 		b.turnMu.Lock()
 		b.trackLocked(it.ev, false)
 		b.turnMu.Unlock()
+	case itemDurable:
+		b.deliverRemote(it.ev, it.prev)
 	case itemCatchUp: // of one lane: conversations', or agent events
 		if len(it.events) > 0 {
 			b.catchUpEvents(it.events)
@@ -586,6 +620,27 @@ func (b *Bus) deliverLocal(ev agentik.Event) {
 		st.delivered = ev.Cursor
 	}
 	b.subMu.Unlock()
+}
+
+// deliverRemote delivers a durable event another process committed and
+// sent whole: at once when the last event delivered of its conversation is
+// its predecessor, else after reading what came between from the store (a
+// notification lost, or sent too large for one).
+func (b *Bus) deliverRemote(ev agentik.Event, prev int64) {
+	b.subMu.Lock()
+	st := b.convs[ev.ConversationID]
+	switch {
+	case st == nil || ev.Cursor <= st.delivered:
+		b.subMu.Unlock()
+		return
+	case prev <= st.delivered:
+		b.local.Publish(ev)
+		st.delivered = ev.Cursor
+		b.subMu.Unlock()
+		return
+	}
+	b.subMu.Unlock()
+	b.catchUpEvents([]convCursor{{ev.ConversationID, ev.Cursor}})
 }
 
 // catchUpPage is how many events of one conversation one catch-up query
@@ -630,6 +685,7 @@ func (b *Bus) catchUpEvents(upto []convCursor) {
 		}
 		var evs []agentik.Event
 		var withImages []storeutil.Pending
+		b.eventReads.Add(1)
 		err := queryEach(ctx, b.s.pool, scanEvents(&evs, &withImages), qEventsAfter, ids, afters, uptos, catchUpPage)
 		var missing []int
 		if err == nil {
@@ -819,12 +875,14 @@ func (b *Bus) sequencer() {
 }
 
 // listen keeps a connection listening on the channel, reconnecting with a
-// backoff, and polls the cursor counters for lost notifications.
-func (b *Bus) listen(conn *pgx.Conn) {
+// backoff, and polls the cursor counters for lost notifications. conn was
+// polled last at polled.
+func (b *Bus) listen(conn *pgx.Conn, polled time.Time) {
 	defer b.wg.Done()
 	backoff := 100 * time.Millisecond
 	for {
-		err := b.listenOn(conn) // closes conn
+		err := b.listenOn(conn, polled) // closes conn
+		polled = time.Time{}
 		for {
 			if b.ctx.Err() != nil {
 				return
@@ -857,14 +915,16 @@ func (b *Bus) connectListening(ctx context.Context) (*pgx.Conn, error) {
 }
 
 // listenOn delivers what conn hears until it fails or the Bus closes, and
-// closes it.
-func (b *Bus) listenOn(conn *pgx.Conn) error {
+// closes it. A connection not polled yet (polled zero) is polled first:
+// whatever was committed while nobody here listened.
+func (b *Bus) listenOn(conn *pgx.Conn, polled time.Time) error {
 	defer conn.Close(context.Background())
-	// Whatever was committed while nobody here listened.
-	if err := b.pollOnce(conn); err != nil {
-		return err
+	if polled.IsZero() {
+		if err := b.pollOnce(conn); err != nil {
+			return err
+		}
+		polled = time.Now()
 	}
-	polled := time.Now()
 	for {
 		ctx, cancel := context.WithTimeout(b.ctx, b.poll-time.Since(polled))
 		n, err := conn.WaitForNotification(ctx)
@@ -967,6 +1027,9 @@ func (b *Bus) handleOne(n notification) {
 		b.enqueue(item{kind: itemCatchUp, events: n.events}, false)
 	case kindAgent:
 		b.enqueue(item{kind: itemCatchUp, agents: n.cursor}, false)
+	case kindDurable:
+		b.heard([]convCursor{{n.event.ConversationID, n.event.Cursor}})
+		b.enqueue(item{kind: itemDurable, ev: n.event, prev: n.prev}, false)
 	case kindOnline:
 		b.enqueue(item{kind: itemRemote, ev: n.event}, true)
 	case kindInterrupt:

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,8 +67,7 @@ func next(t *testing.T, sub agentik.Subscriber[agentik.Event]) agentik.Event {
 }
 
 // TestBusAcrossProcesses: durable and online events published through one
-// handle reach subscribers of another, in order, with the durable events
-// read back from the store.
+// handle reach subscribers of another, in order.
 func TestBusAcrossProcesses(t *testing.T) {
 	dsn := freshSchema(t)
 	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
@@ -112,6 +112,59 @@ func TestBusAcrossProcesses(t *testing.T) {
 	}
 	if got := next(t, sub); got.Type != agentik.EvEnd {
 		t.Fatalf("want end, got %+v", got)
+	}
+}
+
+// TestBusSendsDurableEventsWhole: a durable event another process
+// committed reaches a subscriber here without a read of the store when it
+// follows the last one delivered (the notification carries it whole); one
+// with an image, or too large for a notification, is read from the store,
+// and so is one whose predecessor was never heard of here.
+func TestBusSendsDurableEventsWhole(t *testing.T) {
+	dsn := freshSchema(t)
+	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
+	ba, bb := newBus(t, sa, time.Hour), newBus(t, sb, time.Hour)
+	conv := createConv(t, sa)
+	sub := bb.Subscribe(conv)
+	defer sub.Close()
+	before := bb.eventReads.Load()
+	var want []agentik.Event
+	for i := range 10 {
+		want = append(want, commitPublish(t, sa, ba, conv, fmt.Sprint("small ", i)))
+	}
+	for _, w := range want {
+		if got := next(t, sub); got.Cursor != w.Cursor || agentik.ContentSearchText(got.Message.Content) != agentik.ContentSearchText(w.Message.Content) {
+			t.Fatalf("got %+v, want %+v", got, w)
+		}
+	}
+	if after := bb.eventReads.Load(); after != before {
+		t.Fatalf("the subscriber's process read events %d times for events sent whole", after-before)
+	}
+
+	// Read from the store: an image, a text too large, and an event after
+	// one committed by a process without a Bus (its notification never
+	// sent).
+	img := userEvent(conv, "look")
+	img.Message.Content = append(img.Message.Content, agentik.Image("image/png", []byte("\x89PNG")))
+	evs, _, err := sa.Commit(t.Context(), agentik.Write{ConversationID: conv, Events: []agentik.Event{img}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba.Publish(evs[0])
+	large := commitPublish(t, sa, ba, conv, strings.Repeat("é", 5000))
+	silent, _, err := openDSN(t, dsn).Commit(t.Context(), agentik.Write{ConversationID: conv, Events: []agentik.Event{userEvent(conv, "unannounced")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := commitPublish(t, sa, ba, conv, "after the gap")
+	for _, w := range []agentik.Event{evs[0], large, silent[0], last} {
+		got := next(t, sub)
+		if got.Cursor != w.Cursor || !reflect.DeepEqual(got.Message.Content, w.Message.Content) {
+			t.Fatalf("got cursor %d, want %d (contents equal: %v)", got.Cursor, w.Cursor, reflect.DeepEqual(got.Message.Content, w.Message.Content))
+		}
+	}
+	if after := bb.eventReads.Load(); after == before {
+		t.Fatal("no read of the store for the events that needed one")
 	}
 }
 

@@ -89,6 +89,15 @@ func (c *chain) add(prev int64, evs []agentik.Event) {
 }
 
 // take returns and forgets the cursor before cursor, if known.
+// peek is take without forgetting: what the Bus tells other processes of
+// an event it publishes, before it delivers the event here.
+func (c *chain) peek(cursor int64) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.prev[cursor]
+	return p, ok
+}
+
 func (c *chain) take(cursor int64) (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -16,6 +17,10 @@ import (
 //	e <conversation id> <cursor> …  events of each conversation
 //	                             up to its cursor are committed
 //	a <cursor>                   agent events up to cursor are numbered
+//	d <prev> <event JSON>        a durable event this process committed, whose
+//	                             predecessor in its conversation is <prev> (0:
+//	                             none); it also says the events up to its
+//	                             cursor are committed, as an e entry would
 //	o <event JSON>               an online event (working, append_text, end, …)
 //	i <conversation id> <reason> <unless> [<reply to>]  interrupt the
 //	                             conversation's running turn unless it answers message
@@ -44,6 +49,7 @@ const maxEntry = maxPayload - maxHeader
 // Notification kinds.
 const (
 	kindEvents    = 'e'
+	kindDurable   = 'd'
 	kindAgent     = 'a'
 	kindOnline    = 'o'
 	kindInterrupt = 'i'
@@ -56,7 +62,8 @@ type notification struct {
 	kind    byte
 	cursor  int64         // a
 	events  []convCursor  // e
-	event   agentik.Event // o
+	event   agentik.Event // o, d
+	prev    int64         // d
 	conv    string        // i
 	reason  string        // i
 	unless  string        // i: "" for any turn
@@ -103,6 +110,14 @@ func encodeEntry(n notification) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		b.Write(j)
+	case kindDurable:
+		j, err := agentik.MarshalEvent(&n.event)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(strconv.FormatInt(n.prev, 10))
+		b.WriteByte(' ')
 		b.Write(j)
 	case kindInterrupt:
 		b.WriteString(n.conv)
@@ -220,6 +235,17 @@ func decodeEntry(rest string) (notification, error) {
 		if n.event.Cursor != 0 || n.event.Type == "" || agentik.Durable(n.event.Type) || !agentik.ValidID(n.event.ConversationID) {
 			return n, errBadNotification
 		}
+	case kindDurable:
+		prev, j, ok := strings.Cut(rest, " ")
+		if n.prev, err = strconv.ParseInt(prev, 10, 64); !ok || err != nil || n.prev < 0 {
+			return n, errBadNotification
+		}
+		if err := json.Unmarshal([]byte(j), &n.event); err != nil {
+			return n, errBadNotification
+		}
+		if n.event.Cursor <= n.prev || !agentik.Durable(n.event.Type) || !agentik.ValidID(n.event.ConversationID) {
+			return n, errBadNotification
+		}
 	case kindInterrupt:
 		parts := strings.Split(rest, " ")
 		if len(parts) < 3 || len(parts) > 4 || !agentik.ValidID(parts[0]) || (parts[2] != "-" && !agentik.ValidID(parts[2])) ||
@@ -242,6 +268,20 @@ func decodeEntry(rest string) (notification, error) {
 		return n, errBadNotification
 	}
 	return n, nil
+}
+
+// durableEntry encodes a durable event this process committed, after the
+// event prev of its conversation, for other processes: "" when it does not
+// fit an entry or holds an image (both are read from the store instead).
+func durableEntry(ev agentik.Event, prev int64) string {
+	if ev.Message != nil && slices.ContainsFunc(ev.Message.Content, func(c agentik.Content) bool { return c.Type != agentik.ContentText }) {
+		return ""
+	}
+	e, err := encodeEntry(notification{kind: kindDurable, event: ev, prev: prev})
+	if err != nil || len(e) > maxEntry {
+		return ""
+	}
+	return e
 }
 
 // onlineEntries encodes an online event for other processes, splitting an

@@ -15,6 +15,9 @@ func TestNotificationRoundTrip(t *testing.T) {
 		{node: node, seq: 6, kind: kindEvents, events: []convCursor{{conv, 42}, {node, 9}}},
 		{node: node, seq: 2, kind: kindAgent, cursor: 7},
 		{node: node, seq: 3, kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvAppendText, Text: "hi \x00 there"}},
+		{node: node, seq: 7, kind: kindDurable, prev: 41, event: agentik.Event{ConversationID: conv, Cursor: 42, Date: agentik.Now(), Type: agentik.EvUserMessage,
+			Message: &agentik.Message{ID: node, ConversationID: conv, Seq: 3, Date: agentik.Now(), Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("hi\n")}}}},
+		{node: node, seq: 8, kind: kindDurable, event: agentik.Event{ConversationID: conv, Cursor: 1, Type: agentik.EvStateUpdated}},
 		{node: node, seq: 4, kind: kindInterrupt, conv: conv, reason: agentik.ReasonUser},
 		{node: node, seq: 5, kind: kindInterrupt, conv: conv, reason: agentik.ReasonBusyPolicy, unless: node},
 		{node: node, seq: 6, kind: kindInterrupt, conv: conv, reason: agentik.ReasonUser, replyTo: node},
@@ -34,6 +37,11 @@ func TestNotificationRoundTrip(t *testing.T) {
 		node + " x e " + conv + " 1", node + " 1 z 1",
 		node + " 1 o {}", node + ` 1 o {"conversation_id":"` + conv + `","type":"user_message"}`,
 		node + ` 1 o {"conversation_id":"` + conv + `","type":"end","cursor":3}`,
+		node + ` 1 d 3 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
+		node + ` 1 d -1 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
+		node + ` 1 d {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
+		node + ` 1 d 1 {"conversation_id":"` + conv + `","type":"end","cursor":3}`,
+		node + ` 1 d 1 {"conversation_id":"nope","type":"user_message","cursor":3}`,
 		node + " 1 i " + conv + " restart -", node + " 1 i nope user -", node + " 1 i " + conv + " user", node + " 1 i " + conv + " user x",
 		node + " 1 i " + conv + " user - -", node + " 1 i " + conv + " user - x", node + " 1 i " + conv + " user - " + conv + " " + conv,
 	} {
@@ -145,6 +153,7 @@ func FuzzDecodeNotification(f *testing.F) {
 		node + " 1 e " + conv + " 42", node + " 1 e " + conv + " 42 " + node + " 3", node + " 2 a 7", node + " 3 i " + conv + " user -", node + " 4 i " + conv + " busy_policy " + node, node + " 7 i " + conv + " user - " + node,
 		node + ` 5 o {"conversation_id":"` + conv + `","date":"2025-01-01T00:00:00.000Z","type":"append_text","text":"hi"}`,
 		node + ` 6 o {"conversation_id":"` + conv + `","type":"end","tokens":{"input":1,"output":2}}`,
+		node + ` 9 d 4 {"conversation_id":"` + conv + `","type":"user_message","cursor":7,"message":{"id":"` + node + `","type":"user_message","content":[{"type":"text","text":"x"}]}}`,
 		"", "x 1 e 1", node + " 99999999999999999999 e 1",
 	} {
 		f.Add(s)

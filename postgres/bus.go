@@ -233,6 +233,10 @@ func (b *Bus) Close() {
 func (b *Bus) Publish(ev agentik.Event) {
 	if ev.Cursor == 0 {
 		b.enqueue(item{kind: itemEvent, ev: ev}, true)
+		if ev.Type == agentik.EvAppendText {
+			b.queueDelta(ev)
+			return
+		}
 		b.queueOut(onlineEntries(ev)...)
 		return
 	}
@@ -270,6 +274,34 @@ type outEntry struct {
 	events []convCursor
 	size   int // of events, encoded
 	agent  int64
+	delta  *agentik.Event // a text delta, encoded when sent (queueDelta)
+}
+
+// maxDeltaText bounds the text of deltas merged into one (queueDelta).
+const maxDeltaText = 4 << 10
+
+// queueDelta queues a text delta for the other processes, appending its
+// text to the delta queued last when that one is of the same turn and not
+// sent yet: a burst of deltas costs every other process one entry to
+// decode, not one each. Texts of deltas concatenate (SPEC), so a follower
+// shows the same text in fewer pieces.
+func (b *Bus) queueDelta(ev agentik.Event) {
+	b.outMu.Lock()
+	if n := len(b.out); n > 0 {
+		if d := b.out[n-1].delta; d != nil && d.ConversationID == ev.ConversationID && d.ReplyTo == ev.ReplyTo &&
+			len(d.Text)+len(ev.Text) <= maxDeltaText {
+			d.Text += ev.Text
+			b.outMu.Unlock()
+			return
+		}
+	}
+	if len(b.out) >= maxQueue {
+		b.outMu.Unlock()
+		return
+	}
+	b.out = append(b.out, outEntry{delta: &ev})
+	b.outMu.Unlock()
+	wake(b.outWake)
 }
 
 // maxNoticeSize bounds the cursor list of one durable-events notification.
@@ -796,6 +828,10 @@ func (b *Bus) sendBatch(es []outEntry) {
 	defer cancel()
 	entries := make([]string, 0, len(es))
 	for _, e := range es {
+		if e.delta != nil {
+			entries = append(entries, onlineEntries(*e.delta)...)
+			continue
+		}
 		p := e.entry
 		switch {
 		case e.events != nil:

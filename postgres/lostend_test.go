@@ -36,15 +36,32 @@ func outrun(ran chan<- struct{}) func(context.Context, querier) (int, int64, boo
 // split returns the types of evs, durable and online apart: each is
 // delivered in its own order (durable by cursor, online as published), and
 // the two are not ordered with each other across processes.
+//
+// Text deltas in a row are one "append_text(<their text>)": a process
+// merges the deltas it has not sent yet into one (Bus.queueDelta), so
+// another process sees the same text in as many pieces as the sender's
+// timing made.
 func split(evs []agentik.Event) (durable, online string) {
 	var d, o []string
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			o = append(o, "append_text("+text.String()+")")
+			text.Reset()
+		}
+	}
 	for _, ev := range evs {
-		if ev.Cursor != 0 {
+		switch {
+		case ev.Cursor != 0:
 			d = append(d, ev.Type)
-		} else {
+		case ev.Type == agentik.EvAppendText:
+			text.WriteString(ev.Text)
+		default:
+			flush()
 			o = append(o, ev.Type)
 		}
 	}
+	flush()
 	return strings.Join(d, " "), strings.Join(o, " ")
 }
 
@@ -138,7 +155,7 @@ func TestEveryEventReachesTheStreamingProcess(t *testing.T) {
 						}
 					}
 					wantDurable := "user_message assistant_message"
-					wantOnline := "working start_response append_text append_text append_text append_text append_text end"
+					wantOnline := "working start_response append_text(one two three four five) end"
 					if tc.approval {
 						if !until("awaiting_approval", func(_, o string) bool { return strings.Contains(o, agentik.EvAwaitingApproval) }) {
 							return
@@ -148,7 +165,7 @@ func TestEveryEventReachesTheStreamingProcess(t *testing.T) {
 							return
 						}
 						wantDurable = "user_message tool_call approval_requested approval_resolved tool_result assistant_message"
-						wantOnline = "working awaiting_approval working start_response append_text append_text append_text append_text append_text end"
+						wantOnline = "working awaiting_approval working start_response append_text(one two three four five) end"
 					}
 					if !until("every event", func(d, o string) bool { return d == wantDurable && strings.HasSuffix(o, " end") }) {
 						return

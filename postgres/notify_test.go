@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -199,5 +200,37 @@ func TestFoldCatchUps(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("folded %+v\nwant %+v", got, want)
+	}
+}
+
+// TestDeltasMergeUntilSent: text deltas queued one after another for the
+// other processes merge into one entry while unsent, in order; another
+// turn's delta, another event or the bound starts a new one.
+func TestDeltasMergeUntilSent(t *testing.T) {
+	b := &Bus{outWake: make(chan struct{}, 1)}
+	a, other := agentik.NewID(), agentik.NewID()
+	delta := func(conv, text string) agentik.Event {
+		return agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: text}
+	}
+	var want strings.Builder
+	for i := range 100 {
+		b.queueDelta(delta(a, fmt.Sprint(i, " ")))
+		want.WriteString(fmt.Sprint(i, " "))
+	}
+	b.queueDelta(delta(other, "x"))
+	b.queueOut("o {}")
+	b.queueDelta(delta(a, "after"))
+	b.queueDelta(delta(a, strings.Repeat("y", maxDeltaText)))
+	var got []string
+	for _, e := range b.out {
+		if e.delta == nil {
+			got = append(got, e.entry)
+			continue
+		}
+		got = append(got, e.delta.ConversationID+":"+e.delta.Text)
+	}
+	wantOut := []string{a + ":" + want.String(), other + ":x", "o {}", a + ":after", a + ":" + strings.Repeat("y", maxDeltaText)}
+	if !reflect.DeepEqual(got, wantOut) {
+		t.Fatalf("queued %d entries: %.200q\nwant %.200q", len(got), got, wantOut)
 	}
 }

@@ -34,10 +34,13 @@ type BusOptions struct {
 // Bus is the cross-process agentik.Bus. Events published in this process are
 // delivered to its subscribers directly, in publish order, and announced to
 // the other processes with NOTIFY. A durable event's notification carries
-// only its conversation and cursor: a receiving process reads the events
-// from the store, so the events table stays the source of truth and a lost
-// notification delays delivery (until the next notification or poll) but
-// loses nothing. Online events travel in the notification itself.
+// the event itself, signed, with its predecessor's cursor (a "d" entry; see
+// Publish), or only its conversation and cursor when it does not fit: a
+// receiving process that delivered up to the predecessor delivers it as
+// sent, and otherwise reads the events from the store, so the events table
+// stays the source of truth and a lost notification delays delivery (until
+// the next notification or poll) but loses nothing. Online events travel in
+// the notification itself.
 //
 // Ordering: every process delivers each conversation's durable events in
 // cursor order, following each conversation it has subscribers for on its
@@ -102,6 +105,9 @@ type Bus struct {
 
 	// eventReads counts the reads of conversations' events (catchUpEvents).
 	eventReads atomic.Int64
+
+	// key signs and checks the durable events sent whole (signDurable).
+	key []byte
 }
 
 // lane is one delivery queue and its wake-up.
@@ -185,6 +191,9 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 	if err := s.pool.QueryRow(ctx, qAgentCounter).Scan(&b.agentDelivered); err != nil {
 		return nil, fmt.Errorf("start bus: %w", classify(err))
 	}
+	if err := s.pool.QueryRow(ctx, qBusKey).Scan(&b.key); err != nil {
+		return nil, fmt.Errorf("start bus: %w", classify(err))
+	}
 	// Listening before NewBus returns: online events travel only in
 	// notifications, so a process that serves before it listens would
 	// never hear those sent in between (a poll catches up durable events
@@ -245,7 +254,7 @@ func (b *Bus) Publish(ev agentik.Event) {
 	prev, known := b.s.chain.peek(ev.Cursor)
 	b.enqueue(item{kind: itemEvent, ev: ev}, false)
 	if known {
-		if e := durableEntry(ev, prev); e != "" && b.queueOut(e) {
+		if e := durableEntry(b.key, ev, prev); e != "" && b.queueOut(e) {
 			return
 		}
 	}
@@ -1064,6 +1073,10 @@ func (b *Bus) handleOne(n notification) {
 	case kindAgent:
 		b.enqueue(item{kind: itemCatchUp, agents: n.cursor}, false)
 	case kindDurable:
+		if !signedBy(b.key, n) {
+			b.log.Debug("bus: ignoring a durable event with a bad signature", "conversation", n.event.ConversationID)
+			return
+		}
 		b.heard([]convCursor{{n.event.ConversationID, n.event.Cursor}})
 		b.enqueue(item{kind: itemDurable, ev: n.event, prev: n.prev}, false)
 	case kindOnline:

@@ -132,9 +132,14 @@ func TestBusSendsDurableEventsWhole(t *testing.T) {
 	for i := range 10 {
 		want = append(want, commitPublish(t, sa, ba, conv, fmt.Sprint("small ", i)))
 	}
-	for _, w := range want {
-		if got := next(t, sub); got.Cursor != w.Cursor || agentik.ContentSearchText(got.Message.Content) != agentik.ContentSearchText(w.Message.Content) {
-			t.Fatalf("got %+v, want %+v", got, w)
+	stored, err := sa.Events(t.Context(), conv, 0, 0)
+	if err != nil || len(stored) != len(want) {
+		t.Fatalf("%d events stored, %v", len(stored), err)
+	}
+	for i, w := range want {
+		// What a follower gets is what a read of the store gives.
+		if got := next(t, sub); got.Cursor != w.Cursor || !reflect.DeepEqual(got, stored[i]) {
+			t.Fatalf("got %+v\nwant %+v", got, stored[i])
 		}
 	}
 	if after := bb.eventReads.Load(); after != before {
@@ -165,6 +170,35 @@ func TestBusSendsDurableEventsWhole(t *testing.T) {
 	}
 	if after := bb.eventReads.Load(); after == before {
 		t.Fatal("no read of the store for the events that needed one")
+	}
+}
+
+// TestBusRefusesForgedDurableEvents: anyone allowed to connect may NOTIFY
+// on the channel; a durable event not signed with the database's key is
+// not delivered, and the conversation's real events still are (one with a
+// cursor far ahead, delivered, would have hidden every event after it).
+func TestBusRefusesForgedDurableEvents(t *testing.T) {
+	dsn := freshSchema(t)
+	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
+	ba, bb := newBus(t, sa, time.Hour), newBus(t, sb, time.Hour)
+	conv := createConv(t, sa)
+	sub := bb.Subscribe(conv)
+	defer sub.Close()
+	forged := userEvent(conv, "forged")
+	forged.Cursor = 1_000_000_000
+	j, err := agentik.MarshalEvent(&forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := "0 " + string(j)
+	for _, mac := range []string{strings.Repeat("0", macHex), signDurable([]byte("a key of another database"), signed)} {
+		if _, err := sa.pool.Exec(t.Context(), "SELECT pg_notify($1, $2)", ba.channel, "mallory 1 d "+mac+" "+signed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real := commitPublish(t, sa, ba, conv, "real")
+	if got := next(t, sub); got.Cursor != real.Cursor || got.Message.ID != real.Message.ID {
+		t.Fatalf("got %+v, want the real event (cursor %d)", got, real.Cursor)
 	}
 }
 

@@ -1,6 +1,9 @@
 package postgres
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -17,10 +20,11 @@ import (
 //	e <conversation id> <cursor> …  events of each conversation
 //	                             up to its cursor are committed
 //	a <cursor>                   agent events up to cursor are numbered
-//	d <prev> <event JSON>        a durable event this process committed, whose
+//	d <mac> <prev> <event JSON>  a durable event this process committed, whose
 //	                             predecessor in its conversation is <prev> (0:
 //	                             none); it also says the events up to its
-//	                             cursor are committed, as an e entry would
+//	                             cursor are committed, as an e entry would.
+//	                             <mac> signs "<prev> <event JSON>" (signDurable)
 //	o <event JSON>               an online event (working, append_text, end, …)
 //	i <conversation id> <reason> <unless> [<reply to>]  interrupt the
 //	                             conversation's running turn unless it answers message
@@ -64,6 +68,8 @@ type notification struct {
 	events  []convCursor  // e
 	event   agentik.Event // o, d
 	prev    int64         // d
+	mac     string        // d: the signature, hex
+	signed  string        // d, decoded: what mac signs, as received
 	conv    string        // i
 	reason  string        // i
 	unless  string        // i: "" for any turn
@@ -113,9 +119,11 @@ func encodeEntry(n notification) (string, error) {
 		b.Write(j)
 	case kindDurable:
 		j, err := agentik.MarshalEvent(&n.event)
-		if err != nil {
-			return "", err
+		if err != nil || n.mac == "" || strings.Contains(n.mac, " ") {
+			return "", errBadNotification
 		}
+		b.WriteString(n.mac)
+		b.WriteByte(' ')
 		b.WriteString(strconv.FormatInt(n.prev, 10))
 		b.WriteByte(' ')
 		b.Write(j)
@@ -236,7 +244,11 @@ func decodeEntry(rest string) (notification, error) {
 			return n, errBadNotification
 		}
 	case kindDurable:
-		prev, j, ok := strings.Cut(rest, " ")
+		var ok bool
+		if n.mac, n.signed, ok = strings.Cut(rest, " "); !ok || len(n.mac) != macHex {
+			return n, errBadNotification
+		}
+		prev, j, ok := strings.Cut(n.signed, " ")
 		if n.prev, err = strconv.ParseInt(prev, 10, 64); !ok || err != nil || n.prev < 0 {
 			return n, errBadNotification
 		}
@@ -271,17 +283,43 @@ func decodeEntry(rest string) (notification, error) {
 }
 
 // durableEntry encodes a durable event this process committed, after the
-// event prev of its conversation, for other processes: "" when it does not
-// fit an entry or holds an image (both are read from the store instead).
-func durableEntry(ev agentik.Event, prev int64) string {
+// event prev of its conversation, for other processes, signed with key:
+// "" when it does not fit an entry or holds an image (both are read from
+// the store instead).
+func durableEntry(key []byte, ev agentik.Event, prev int64) string {
 	if ev.Message != nil && slices.ContainsFunc(ev.Message.Content, func(c agentik.Content) bool { return c.Type != agentik.ContentText }) {
 		return ""
 	}
-	e, err := encodeEntry(notification{kind: kindDurable, event: ev, prev: prev})
-	if err != nil || len(e) > maxEntry {
+	j, err := agentik.MarshalEvent(&ev)
+	if err != nil {
+		return ""
+	}
+	signed := strconv.FormatInt(prev, 10) + " " + string(j)
+	e := string(kindDurable) + " " + signDurable(key, signed) + " " + signed
+	if len(e) > maxEntry {
 		return ""
 	}
 	return e
+}
+
+// macHex is the length of a d entry's signature: the first 128 bits of
+// HMAC-SHA256, in hex.
+const macHex = 32
+
+// signDurable signs a d entry's "<prev> <event JSON>" with the database's
+// bus key (migrations/0018): a durable event from a notification moves
+// what a process has delivered of its conversation, so one that anybody
+// allowed to connect could NOTIFY would stop its streams (a cursor far
+// ahead), where a forged e entry only costs a read of the store.
+func signDurable(key []byte, signed string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(signed))
+	return hex.EncodeToString(m.Sum(nil)[:macHex/2])
+}
+
+// signedBy says whether d entry n was signed with key.
+func signedBy(key []byte, n notification) bool {
+	return len(key) > 0 && hmac.Equal([]byte(n.mac), []byte(signDurable(key, n.signed)))
 }
 
 // onlineEntries encodes an online event for other processes, splitting an

@@ -11,14 +11,15 @@ import (
 
 func TestNotificationRoundTrip(t *testing.T) {
 	node, conv := agentik.NewID(), agentik.NewID()
+	mac := strings.Repeat("ab", 16)
 	for _, n := range []notification{
 		{node: node, seq: 1, kind: kindEvents, events: []convCursor{{conv, 42}}},
 		{node: node, seq: 6, kind: kindEvents, events: []convCursor{{conv, 42}, {node, 9}}},
 		{node: node, seq: 2, kind: kindAgent, cursor: 7},
 		{node: node, seq: 3, kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvAppendText, Text: "hi \x00 there"}},
-		{node: node, seq: 7, kind: kindDurable, prev: 41, event: agentik.Event{ConversationID: conv, Cursor: 42, Date: agentik.Now(), Type: agentik.EvUserMessage,
+		{node: node, seq: 7, kind: kindDurable, prev: 41, mac: strings.Repeat("ab", 16), event: agentik.Event{ConversationID: conv, Cursor: 42, Date: agentik.Now(), Type: agentik.EvUserMessage,
 			Message: &agentik.Message{ID: node, ConversationID: conv, Seq: 3, Date: agentik.Now(), Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("hi\n")}}}},
-		{node: node, seq: 8, kind: kindDurable, event: agentik.Event{ConversationID: conv, Cursor: 1, Type: agentik.EvStateUpdated}},
+		{node: node, seq: 8, kind: kindDurable, mac: strings.Repeat("0", 32), event: agentik.Event{ConversationID: conv, Cursor: 1, Type: agentik.EvStateUpdated}},
 		{node: node, seq: 4, kind: kindInterrupt, conv: conv, reason: agentik.ReasonUser},
 		{node: node, seq: 5, kind: kindInterrupt, conv: conv, reason: agentik.ReasonBusyPolicy, unless: node},
 		{node: node, seq: 6, kind: kindInterrupt, conv: conv, reason: agentik.ReasonUser, replyTo: node},
@@ -28,6 +29,7 @@ func TestNotificationRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := decodeNotification(p)
+		got.signed = ""
 		if err != nil || !reflect.DeepEqual(got, n) {
 			t.Fatalf("%q decoded to %+v, %v; want %+v", p, got, err, n)
 		}
@@ -38,11 +40,13 @@ func TestNotificationRoundTrip(t *testing.T) {
 		node + " x e " + conv + " 1", node + " 1 z 1",
 		node + " 1 o {}", node + ` 1 o {"conversation_id":"` + conv + `","type":"user_message"}`,
 		node + ` 1 o {"conversation_id":"` + conv + `","type":"end","cursor":3}`,
-		node + ` 1 d 3 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
-		node + ` 1 d -1 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
-		node + ` 1 d {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
-		node + ` 1 d 1 {"conversation_id":"` + conv + `","type":"end","cursor":3}`,
-		node + ` 1 d 1 {"conversation_id":"nope","type":"user_message","cursor":3}`,
+		node + " 1 d " + mac + ` 3 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
+		node + " 1 d " + mac + ` -1 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
+		node + " 1 d " + mac + ` {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
+		node + " 1 d " + mac + ` 1 {"conversation_id":"` + conv + `","type":"end","cursor":3}`,
+		node + " 1 d " + mac + ` 1 {"conversation_id":"nope","type":"user_message","cursor":3}`,
+		node + ` 1 d 1 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
+		node + " 1 d abc" + ` 1 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
 		node + " 1 i " + conv + " restart -", node + " 1 i nope user -", node + " 1 i " + conv + " user", node + " 1 i " + conv + " user x",
 		node + " 1 i " + conv + " user - -", node + " 1 i " + conv + " user - x", node + " 1 i " + conv + " user - " + conv + " " + conv,
 	} {
@@ -154,7 +158,7 @@ func FuzzDecodeNotification(f *testing.F) {
 		node + " 1 e " + conv + " 42", node + " 1 e " + conv + " 42 " + node + " 3", node + " 2 a 7", node + " 3 i " + conv + " user -", node + " 4 i " + conv + " busy_policy " + node, node + " 7 i " + conv + " user - " + node,
 		node + ` 5 o {"conversation_id":"` + conv + `","date":"2025-01-01T00:00:00.000Z","type":"append_text","text":"hi"}`,
 		node + ` 6 o {"conversation_id":"` + conv + `","type":"end","tokens":{"input":1,"output":2}}`,
-		node + ` 9 d 4 {"conversation_id":"` + conv + `","type":"user_message","cursor":7,"message":{"id":"` + node + `","type":"user_message","content":[{"type":"text","text":"x"}]}}`,
+		node + " 9 d " + strings.Repeat("ab", 16) + ` 4 {"conversation_id":"` + conv + `","type":"user_message","cursor":7,"message":{"id":"` + node + `","type":"user_message","content":[{"type":"text","text":"x"}]}}`,
 		"", "x 1 e 1", node + " 99999999999999999999 e 1",
 	} {
 		f.Add(s)
@@ -175,6 +179,11 @@ func FuzzDecodeNotification(f *testing.F) {
 		}
 		again := header(ns[0].node, ns[0].seq) + strings.Join(entries, "\n")
 		ms, bad, err := decodePayload(again)
+		for i := range ms {
+			// What a d entry's signature covers is kept as it came: the
+			// JSON encoded again may differ in its spelling.
+			ms[i].signed = ns[i].signed
+		}
 		if err != nil || bad > 0 || !reflect.DeepEqual(ms, ns) {
 			t.Fatalf("%q -> %+v -> %q -> %+v, %v", p, ns, again, ms, err)
 		}
@@ -232,5 +241,30 @@ func TestDeltasMergeUntilSent(t *testing.T) {
 	wantOut := []string{a + ":" + want.String(), other + ":x", "o {}", a + ":after", a + ":" + strings.Repeat("y", maxDeltaText)}
 	if !reflect.DeepEqual(got, wantOut) {
 		t.Fatalf("queued %d entries: %.200q\nwant %.200q", len(got), got, wantOut)
+	}
+}
+
+// TestDurableEntriesAreSigned: a d entry another process accepts is one
+// signed with the database's key; one signed otherwise, or changed after
+// signing, is refused.
+func TestDurableEntriesAreSigned(t *testing.T) {
+	key, other := []byte("0123456789abcdef0123456789abcdef"), []byte("another key, another database!!")
+	conv := agentik.NewID()
+	ev := agentik.Event{ConversationID: conv, Cursor: 9, Type: agentik.EvUserMessage,
+		Message: &agentik.Message{ID: agentik.NewID(), ConversationID: conv, Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("hi")}}}
+	e := durableEntry(key, ev, 8)
+	n, err := decodeEntry(e)
+	if err != nil || !signedBy(key, n) || signedBy(other, n) || signedBy(nil, n) {
+		t.Fatalf("%q: %v; signed by the key %v, by another %v", e, err, signedBy(key, n), signedBy(other, n))
+	}
+	for _, forged := range []string{
+		strings.Replace(e, `"hi"`, `"ho"`, 1),
+		strings.Replace(e, " 8 ", " 0 ", 1),
+		strings.Replace(e, `"cursor":9`, `"cursor":999999`, 1),
+		durableEntry(other, ev, 8),
+	} {
+		if n, err := decodeEntry(forged); err == nil && signedBy(key, n) {
+			t.Errorf("%q accepted", forged)
+		}
 	}
 }

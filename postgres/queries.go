@@ -30,6 +30,7 @@ const (
 	// to it, and every event committed before the last sequencer run is
 	// numbered (see qSequence).
 	qAgentCounter = `SELECT last FROM cursors WHERE name = 'agent_events'`
+	qBusKey       = `SELECT key FROM bus_key WHERE id = 1`
 	// The Coordinator's queue in one round trip: the ids of the open turns
 	// after the first (part 0) in seq order, then the first open turn and
 	// the journal entries answering it (part 1) in seq order. Only the

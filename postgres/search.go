@@ -64,7 +64,7 @@ func (s *Store) SearchMessages(ctx context.Context, owner string, q agentik.Sear
 // together shorter than 1 MiB.
 const (
 	maxLexemeBytes = 2046
-	maxVectorBytes = 1 << 19 // well inside
+	maxVectorBytes = 1 << 19 // half the bound, counted as lexemeBytes
 )
 
 // searchVector is the search vector of a message's text filed under
@@ -78,25 +78,29 @@ const (
 // query of words finds. Every word has a position, and so the default
 // weight D: a lexeme without one would match a query's weight A, and a
 // message that quotes another principal's token would be filed under
-// it. A word longer than a lexeme may be is left out, as to_tsvector
-// does, and so are the words past the vector's bound.
+// it. A word longer than a lexeme may be (once lowercased) is left out,
+// as to_tsvector does, and so are the distinct words past the vector's
+// bound, counted in the order the text has them.
 func searchVector(scope, text string) pgtype.TSVector {
 	words := agentik.SearchWords(text)
-	size := len(scope)
-	n := 0
+	seen := make(map[string]struct{}, len(words))
+	kept := make([]string, 0, len(words)+1)
+	size := lexemeBytes(scope)
 	for _, w := range words {
-		if len(w) > maxLexemeBytes || size+len(w) > maxVectorBytes {
+		w = strings.ToLower(w) // may grow it: measured after
+		if _, dup := seen[w]; dup || w == scope || len(w) > maxLexemeBytes {
 			continue
 		}
-		size += len(w)
-		words[n] = strings.ToLower(w)
-		n++
+		if size += lexemeBytes(w); size > maxVectorBytes {
+			break
+		}
+		seen[w] = struct{}{}
+		kept = append(kept, w)
 	}
-	words = append(words[:n], scope)
-	slices.Sort(words)
-	words = slices.Compact(words)
-	v := pgtype.TSVector{Lexemes: make([]pgtype.TSVectorLexeme, len(words)), Valid: true}
-	for i, w := range words {
+	kept = append(kept, scope)
+	slices.Sort(kept)
+	v := pgtype.TSVector{Lexemes: make([]pgtype.TSVectorLexeme, len(kept)), Valid: true}
+	for i, w := range kept {
 		pos := pgtype.TSVectorPosition{Position: 2}
 		if w == scope {
 			pos = pgtype.TSVectorPosition{Position: 1, Weight: pgtype.TSVectorWeightA}
@@ -105,6 +109,11 @@ func searchVector(scope, text string) pgtype.TSVector {
 	}
 	return v
 }
+
+// lexemeBytes is what a lexeme with one position takes of a tsvector's
+// bound: its bytes, their alignment, its position count and position, and
+// its entry.
+func lexemeBytes(w string) int { return len(w) + 1 + 4 + 4 }
 
 // searchQuery is the tsquery of q within scope: every term, lowercased,
 // and the scope token with weight A, all required. A term is letters and

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -42,6 +43,16 @@ func TestSearchVectorAndQuery(t *testing.T) {
 		{alice, "naïve café " + long, "CAFÉ naïve", alice, true},
 		{alice, "it's a_b", "it s a b", alice, true},
 		{alice, "…", "x", alice, false},
+		// A word that grows when lowercased past a lexeme's bound is
+		// left out, not a failed commit.
+		{alice, "short " + strings.Repeat("Ⱥ", 700), "short", alice, true},
+		// Repeats count once: the words after 600,000 bytes of one
+		// repeated word are still filed.
+		{alice, strings.Repeat("again ", 120000) + "last", "last", alice, true},
+		// Too many distinct words: those past the bound are left out,
+		// and the vector is still one the database takes.
+		{alice, manyWords(200000) + " zzzlast", "w1", alice, true},
+		{alice, manyWords(200000) + " zzzlast", "zzzlast", alice, false},
 	} {
 		q, err := agentik.ParseSearchQuery(c.query)
 		if err != nil {
@@ -54,6 +65,15 @@ func TestSearchVectorAndQuery(t *testing.T) {
 			t.Errorf("%q searched for %q: %v, %v; want %v", c.text, c.query, got, err, c.want)
 		}
 	}
+}
+
+// manyWords is n distinct words of a few letters.
+func manyWords(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "w%d ", i)
+	}
+	return b.String()
 }
 
 // TestMigrationToSearch: the migration that adds the search vectors fills

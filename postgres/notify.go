@@ -211,75 +211,88 @@ func decodeNotification(p string) (notification, error) {
 
 // decodeEntry parses one entry. Anyone allowed to connect can notify on the
 // channel, so everything is checked: an online event must be a non-durable
-// type of a conversation, an interrupt must name one.
+// type of a conversation, a durable one a durable type after its
+// predecessor (its signature is the Bus's to check), an interrupt must name
+// a conversation.
 func decodeEntry(rest string) (notification, error) {
 	var n notification
-	var err error
 	if len(rest) < 2 || rest[1] != ' ' {
 		return n, errBadNotification
 	}
 	n.kind, rest = rest[0], rest[2:]
+	var ok bool
 	switch n.kind {
 	case kindEvents:
-		parts := strings.Split(rest, " ")
-		if len(parts)%2 != 0 {
-			return n, errBadNotification
-		}
-		for i := 0; i < len(parts); i += 2 {
-			c, err := strconv.ParseInt(parts[i+1], 10, 64)
-			if err != nil || c <= 0 || !agentik.ValidID(parts[i]) {
-				return n, errBadNotification
-			}
-			n.events = append(n.events, convCursor{parts[i], c})
-		}
+		ok = decodeCursors(&n, rest)
 	case kindAgent:
-		if n.cursor, err = strconv.ParseInt(rest, 10, 64); err != nil || n.cursor <= 0 {
-			return n, errBadNotification
-		}
+		var err error
+		n.cursor, err = strconv.ParseInt(rest, 10, 64)
+		ok = err == nil && n.cursor > 0
 	case kindOnline:
-		if err := json.Unmarshal([]byte(rest), &n.event); err != nil {
-			return n, errBadNotification
-		}
-		if n.event.Cursor != 0 || n.event.Type == "" || agentik.Durable(n.event.Type) || !agentik.ValidID(n.event.ConversationID) {
-			return n, errBadNotification
-		}
+		ok = json.Unmarshal([]byte(rest), &n.event) == nil &&
+			n.event.Cursor == 0 && n.event.Type != "" && !agentik.Durable(n.event.Type) && agentik.ValidID(n.event.ConversationID)
 	case kindDurable:
-		var ok bool
-		if n.mac, n.signed, ok = strings.Cut(rest, " "); !ok || len(n.mac) != macHex {
-			return n, errBadNotification
-		}
-		prev, j, ok := strings.Cut(n.signed, " ")
-		if n.prev, err = strconv.ParseInt(prev, 10, 64); !ok || err != nil || n.prev < 0 {
-			return n, errBadNotification
-		}
-		if err := json.Unmarshal([]byte(j), &n.event); err != nil {
-			return n, errBadNotification
-		}
-		if n.event.Cursor <= n.prev || !agentik.Durable(n.event.Type) || !agentik.ValidID(n.event.ConversationID) {
-			return n, errBadNotification
-		}
+		ok = decodeDurable(&n, rest)
 	case kindInterrupt:
-		parts := strings.Split(rest, " ")
-		if len(parts) < 3 || len(parts) > 4 || !agentik.ValidID(parts[0]) || (parts[2] != "-" && !agentik.ValidID(parts[2])) ||
-			(len(parts) == 4 && !agentik.ValidID(parts[3])) {
-			return n, errBadNotification
-		}
-		switch parts[1] {
-		case agentik.ReasonUser, agentik.ReasonBusyPolicy:
-		default:
-			return n, errBadNotification
-		}
-		n.conv, n.reason = parts[0], parts[1]
-		if parts[2] != "-" {
-			n.unless = parts[2]
-		}
-		if len(parts) == 4 {
-			n.replyTo = parts[3]
-		}
-	default:
+		ok = decodeInterrupt(&n, rest)
+	}
+	if !ok {
 		return n, errBadNotification
 	}
 	return n, nil
+}
+
+// decodeCursors parses an e entry's body: conversations and cursors.
+func decodeCursors(n *notification, rest string) bool {
+	parts := strings.Split(rest, " ")
+	if len(parts)%2 != 0 {
+		return false
+	}
+	for i := 0; i < len(parts); i += 2 {
+		c, err := strconv.ParseInt(parts[i+1], 10, 64)
+		if err != nil || c <= 0 || !agentik.ValidID(parts[i]) {
+			return false
+		}
+		n.events = append(n.events, convCursor{parts[i], c})
+	}
+	return true
+}
+
+// decodeDurable parses a d entry's body: signature, predecessor, event.
+func decodeDurable(n *notification, rest string) bool {
+	var ok bool
+	if n.mac, n.signed, ok = strings.Cut(rest, " "); !ok || len(n.mac) != macHex {
+		return false
+	}
+	prev, j, ok := strings.Cut(n.signed, " ")
+	var err error
+	if n.prev, err = strconv.ParseInt(prev, 10, 64); !ok || err != nil || n.prev < 0 {
+		return false
+	}
+	return json.Unmarshal([]byte(j), &n.event) == nil &&
+		n.event.Cursor > n.prev && agentik.Durable(n.event.Type) && agentik.ValidID(n.event.ConversationID)
+}
+
+// decodeInterrupt parses an i entry's body.
+func decodeInterrupt(n *notification, rest string) bool {
+	parts := strings.Split(rest, " ")
+	if len(parts) < 3 || len(parts) > 4 || !agentik.ValidID(parts[0]) || (parts[2] != "-" && !agentik.ValidID(parts[2])) ||
+		(len(parts) == 4 && !agentik.ValidID(parts[3])) {
+		return false
+	}
+	switch parts[1] {
+	case agentik.ReasonUser, agentik.ReasonBusyPolicy:
+	default:
+		return false
+	}
+	n.conv, n.reason = parts[0], parts[1]
+	if parts[2] != "-" {
+		n.unless = parts[2]
+	}
+	if len(parts) == 4 {
+		n.replyTo = parts[3]
+	}
+	return true
 }
 
 // durableEntry encodes a durable event this process committed, after the

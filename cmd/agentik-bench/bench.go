@@ -855,6 +855,10 @@ func (r *runner) subscribers(ctx context.Context) (err error) {
 	if s.IdleRSSKB, err = rss(r.plan.Settle); err != nil {
 		return err
 	}
+	idleAnon, idleFile, err := anonFile(t)
+	if err != nil {
+		return err
+	}
 	conv, err := a.createConversation(ctx, "subscribers")
 	if err != nil {
 		return err
@@ -882,9 +886,23 @@ func (r *runner) subscribers(ctx context.Context) (err error) {
 		return err
 	}
 	s.AboveIdleMiB = round3(float64(s.AfterRSSKB-s.IdleRSSKB) / 1024)
-	r.logf("%d idle SSE subscribers: RSS idle %d KiB, connected %d KiB, after a %d-delta answer and %s %d KiB: %.1f MiB above idle",
-		s.Clients, s.IdleRSSKB, s.ConnectedRSSKB, s.Deltas, r.plan.SubscriberSettle, s.AfterRSSKB, s.AboveIdleMiB)
+	anon, file, err := anonFile(t)
+	if err != nil {
+		return err
+	}
+	s.AnonAboveIdleMiB, s.FileAboveIdleMiB = round3(float64(anon-idleAnon)/1024), round3(float64(file-idleFile)/1024)
+	r.logf("%d idle SSE subscribers: RSS idle %d KiB, connected %d KiB, after a %d-delta answer and %s %d KiB: %.1f MiB above idle (%.1f MiB anonymous, %.1f MiB of the binary's file)",
+		s.Clients, s.IdleRSSKB, s.ConnectedRSSKB, s.Deltas, r.plan.SubscriberSettle, s.AfterRSSKB, s.AboveIdleMiB, s.AnonAboveIdleMiB, s.FileAboveIdleMiB)
 	return nil
+}
+
+// anonFile reads a target's anonymous and file-backed resident memory.
+func anonFile(t target) (anon, file int64, err error) {
+	if anon, err = t.StatusKB("RssAnon"); err != nil {
+		return 0, 0, err
+	}
+	file, err = t.StatusKB("RssFile")
+	return anon, file, err
 }
 
 func openClients(ctx context.Context, a *api, conv string, n int) ([]*eventStream, error) {

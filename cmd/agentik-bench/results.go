@@ -155,6 +155,11 @@ type Subscribers struct {
 	ConnectedRSSKB int64   `json:"connected_rss_kb"`
 	AfterRSSKB     int64   `json:"after_rss_kb"`
 	AboveIdleMiB   float64 `json:"above_idle_mib"`
+	// What of the growth is pages of the binary's own file (RssFile:
+	// code first run while serving, shared and reclaimable) rather than
+	// memory the process allocated (RssAnon).
+	FileAboveIdleMiB float64 `json:"file_above_idle_mib"`
+	AnonAboveIdleMiB float64 `json:"anon_above_idle_mib"`
 }
 
 // Hostile is what hostile callers made the real binary do (issue 44), each

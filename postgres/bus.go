@@ -237,7 +237,7 @@ func (b *Bus) Close() {
 // A durable event goes to the other processes whole with the cursor of its
 // predecessor in its conversation (as this process's commit recorded it),
 // so a process that delivered up to that predecessor delivers it without
-// reading the store (itemDurable); one that fits no notification, or whose
+// reading the store (itemDurable, deliverAfter); one that fits no notification, or whose
 // predecessor is not known here, is announced by its cursor only.
 func (b *Bus) Publish(ev agentik.Event) {
 	if ev.Cursor == 0 {
@@ -622,7 +622,7 @@ func (b *Bus) deliverItem(it item) {
 		b.trackLocked(it.ev, false)
 		b.turnMu.Unlock()
 	case itemDurable:
-		b.deliverRemote(it.ev, it.prev)
+		b.deliverAfter(it.ev, it.prev, true)
 	case itemCatchUp: // of one lane: conversations', or agent events
 		if len(it.events) > 0 {
 			b.catchUpEvents(it.events)
@@ -637,6 +637,16 @@ func (b *Bus) deliverItem(it item) {
 // the events of its conversation that others committed before it.
 func (b *Bus) deliverLocal(ev agentik.Event) {
 	prev, known := b.s.chain.take(ev.Cursor)
+	b.deliverAfter(ev, prev, known)
+}
+
+// deliverAfter delivers a durable event whose predecessor in its
+// conversation is prev (when known): this process's own, or another's sent
+// whole (itemDurable). At once when that predecessor is the last event
+// delivered, else after reading what came between from the store (another
+// process committed in between, or a notification was lost or sent by
+// cursor only).
+func (b *Bus) deliverAfter(ev agentik.Event, prev int64, known bool) {
 	b.subMu.Lock()
 	st := b.convs[ev.ConversationID]
 	switch {
@@ -661,27 +671,6 @@ func (b *Bus) deliverLocal(ev agentik.Event) {
 		st.delivered = ev.Cursor
 	}
 	b.subMu.Unlock()
-}
-
-// deliverRemote delivers a durable event another process committed and
-// sent whole: at once when the last event delivered of its conversation is
-// its predecessor, else after reading what came between from the store (a
-// notification lost, or sent too large for one).
-func (b *Bus) deliverRemote(ev agentik.Event, prev int64) {
-	b.subMu.Lock()
-	st := b.convs[ev.ConversationID]
-	switch {
-	case st == nil || ev.Cursor <= st.delivered:
-		b.subMu.Unlock()
-		return
-	case prev <= st.delivered:
-		b.local.Publish(ev)
-		st.delivered = ev.Cursor
-		b.subMu.Unlock()
-		return
-	}
-	b.subMu.Unlock()
-	b.catchUpEvents([]convCursor{{ev.ConversationID, ev.Cursor}})
 }
 
 // catchUpPage is how many events of one conversation one catch-up query

@@ -66,16 +66,33 @@ func next(t *testing.T, sub agentik.Subscriber[agentik.Event]) agentik.Event {
 	panic("unreachable")
 }
 
+// pair is two processes on one fresh schema: their stores and Buses (an
+// hour between polls, so delivery comes from the notifications), and a
+// conversation created through the first and followed through the second.
+type pair struct {
+	dsn    string
+	sa, sb *Store
+	ba, bb *Bus
+	conv   string
+	sub    agentik.Subscriber[agentik.Event]
+}
+
+func newPair(t *testing.T) *pair {
+	t.Helper()
+	p := &pair{dsn: freshSchema(t)}
+	p.sa, p.sb = openDSN(t, p.dsn), openDSN(t, p.dsn)
+	p.ba, p.bb = newBus(t, p.sa, time.Hour), newBus(t, p.sb, time.Hour)
+	p.conv = createConv(t, p.sa)
+	p.sub = p.bb.Subscribe(p.conv)
+	t.Cleanup(p.sub.Close)
+	return p
+}
+
 // TestBusAcrossProcesses: durable and online events published through one
 // handle reach subscribers of another, in order.
 func TestBusAcrossProcesses(t *testing.T) {
-	dsn := freshSchema(t)
-	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
-	// A long poll: delivery must come from the notifications.
-	ba, bb := newBus(t, sa, time.Hour), newBus(t, sb, time.Hour)
-	conv := createConv(t, sa)
-	sub := bb.Subscribe(conv)
-	defer sub.Close()
+	p := newPair(t)
+	sa, ba, bb, conv, sub := p.sa, p.ba, p.bb, p.conv, p.sub
 	agentSub := bb.SubscribeAgent()
 	defer agentSub.Close()
 
@@ -121,12 +138,8 @@ func TestBusAcrossProcesses(t *testing.T) {
 // with an image, or too large for a notification, is read from the store,
 // and so is one whose predecessor was never heard of here.
 func TestBusSendsDurableEventsWhole(t *testing.T) {
-	dsn := freshSchema(t)
-	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
-	ba, bb := newBus(t, sa, time.Hour), newBus(t, sb, time.Hour)
-	conv := createConv(t, sa)
-	sub := bb.Subscribe(conv)
-	defer sub.Close()
+	p := newPair(t)
+	sa, ba, bb, conv, sub := p.sa, p.ba, p.bb, p.conv, p.sub
 	before := bb.eventReads.Load()
 	var want []agentik.Event
 	for i := range 10 {
@@ -157,7 +170,7 @@ func TestBusSendsDurableEventsWhole(t *testing.T) {
 	}
 	ba.Publish(evs[0])
 	large := commitPublish(t, sa, ba, conv, strings.Repeat("é", 5000))
-	silent, _, err := openDSN(t, dsn).Commit(t.Context(), agentik.Write{ConversationID: conv, Events: []agentik.Event{userEvent(conv, "unannounced")}})
+	silent, _, err := openDSN(t, p.dsn).Commit(t.Context(), agentik.Write{ConversationID: conv, Events: []agentik.Event{userEvent(conv, "unannounced")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +191,8 @@ func TestBusSendsDurableEventsWhole(t *testing.T) {
 // not delivered, and the conversation's real events still are (one with a
 // cursor far ahead, delivered, would have hidden every event after it).
 func TestBusRefusesForgedDurableEvents(t *testing.T) {
-	dsn := freshSchema(t)
-	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
-	ba, bb := newBus(t, sa, time.Hour), newBus(t, sb, time.Hour)
-	conv := createConv(t, sa)
-	sub := bb.Subscribe(conv)
-	defer sub.Close()
+	p := newPair(t)
+	sa, ba, conv, sub := p.sa, p.ba, p.conv, p.sub
 	forged := userEvent(conv, "forged")
 	forged.Cursor = 1_000_000_000
 	j, err := agentik.MarshalEvent(&forged)

@@ -302,12 +302,8 @@ func equalJSON(a, b any) bool {
 // TestBusImages: an event with an image committed by one process reaches a
 // subscriber of another — read back from the store by the Bus — whole.
 func TestBusImages(t *testing.T) {
-	dsn := freshSchema(t)
-	sa, sb := openDSN(t, dsn), openDSN(t, dsn)
-	ba, bb := newBus(t, sa, time.Hour), newBus(t, sb, time.Hour)
-	conv := createConv(t, sa)
-	sub := bb.Subscribe(conv)
-	defer sub.Close()
+	p := newPair(t)
+	sa, ba, conv, sub := p.sa, p.ba, p.conv, p.sub
 	img := agentik.Image("image/png", bigImage(64<<10))
 	w, m := imageWrite(conv, agentik.Text("see"), img)
 	evs := commitOK(t, sa, w)

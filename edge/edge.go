@@ -418,7 +418,10 @@ func (s *statusRecorder) Flush() {
 
 func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if h, ok := s.ResponseWriter.(http.Hijacker); ok {
-		s.status, s.wroteHeader, s.hijacked = http.StatusSwitchingProtocols, true, true
+		if !s.wroteHeader { // an upgrade; an event stream taken over keeps its 200
+			s.status, s.wroteHeader = http.StatusSwitchingProtocols, true
+		}
+		s.hijacked = true
 		c, rw, err := h.Hijack()
 		if err == nil {
 			c.SetReadDeadline(time.Time{}) // the protocol that takes over sets its own

@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -251,7 +253,7 @@ func TestRealClientReconnect(t *testing.T) {
 	}
 	got := durable(untilEnd(t, st))
 
-	e.srv.CloseClientConnections() // drops the stream
+	hold.drop() // drops the stream's connection
 	var resumedFrom string
 	select {
 	case resumedFrom = <-hold.seen:
@@ -301,10 +303,42 @@ func TestRealClientReconnect(t *testing.T) {
 }
 
 // holdResumes is a transport that reports every request carrying
-// Last-Event-ID and holds it until release is closed.
+// Last-Event-ID and holds it until release is closed. drop closes the
+// connections it has dialled: the server serves an event stream off its
+// request (handOff), where httptest's CloseClientConnections no longer
+// reaches it.
 type holdResumes struct {
 	release chan struct{}
 	seen    chan string
+
+	once  sync.Once
+	t     *http.Transport
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (h *holdResumes) transport() *http.Transport {
+	h.once.Do(func() {
+		h.t = &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err == nil {
+				h.mu.Lock()
+				h.conns = append(h.conns, c)
+				h.mu.Unlock()
+			}
+			return c, err
+		}}
+	})
+	return h.t
+}
+
+func (h *holdResumes) drop() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns {
+		c.Close()
+	}
+	h.conns = nil
 }
 
 func (h *holdResumes) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -319,7 +353,7 @@ func (h *holdResumes) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, r.Context().Err()
 		}
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return h.transport().RoundTrip(r)
 }
 
 func cursors(evs []agentik.Event) []int64 {

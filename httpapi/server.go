@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -64,6 +65,8 @@ type server struct {
 	agent agentik.Agent
 	opts  Options
 	log   *slog.Logger
+
+	handedOff sync.WaitGroup // event streams served off their requests (handOff)
 }
 
 func newServer(agent agentik.Agent, opts Options) *server {
@@ -88,12 +91,19 @@ func NewHandler(agent agentik.Agent, opts Options) http.Handler {
 // that several agents can share one server. It does not register the health
 // probes: use MountHealth once per mux. Mount panics, like ServeMux, when the
 // prefix is already taken.
-func Mount(mux *http.ServeMux, prefix string, agent agentik.Agent, opts Options) {
+//
+// It returns wait, which waits until ctx ends for the event streams served
+// off their requests to end: call it at shutdown, once the agent has shut
+// down (which ends its streams), so that their last events reach the
+// clients before the process exits.
+func Mount(mux *http.ServeMux, prefix string, agent agentik.Agent, opts Options) (wait func(ctx context.Context)) {
 	prefix = "/" + strings.Trim(prefix, "/")
 	if prefix == "/" {
 		prefix = ""
 	}
-	newServer(agent, opts).routes(mux, prefix)
+	s := newServer(agent, opts)
+	s.routes(mux, prefix)
+	return s.wait
 }
 
 // MountHealth registers GET /health (liveness) and GET /health/ready (calls
@@ -306,18 +316,15 @@ func (s *server) conversationEvents(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	defer conv.Close()
 	after, err := parseCursor(r.Header.Get("Last-Event-ID"), r.URL.Query())
 	if err != nil {
+		conv.Close()
 		s.writeError(w, r, err)
 		return
 	}
-	stream, err := conv.Events(r.Context(), after)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	serveSSE(s, w, r, stream, func(e agentik.Event) (int64, string) { return e.Cursor, e.Type })
+	open := func(ctx context.Context) (agentik.Stream[agentik.Event], error) { return conv.Events(ctx, after) }
+	release := func() { conv.Close() }
+	streamRequest(s, w, r, open, release, func(e agentik.Event) (int64, string) { return e.Cursor, e.Type })
 }
 
 func (s *server) agentEvents(w http.ResponseWriter, r *http.Request) {
@@ -326,12 +333,10 @@ func (s *server) agentEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	stream, err := s.agent.Events(r.Context(), after)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	open := func(ctx context.Context) (agentik.Stream[agentik.AgentEvent], error) {
+		return s.agent.Events(ctx, after)
 	}
-	serveSSE(s, w, r, stream, func(e agentik.AgentEvent) (int64, string) { return e.Cursor, e.Type })
+	streamRequest(s, w, r, open, nil, func(e agentik.AgentEvent) (int64, string) { return e.Cursor, e.Type })
 }
 
 // pathID is the conversation id in the request's path; an invalid one is

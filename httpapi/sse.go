@@ -25,19 +25,23 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 const maxPooled = 64 << 10
 
 // serveSSE writes stream as a text/event-stream until the stream ends, the
-// client goes away or a write fails. The caller has already subscribed: the
-// 200 is written here, after the subscription exists, so nothing committed
-// after the client sees the 200 can be missed.
+// client goes away or a write fails, then calls release. The caller has
+// already subscribed, with d's context: the 200 is written here, after the
+// subscription exists, so nothing committed after the client sees the 200
+// can be missed.
 //
-// It runs on the request's goroutine and starts none of its own; a stream
-// it can pull from (every engine stream) runs none either, so an idle
-// subscriber costs one goroutine, and each event's JSON is shared with the
-// other subscribers (or passed through as stored, on replay). A client that
-// stops reading blocks a write for at most writeTimeout; meanwhile the core
-// cuts the subscription off instead of waiting for it, so a slow client
-// costs neither the turn nor other subscribers anything.
-func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream agentik.Stream[T], meta func(T) (cursor int64, typ string)) {
-	defer stream.Close()
+// An HTTP/1.x stream is handed off (handOff): once its headers are out,
+// the connection is taken from net/http and served by a goroutine of the
+// stream's own, and the handler returns. net/http then lets go of what it
+// holds per request (its read and write buffers, the request), about half
+// of what an idle subscriber cost (docs/reliability.md). Other streams
+// (HTTP/2, a HEAD, a client that sent more than its request) are served on
+// the request's goroutine as before. Either way each event's JSON is shared
+// with the other subscribers (or passed through as stored, on replay). A
+// client that stops reading blocks a write for at most writeTimeout;
+// meanwhile the core cuts the subscription off instead of waiting for it,
+// so a slow client costs neither the turn nor other subscribers anything.
+func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, d *detach, stream agentik.Stream[T], release func(), meta func(T) (cursor int64, typ string)) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -45,8 +49,26 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(http.StatusOK)
 	if err := s.writeFlush(w, rc, nil); err != nil {
+		d.finish(stream, release)
 		return
 	}
+	if c, ok := s.handOff(r, rc, d); ok {
+		s.handedOff.Add(1)
+		go func() {
+			defer s.handedOff.Done()
+			defer d.finish(stream, release)
+			defer c.close()
+			loopSSE(s, c, d, stream, meta)
+		}()
+		return
+	}
+	defer d.finish(stream, release)
+	loopSSE(s, &responseSink{s: s, w: w, rc: rc}, d, stream, meta)
+}
+
+// loopSSE writes stream's events to sink until the stream ends, d's
+// context ends or a write fails.
+func loopSSE[T any](s *server, sink sseSink, d *detach, stream agentik.Stream[T], meta func(T) (int64, string)) {
 	var next func() (*agentik.Shared[T], bool)
 	var ready, done <-chan struct{}
 	var in <-chan T // a stream that cannot be pulled: wait on its channel
@@ -63,10 +85,10 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 		// Events already waiting go out in one write and one flush (a
 		// replay, a burst of deltas); never more than sseBatch, so a long
 		// replay still reaches the client steadily.
-		wrote, ended, err := writeBatch(s, w, rc, next)
+		wrote, ended, err := writeBatch(sink, next)
 		if err != nil {
 			if !errors.Is(err, errWrite) {
-				s.log.ErrorContext(r.Context(), "encode event", "err", err)
+				s.log.ErrorContext(d.ctx, "encode event", "err", err)
 			}
 			return
 		}
@@ -80,15 +102,15 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 			// ErrSlowSubscriber and shutdown both end the response: the
 			// client resumes from its last cursor.
 			if err := stream.Err(); err != nil && !errors.Is(err, agentik.ErrSlowSubscriber) {
-				s.log.DebugContext(r.Context(), "event stream ended", "path", r.URL.Path, "err", err)
+				s.log.DebugContext(d.ctx, "event stream ended", "path", d.path, "err", err)
 			}
 			return
 		}
 		select {
-		case <-r.Context().Done():
+		case <-d.ctx.Done():
 			return
 		case <-keepAlive.C:
-			if err := s.writeFlush(w, rc, []byte(": keep-alive\n\n")); err != nil {
+			if err := sink.write([]byte(": keep-alive\n\n")); err != nil {
 				return
 			}
 		case <-ready:
@@ -102,9 +124,9 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, stream a
 // errWrite marks a failed write to the client (nothing to log).
 var errWrite = errors.New("write failed")
 
-// writeBatch writes the events next has ready, up to sseBatch, in one
-// write and one flush, with a buffer from bufPool.
-func writeBatch[T any](s *server, w http.ResponseWriter, rc *http.ResponseController, next func() (*agentik.Shared[T], bool)) (wrote, ended bool, err error) {
+// writeBatch writes the events next has ready, up to sseBatch, to sink in
+// one write, with a buffer from bufPool.
+func writeBatch[T any](sink sseSink, next func() (*agentik.Shared[T], bool)) (wrote, ended bool, err error) {
 	var buf *bytes.Buffer
 	defer func() {
 		if buf != nil && buf.Cap() <= maxPooled {
@@ -129,7 +151,7 @@ func writeBatch[T any](s *server, w http.ResponseWriter, rc *http.ResponseContro
 	if buf == nil {
 		return false, ended, nil
 	}
-	if err := s.writeFlush(w, rc, buf.Bytes()); err != nil {
+	if err := sink.write(buf.Bytes()); err != nil {
 		return false, false, errWrite
 	}
 	return true, ended, nil

@@ -74,8 +74,9 @@ func (a *app) close() {
 // buildAPI is ag's native REST+SSE door (SPEC §4) at {path}, with GET
 // {path}/tools (mcp.go).
 func buildAPI(a *app, ag *agent) (*door, error) {
+	var waits []func(context.Context)
 	return &door{mount: func(mux *http.ServeMux, _, path string) {
-		httpapi.Mount(mux, path, ag.eng, httpapi.Options{
+		waits = append(waits, httpapi.Mount(mux, path, ag.eng, httpapi.Options{
 			MaxBodyBytes: a.cfg.MaxBodyBytes,
 			KeepAlive:    a.cfg.KeepAlive,
 			Guard:        a.guard(ag.ID),
@@ -84,8 +85,14 @@ func buildAPI(a *app, ag *agent) (*door, error) {
 			Webhooks:     ag.webhooks,
 			Memory:       ag.memoryAPI(),
 			Recall:       ag.recallAPI(),
-		})
+		}))
 		a.mountTools(mux, path+"/tools", ag)
+	}, end: func(ctx context.Context) {
+		// Event streams served off their requests end with the engine;
+		// their last writes are waited for.
+		for _, wait := range waits {
+			wait(ctx)
+		}
 	}}, nil
 }
 

@@ -384,10 +384,14 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 	c.writeMu.Unlock()
 	c.mu.Unlock()
 
+	var stale *staleOnline
+	if c.shared {
+		stale = &staleOnline{turn: remote.ReplyTo}
+	}
 	s.bound = bound
 	s.page = c.replayPage
 	s.replayed = func(sh *agentik.Shared[agentik.Event]) (bool, error) {
-		if len(join) == 0 {
+		if len(join) == 0 && stale == nil {
 			return true, nil
 		}
 		ev, err := sh.Value()
@@ -395,10 +399,20 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 			return false, err
 		}
 		join = joinAfterReplay(join, ev)
+		stale.replayed(ev)
 		return true, nil
 	}
 	s.joined = func() []*agentik.Shared[agentik.Event] { return shareAll(join, eventFrame) }
-	s.live = func(sh *agentik.Shared[agentik.Event]) bool { return sh.Cursor == 0 || sh.Cursor > bound }
+	s.live = func(sh *agentik.Shared[agentik.Event]) bool {
+		if sh.Cursor == 0 {
+			return !stale.drops(sh)
+		}
+		if sh.Cursor <= bound {
+			return false
+		}
+		stale.caughtUp()
+		return true
+	}
 	s.mend = new(mender).pass
 	s.onFinish = func() {
 		c.mu.Lock()
@@ -501,4 +515,67 @@ func parkedJoin(id string, p *parkedTurn) []agentik.Event {
 	}
 	slices.SortFunc(evs, func(a, b agentik.Event) int { return strings.Compare(a.CallID, b.CallID) })
 	return append(join, evs...)
+}
+
+// staleOnline drops the online events a subscriber sharing the store gets
+// live although they came before its replay. The replay reads the store up
+// to its bound, which can be ahead of what this process has heard from the
+// others: the notification that carries another process's working and
+// deltas can still be on its way when the answer that closed that turn is
+// already in the store, and replayed. Those late online events belong to a
+// turn the replay closed. So until the first durable event after the bound
+// comes live (from then on, everything heard is newer than the replay) an
+// online event of a turn the replay closed is dropped. The turn of an
+// event without ReplyTo (a delta) is the one the last event with ReplyTo
+// named, or the turn the join found running. A regenerate, which answers
+// the same message again, first moves the head: a durable event after the
+// bound, heard before its online events (docs/postgres.md).
+type staleOnline struct {
+	closed []string // the last turns the replay closed; nil once caught up
+	turn   string   // the turn the online events heard belong to
+}
+
+// maxStaleTurns bounds the turns remembered as closed by the replay: only
+// the last few can still have online events on their way.
+const maxStaleTurns = 4
+
+func (s *staleOnline) replayed(ev agentik.Event) {
+	if s == nil {
+		return
+	}
+	var closed string
+	switch {
+	case ev.Type == agentik.EvHeadMoved:
+		s.closed = s.closed[:0] // a new run, maybe of a closed turn again
+	case ev.Type == agentik.EvInterrupted:
+		closed = ev.ReplyTo
+	case ev.Message != nil && ev.Message.ClosesTurn():
+		closed = ev.Message.ReplyTo
+	}
+	if closed == "" {
+		return
+	}
+	if len(s.closed) == maxStaleTurns {
+		s.closed = append(s.closed[:0], s.closed[1:]...)
+	}
+	s.closed = append(s.closed, closed)
+}
+
+// drops reports whether a live online event is a late one of a turn the
+// replay closed.
+func (s *staleOnline) drops(sh *agentik.Shared[agentik.Event]) bool {
+	if s == nil || len(s.closed) == 0 {
+		return false
+	}
+	if ev, err := sh.Value(); err == nil && ev.ReplyTo != "" {
+		s.turn = ev.ReplyTo
+	}
+	return slices.Contains(s.closed, s.turn)
+}
+
+// caughtUp: a durable event after the bound came live.
+func (s *staleOnline) caughtUp() {
+	if s != nil {
+		s.closed = nil
+	}
 }

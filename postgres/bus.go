@@ -29,6 +29,9 @@ type BusOptions struct {
 
 	// sequence replaces the sequencer's statement (tests).
 	sequence func(context.Context, querier) (numbered int, last int64, busy bool, err error)
+	// handling, when set, runs before each notification heard is handled
+	// (tests: it can hold the listener back).
+	handling func()
 }
 
 // Bus is the cross-process agentik.Bus. Events published in this process are
@@ -61,14 +64,15 @@ type BusOptions struct {
 // have missed events are cut off (their channel closes), as the Bus contract
 // asks: they resume from their last cursor.
 type Bus struct {
-	s       *Store
-	local   *bus.Bus
-	channel string
-	poll    time.Duration
-	log     *slog.Logger
-	control atomic.Pointer[func(notification)] // set by a Coordinator
-	seq     atomic.Uint64
-	number  func(context.Context, querier) (int, int64, bool, error) // the sequencer's statement
+	s        *Store
+	local    *bus.Bus
+	channel  string
+	poll     time.Duration
+	log      *slog.Logger
+	control  atomic.Pointer[func(notification)] // set by a Coordinator
+	seq      atomic.Uint64
+	number   func(context.Context, querier) (int, int64, bool, error) // the sequencer's statement
+	handling func()                                                   // BusOptions.handling
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -173,17 +177,18 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 		opts.Logger = slog.Default()
 	}
 	b := &Bus{
-		s:       s,
-		local:   bus.New(),
-		channel: "agentik " + s.schema,
-		poll:    opts.PollInterval,
-		log:     opts.Logger,
-		convs:   make(map[string]*convState),
-		agents:  make(map[*agentSub]struct{}),
-		turns:   make(map[string]*remoteTurn),
-		outWake: make(chan struct{}, 1),
-		seqWake: make(chan struct{}, 1),
-		number:  opts.sequence,
+		s:        s,
+		local:    bus.New(),
+		channel:  "agentik " + s.schema,
+		poll:     opts.PollInterval,
+		log:      opts.Logger,
+		convs:    make(map[string]*convState),
+		agents:   make(map[*agentSub]struct{}),
+		turns:    make(map[string]*remoteTurn),
+		outWake:  make(chan struct{}, 1),
+		seqWake:  make(chan struct{}, 1),
+		number:   opts.sequence,
+		handling: opts.handling,
 	}
 	if b.number == nil {
 		b.number = sequenceUnlessBusy
@@ -1040,6 +1045,9 @@ func (b *Bus) heard(events []convCursor) {
 }
 
 func (b *Bus) handle(payload string) {
+	if b.handling != nil {
+		b.handling()
+	}
 	// This process's own notifications come back to its listening
 	// connection too: they are dropped before anything is decoded.
 	if len(payload) > len(b.s.node) && payload[len(b.s.node)] == ' ' && payload[:len(b.s.node)] == b.s.node {

@@ -40,6 +40,8 @@ type nodeOptions struct {
 	wrap func(agentik.Coordinator) agentik.Coordinator
 	// sequence, when set, replaces the Bus's sequencer statement.
 	sequence func(context.Context, querier) (int, int64, bool, error)
+	// handling, when set, runs before the Bus handles a notification.
+	handling func()
 }
 
 // newNode starts an engine on the database at dsn, answering through llm.
@@ -50,7 +52,7 @@ func newNode(t testing.TB, dsn string, llm *llmtest.Server, o nodeOptions) *node
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	b, err := NewBus(ctx, st, BusOptions{PollInterval: 100 * time.Millisecond, sequence: o.sequence})
+	b, err := NewBus(ctx, st, BusOptions{PollInterval: 100 * time.Millisecond, sequence: o.sequence, handling: o.handling})
 	if err != nil {
 		t.Fatalf("bus: %v", err)
 	}

@@ -271,3 +271,64 @@ func TestMalformedEntryCostsOnlyItself(t *testing.T) {
 		}
 	}
 }
+
+// TestLateOnlineEventsOfAReplayedTurn: a subscriber whose replay reads
+// another process's answer from the store before this process has heard
+// that turn's online events (its listener held back here, as a busy
+// machine can) does not get that turn's working, deltas and end live
+// after the replay: a door would show the answer twice. The next turn's
+// online events all arrive.
+func TestLateOnlineEventsOfAReplayedTurn(t *testing.T) {
+	dsn := freshSchema(t)
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	var gate atomic.Pointer[chan struct{}]
+	a := newNode(t, dsn, llm, nodeOptions{})
+	b := newNode(t, dsn, llm, nodeOptions{handling: func() {
+		if g := gate.Load(); g != nil {
+			<-*g
+		}
+	}})
+	ctx := context.Background()
+	_, cs := sharedConversation(t, ctx, a, b)
+	onA := liveEvents(t, ctx, cs[0])
+
+	held := make(chan struct{})
+	gate.Store(&held) // b hears nothing from here
+	llm.Enqueue(llmtest.Text("the first answer"))
+	first := sendText(t, cs[0], "one")
+	waitFor(t, onA, "the first turn's end", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID
+	})
+
+	onB, err := cs[1].Events(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onB.Close()
+	waitFor(t, onB, "the replayed answer", func(ev agentik.Event) bool {
+		return ev.Message != nil && ev.Message.ReplyTo == first.MessageID && ev.Message.ClosesTurn()
+	})
+	gate.Store(nil)
+	close(held) // b hears the first turn's notifications now
+
+	llm.Enqueue(llmtest.Text("the second answer"))
+	second := sendText(t, cs[0], "two")
+	live := waitFor(t, onB, "the second turn's end", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvEnd && ev.ReplyTo == second.MessageID
+	})
+	var text strings.Builder
+	working := false
+	for _, ev := range live {
+		if ev.Cursor == 0 && ev.ReplyTo == first.MessageID {
+			t.Errorf("a late online event of the replayed turn: %+v", ev)
+		}
+		if ev.Type == agentik.EvAppendText {
+			text.WriteString(ev.Text)
+		}
+		working = working || (ev.Type == agentik.EvWorking && ev.ReplyTo == second.MessageID)
+	}
+	if text.String() != "the second answer" || !working {
+		t.Fatalf("live text %q, working %v; events %+v", text.String(), working, live)
+	}
+}

@@ -261,6 +261,16 @@ func (c *conv) rename(ctx context.Context, title string) (agentik.ConversationIn
 // setTitle stores title and publishes its renamed agent event. The caller
 // holds titleMu.
 func (c *conv) setTitle(ctx context.Context, title string) (agentik.ConversationInfo, error) {
+	rec, err := c.storeTitle(ctx, title)
+	if err != nil {
+		return agentik.ConversationInfo{}, err
+	}
+	return c.info(rec), nil
+}
+
+// storeTitle stores title and publishes its renamed agent event; the
+// caller holds titleMu.
+func (c *conv) storeTitle(ctx context.Context, title string) (agentik.ConversationRecord, error) {
 	aw := c.e.beginAgentWrite(c.temporal)
 	rec, ev, err := c.store.RenameConversation(ctx, c.id, title, agentik.Now())
 	if err == nil {
@@ -270,11 +280,11 @@ func (c *conv) setTitle(ctx context.Context, title string) (agentik.Conversation
 	}
 	if err != nil {
 		if agentik.IsNotFound(err) {
-			return agentik.ConversationInfo{}, agentik.Errorf(agentik.ENotFound, "conversation not found")
+			return rec, agentik.Errorf(agentik.ENotFound, "conversation not found")
 		}
-		return agentik.ConversationInfo{}, fmt.Errorf("rename conversation: %w", err)
+		return rec, fmt.Errorf("rename conversation: %w", err)
 	}
-	return c.info(rec), nil
+	return rec, nil
 }
 
 // send stores a user message and schedules its turn per the busy policy.

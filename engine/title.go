@@ -96,7 +96,9 @@ func (c *conv) titleFromFirst(ctx context.Context, content []agentik.Content) {
 		return
 	}
 	if err == nil {
-		_, err = c.setTitle(ctx, title)
+		// Not setTitle: its info takes mu, which a running turn may hold
+		// while a subscriber of this very request is yet to read.
+		_, err = c.storeTitle(ctx, title)
 	}
 	if err != nil && !agentik.IsNotFound(err) { // deleted meanwhile: nothing to name
 		c.e.log.Warn("title a conversation from its first message", "conversation", c.id, "err", err)

@@ -114,10 +114,12 @@ func (c *connSink) close() {
 // hangs up (a goroutine waits on the connection, as net/http's own does
 // while a handler runs) or the request's credential is revoked. ok is
 // false when the stream stays on the request's goroutine: HTTP/2, a HEAD
-// (net/http drops its body), a connection that cannot be taken, or a
-// client that already sent more than its request.
+// (net/http drops its body), a GET with a body, or a connection that
+// cannot be taken.
 func (s *server) handOff(r *http.Request, rc *http.ResponseController, d *detach) (*connSink, bool) {
-	if r.ProtoMajor != 1 || r.Method != http.MethodGet {
+	if r.ProtoMajor != 1 || r.Method != http.MethodGet || r.ContentLength != 0 {
+		// A GET with a body (-1: chunked) would have its body read as
+		// bytes after the request.
 		return nil, false
 	}
 	// Watch the credential before the handler returns: the edge stops its

@@ -8,8 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/engine"
@@ -69,7 +72,7 @@ func newHandOffEnv(t *testing.T) *handOffEnv {
 	subs := newSubscribers()
 	e := newRealEnv(t, Options{}, func(o *engine.Options) { o.Observer = subs })
 	mux := http.NewServeMux()
-	wait := Mount(mux, DefaultPrefix, e.eng, Options{})
+	wait := Mount(mux, DefaultPrefix, e.eng, Options{KeepAlive: 50 * time.Millisecond})
 	mnt := httptest.NewUnstartedServer(mux)
 	mnt.EnableHTTP2 = true
 	mnt.StartTLS()
@@ -79,7 +82,7 @@ func newHandOffEnv(t *testing.T) *handOffEnv {
 
 // rawStream sends a GET for a conversation's events on a connection of
 // its own, in proto ("HTTP/1.1", "HTTP/1.0"), over TLS to the test server.
-func (e *handOffEnv) rawStream(t *testing.T, conv, proto string, extra string) (net.Conn, *http.Response) {
+func (e *handOffEnv) rawStream(t *testing.T, conv, proto, headers, extra string) (net.Conn, *http.Response) {
 	t.Helper()
 	c, err := tls.Dial("tcp", e.mnt.Listener.Addr().String(), e.mnt.Client().Transport.(*http.Transport).TLSClientConfig)
 	if err != nil {
@@ -87,7 +90,7 @@ func (e *handOffEnv) rawStream(t *testing.T, conv, proto string, extra string) (
 	}
 	t.Cleanup(func() { c.Close() })
 	path := DefaultPrefix + "/conversations/" + conv + "/events?after=0"
-	req := "GET " + path + " " + proto + "\r\nHost: test\r\nAccept: text/event-stream\r\n\r\n" + extra
+	req := "GET " + path + " " + proto + "\r\nHost: test\r\nAccept: text/event-stream\r\n" + headers + "\r\n" + extra
 	if _, err := io.WriteString(c, req); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,7 @@ func TestHandedOffStreamHTTP11(t *testing.T) {
 	ctx := testCtx(t)
 	conv := e.create()
 
-	c, resp := e.rawStream(t, conv.ID(), "HTTP/1.1", "")
+	c, resp := e.rawStream(t, conv.ID(), "HTTP/1.1", "", "")
 	if len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
 		t.Fatalf("transfer encoding %v, want chunked", resp.TransferEncoding)
 	}
@@ -163,7 +166,7 @@ func TestHandedOffStreamHTTP11(t *testing.T) {
 	e.subs.await(ctx, t, 0)
 
 	// A second stream, ended by the shutdown once it has replayed.
-	_, resp = e.rawStream(t, conv.ID(), "HTTP/1.1", "")
+	_, resp = e.rawStream(t, conv.ID(), "HTTP/1.1", "", "")
 	p := reader(resp)
 	readUntil(t, p, agentik.EvAssistantMessage)
 	if err := e.eng.Shutdown(ctx); err != nil {
@@ -183,7 +186,7 @@ func TestHandedOffStreamHTTP10(t *testing.T) {
 	e := newHandOffEnv(t)
 	ctx := testCtx(t)
 	conv := e.create()
-	_, resp := e.rawStream(t, conv.ID(), "HTTP/1.0", "")
+	_, resp := e.rawStream(t, conv.ID(), "HTTP/1.0", "", "")
 	if len(resp.TransferEncoding) != 0 {
 		t.Fatalf("transfer encoding %v for HTTP/1.0", resp.TransferEncoding)
 	}
@@ -207,8 +210,29 @@ func TestPipelinedRequestEndsTheStream(t *testing.T) {
 	e := newHandOffEnv(t)
 	ctx := testCtx(t)
 	conv := e.create()
-	_, resp := e.rawStream(t, conv.ID(), "HTTP/1.1", "GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
+	_, resp := e.rawStream(t, conv.ID(), "HTTP/1.1", "", "GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
 	readToEnd(t, reader(resp))
+	e.subs.await(ctx, t, 0)
+}
+
+// TestGetWithABodyStaysOnItsRequest: a GET that sends a body is not handed
+// off: what net/http leaves of the body (it reads at most 256 KiB of an
+// unread one before it answers) would read as bytes after the request.
+// Its stream works and ends when the client hangs up (seen at a
+// keep-alive's write: nobody reads the connection).
+func TestGetWithABodyStaysOnItsRequest(t *testing.T) {
+	e := newHandOffEnv(t)
+	ctx := testCtx(t)
+	conv := e.create()
+	body := strings.Repeat("x", 300<<10)
+	c, resp := e.rawStream(t, conv.ID(), "HTTP/1.1", "Content-Length: "+strconv.Itoa(len(body))+"\r\n", body)
+	e.llm.Enqueue(llmtest.Text("with a body"))
+	if _, err := conv.Send(ctx, text("hello")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, reader(resp), agentik.EvEnd)
+	e.subs.await(ctx, t, 1)
+	c.Close()
 	e.subs.await(ctx, t, 0)
 }
 

@@ -94,6 +94,14 @@ type Event struct {
 	To             int64       `json:"to,omitempty"`
 	State          RawJSON     `json:"state,omitempty"`
 	Patch          RawJSON     `json:"patch,omitempty"`
+
+	// SentBefore is set on an online event heard from another process
+	// sharing the store: one more than the cursor of the last durable
+	// event of its conversation that process had committed when it
+	// published this one, so the event came before every durable event
+	// of that process with a cursor ≥ SentBefore. 0: not known (an event
+	// of this process). Never on the wire.
+	SentBefore int64 `json:"-"`
 }
 
 // Compaction describes a working-memory compaction (SPEC §3).

@@ -362,7 +362,9 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 		return nil, err
 	}
 	var join []agentik.Event
+	joinTurn := remote.ReplyTo // the turn running when the stream joined
 	if t := c.running; t != nil {
+		joinTurn = t.user.ID
 		join = append(join, agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: agentik.EvWorking, ReplyTo: t.user.ID})
 		if c.partial.Len() > 0 {
 			start := agentik.EvStartResponse
@@ -374,6 +376,7 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 				agentik.Event{ConversationID: c.id, Date: agentik.Now(), Type: agentik.EvAppendText, Text: c.partial.String()})
 		}
 	} else if p := c.parked; p != nil {
+		joinTurn = p.replyTo
 		join = parkedJoin(c.id, p)
 	} else {
 		join = remoteJoin(c.id, remote) // a turn running in another process
@@ -386,12 +389,13 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 
 	var stale *staleOnline
 	if c.shared {
-		stale = &staleOnline{turn: remote.ReplyTo}
+		stale = &staleOnline{turn: joinTurn}
 	}
 	s.bound = bound
 	s.page = c.replayPage
 	s.replayed = func(sh *agentik.Shared[agentik.Event]) (bool, error) {
-		if len(join) == 0 && stale == nil {
+		stale.replayed(sh)
+		if len(join) == 0 {
 			return true, nil
 		}
 		ev, err := sh.Value()
@@ -399,7 +403,6 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 			return false, err
 		}
 		join = joinAfterReplay(join, ev)
-		stale.replayed(ev)
 		return true, nil
 	}
 	s.joined = func() []*agentik.Shared[agentik.Event] { return shareAll(join, eventFrame) }
@@ -407,11 +410,7 @@ func (c *conv) subscribe(ctx context.Context, after int64) (agentik.Stream[agent
 		if sh.Cursor == 0 {
 			return !stale.drops(sh)
 		}
-		if sh.Cursor <= bound {
-			return false
-		}
-		stale.caughtUp()
-		return true
+		return sh.Cursor > bound
 	}
 	s.mend = new(mender).pass
 	s.onFinish = func() {
@@ -520,62 +519,72 @@ func parkedJoin(id string, p *parkedTurn) []agentik.Event {
 // staleOnline drops the online events a subscriber sharing the store gets
 // live although they came before its replay. The replay reads the store up
 // to its bound, which can be ahead of what this process has heard from the
-// others: the notification that carries another process's working and
-// deltas can still be on its way when the answer that closed that turn is
-// already in the store, and replayed. Those late online events belong to a
-// turn the replay closed. So until the first durable event after the bound
-// comes live (from then on, everything heard is newer than the replay) an
-// online event of a turn the replay closed is dropped. The turn of an
-// event without ReplyTo (a delta) is the one the last event with ReplyTo
-// named, or the turn the join found running. A regenerate, which answers
-// the same message again, first moves the head: a durable event after the
-// bound, heard before its online events (docs/postgres.md).
+// others (the Bus reads a conversation's cursor for its first subscriber,
+// a poll or a catch-up reads ahead): the notification that carries another
+// process's working and deltas can still be on its way when the answer
+// that closed that turn is already in the store, and replayed. So an
+// online event of a turn whose answer the replay held is dropped when its
+// sender published it before committing that answer (Event.SentBefore).
+// A regenerate's run of the same turn comes after its head move, a commit
+// after the answer, and passes. The turn of an event without ReplyTo (a
+// delta) is the one the last event with ReplyTo named, or the turn the
+// stream joined.
 type staleOnline struct {
-	closed []string // the last turns the replay closed; nil once caught up
-	turn   string   // the turn the online events heard belong to
+	answered []answeredTurn // the last turns the replay's answers closed
+	turn     string         // the turn the online events heard belong to
 }
 
-// maxStaleTurns bounds the turns remembered as closed by the replay: only
-// the last few can still have online events on their way.
+type answeredTurn struct {
+	replyTo string
+	cursor  int64 // of the answer
+}
+
+// maxStaleTurns bounds the turns remembered as answered by the replay:
+// only the last few can still have online events on their way.
 const maxStaleTurns = 4
 
-func (s *staleOnline) replayed(ev agentik.Event) {
-	if s == nil {
+// replayed notes a replayed answer that closes its turn.
+func (s *staleOnline) replayed(sh *agentik.Shared[agentik.Event]) {
+	if s == nil || (sh.Type != agentik.EvAssistantMessage && sh.Type != agentik.EvError) {
 		return
 	}
-	var closed string
-	switch {
-	case ev.Type == agentik.EvHeadMoved:
-		s.closed = s.closed[:0] // a new run, maybe of a closed turn again
-	case ev.Type == agentik.EvInterrupted:
-		closed = ev.ReplyTo
-	case ev.Message != nil && ev.Message.ClosesTurn():
-		closed = ev.Message.ReplyTo
-	}
-	if closed == "" {
+	ev, err := sh.Value()
+	if err != nil || ev.Message == nil || !ev.Message.ClosesTurn() {
 		return
 	}
-	if len(s.closed) == maxStaleTurns {
-		s.closed = append(s.closed[:0], s.closed[1:]...)
+	if len(s.answered) == maxStaleTurns {
+		s.answered = append(s.answered[:0], s.answered[1:]...)
 	}
-	s.closed = append(s.closed, closed)
+	s.answered = append(s.answered, answeredTurn{ev.Message.ReplyTo, sh.Cursor})
 }
 
 // drops reports whether a live online event is a late one of a turn the
-// replay closed.
+// replay answered. Only the events of a turn count (not, say,
+// conversation_closing).
 func (s *staleOnline) drops(sh *agentik.Shared[agentik.Event]) bool {
-	if s == nil || len(s.closed) == 0 {
+	if s == nil || len(s.answered) == 0 {
 		return false
 	}
-	if ev, err := sh.Value(); err == nil && ev.ReplyTo != "" {
+	switch sh.Type {
+	case agentik.EvWorking, agentik.EvStartReasoning, agentik.EvStartResponse, agentik.EvAppendText,
+		agentik.EvAppendImage, agentik.EvEnd, agentik.EvAwaitingApproval, agentik.EvDeltasLost:
+	default:
+		return false
+	}
+	ev, err := sh.Value()
+	if err != nil {
+		return false
+	}
+	if ev.ReplyTo != "" {
 		s.turn = ev.ReplyTo
 	}
-	return slices.Contains(s.closed, s.turn)
-}
-
-// caughtUp: a durable event after the bound came live.
-func (s *staleOnline) caughtUp() {
-	if s != nil {
-		s.closed = nil
+	if ev.SentBefore == 0 {
+		return false // this process's own, or not known
 	}
+	for _, a := range s.answered {
+		if a.replyTo == s.turn && ev.SentBefore <= a.cursor {
+			return true
+		}
+	}
+	return false
 }

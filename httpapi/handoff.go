@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -76,6 +78,7 @@ type connSink struct {
 	c       net.Conn
 	chunked bool
 	timeout time.Duration
+	failed  bool // a write failed: the response cannot be ended well
 }
 
 var crlf = []byte("\r\n")
@@ -84,27 +87,56 @@ func (c *connSink) write(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if err := c.c.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
-		return err
+	err := c.c.SetWriteDeadline(time.Now().Add(c.timeout))
+	switch {
+	case err != nil:
+	case !c.chunked:
+		_, err = c.c.Write(b)
+	default:
+		err = c.writeChunk(b)
 	}
-	if !c.chunked {
-		_, err := c.c.Write(b)
-		return err
-	}
-	var size [20]byte
-	head := append(strconv.AppendInt(size[:0], int64(len(b)), 16), crlf...)
-	bufs := net.Buffers{head, b, crlf}
-	_, err := bufs.WriteTo(c.c)
+	c.failed = c.failed || err != nil
 	return err
 }
 
-// close ends the response (the last chunk) and closes the connection: a
-// handed-off connection serves no other request.
+// writeChunk writes b as one chunk: with one writev on TCP, else (TLS)
+// assembled first, so that a chunk is one write (one TLS record).
+func (c *connSink) writeChunk(b []byte) error {
+	var size [20]byte
+	head := append(strconv.AppendInt(size[:0], int64(len(b)), 16), crlf...)
+	if _, ok := c.c.(*net.TCPConn); ok {
+		bufs := net.Buffers{head, b, crlf}
+		_, err := bufs.WriteTo(c.c)
+		return err
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooled {
+			buf.Reset()
+			bufPool.Put(buf)
+		}
+	}()
+	buf.Write(head)
+	buf.Write(b)
+	buf.Write(crlf)
+	_, err := c.c.Write(buf.Bytes())
+	return err
+}
+
+// close ends the response (the last chunk, unless a write failed) and
+// closes the connection: a handed-off connection serves no other request.
 func (c *connSink) close() {
-	if c.chunked && c.c.SetWriteDeadline(time.Now().Add(c.timeout)) == nil {
+	if c.chunked && !c.failed && c.c.SetWriteDeadline(time.Now().Add(c.timeout)) == nil {
 		c.c.Write([]byte("0\r\n\r\n"))
 	}
 	c.c.Close()
+}
+
+// handOffable reports whether r's stream can be handed off: an HTTP/1.x
+// GET without a body (a body, -1 when chunked, would be read as bytes
+// after the request).
+func handOffable(r *http.Request) bool {
+	return r.ProtoMajor == 1 && r.Method == http.MethodGet && r.ContentLength == 0
 }
 
 // handOff takes an HTTP/1.x GET's connection from net/http, once the
@@ -117,9 +149,7 @@ func (c *connSink) close() {
 // (net/http drops its body), a GET with a body, or a connection that
 // cannot be taken.
 func (s *server) handOff(r *http.Request, rc *http.ResponseController, d *detach) (*connSink, bool) {
-	if r.ProtoMajor != 1 || r.Method != http.MethodGet || r.ContentLength != 0 {
-		// A GET with a body (-1: chunked) would have its body read as
-		// bytes after the request.
+	if !handOffable(r) {
 		return nil, false
 	}
 	// Watch the credential before the handler returns: the edge stops its
@@ -150,21 +180,52 @@ func (s *server) handOff(r *http.Request, rc *http.ResponseController, d *detach
 	return sink, true
 }
 
+// streamCount counts the streams handed off. Unlike a WaitGroup, it may
+// grow while it is waited for: a request handed off during the shutdown.
+type streamCount struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n reaches 0; nil while nobody waits
+}
+
+func (c *streamCount) add() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *streamCount) done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n--; c.n == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
+}
+
+// wait waits until no stream is counted or ctx ends.
+func (c *streamCount) wait(ctx context.Context) {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.mu.Unlock()
+		return
+	}
+	if c.idle == nil {
+		c.idle = make(chan struct{})
+	}
+	idle := c.idle
+	c.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+}
+
 // wait waits, until ctx ends, for the event streams handed off from their
 // requests (serveSSE) to end. Call it once the agent has shut down (its
 // streams end then): a process that exits before that may cut their last
 // events off.
-func (s *server) wait(ctx context.Context) {
-	done := make(chan struct{})
-	go func() {
-		s.handedOff.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
+func (s *server) wait(ctx context.Context) { s.handedOff.wait(ctx) }
 
 // streamRequest subscribes r's event stream with open and serves it; the
 // caller's release runs when the stream is done (also when opening it

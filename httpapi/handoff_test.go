@@ -154,6 +154,9 @@ func TestHandedOffStreamHTTP11(t *testing.T) {
 	if len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
 		t.Fatalf("transfer encoding %v, want chunked", resp.TransferEncoding)
 	}
+	if !resp.Close {
+		t.Fatal("no Connection: close: a pool would reuse the connection once the stream ends")
+	}
 	e.subs.await(ctx, t, 1)
 	e.llm.Enqueue(llmtest.Text("handed off"))
 	if _, err := conv.Send(ctx, text("hello")); err != nil {
@@ -272,4 +275,31 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestStreamCountGrowsWhileWaited: a stream handed off while the shutdown
+// already waits is waited for too (a WaitGroup may not grow from zero
+// while waited on).
+func TestStreamCountGrowsWhileWaited(t *testing.T) {
+	var c streamCount
+	c.wait(context.Background()) // none: returns at once
+	c.add()
+	waited := make(chan struct{})
+	go func() {
+		c.wait(context.Background())
+		close(waited)
+	}()
+	c.add()
+	c.done()
+	select {
+	case <-waited:
+		t.Fatal("wait returned with a stream still counted")
+	default:
+	}
+	c.done()
+	<-waited
+	ctx, cancel := context.WithCancel(context.Background())
+	c.add()
+	cancel()
+	c.wait(ctx) // returns when ctx ends
 }

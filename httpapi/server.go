@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -66,7 +65,7 @@ type server struct {
 	opts  Options
 	log   *slog.Logger
 
-	handedOff sync.WaitGroup // event streams served off their requests (handOff)
+	handedOff streamCount // event streams served off their requests (handOff)
 }
 
 func newServer(agent agentik.Agent, opts Options) *server {

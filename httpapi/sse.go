@@ -30,13 +30,14 @@ const maxPooled = 64 << 10
 // subscription exists, so nothing committed after the client sees the 200
 // can be missed.
 //
-// An HTTP/1.x stream is handed off (handOff): once its headers are out,
-// the connection is taken from net/http and served by a goroutine of the
+// An HTTP/1.x GET without a body is handed off (handOff): once its
+// headers are out (with Connection: close: the connection serves no other
+// request), it is taken from net/http and served by a goroutine of the
 // stream's own, and the handler returns. net/http then lets go of what it
 // holds per request (its read and write buffers, the request), about half
 // of what an idle subscriber cost (docs/reliability.md). Other streams
-// (HTTP/2, a HEAD, a client that sent more than its request) are served on
-// the request's goroutine as before. Either way each event's JSON is shared
+// (HTTP/2, a HEAD, a GET with a body) are served on the request's
+// goroutine as before. Either way each event's JSON is shared
 // with the other subscribers (or passed through as stored, on replay). A
 // client that stops reading blocks a write for at most writeTimeout;
 // meanwhile the core cuts the subscription off instead of waiting for it,
@@ -47,15 +48,20 @@ func serveSSE[T any](s *server, w http.ResponseWriter, r *http.Request, d *detac
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	if handOffable(r) {
+		// Said before the headers go: a pool must not reuse the
+		// connection once the stream is over.
+		h.Set("Connection", "close")
+	}
 	w.WriteHeader(http.StatusOK)
 	if err := s.writeFlush(w, rc, nil); err != nil {
 		d.finish(stream, release)
 		return
 	}
 	if c, ok := s.handOff(r, rc, d); ok {
-		s.handedOff.Add(1)
+		s.handedOff.add()
 		go func() {
-			defer s.handedOff.Done()
+			defer s.handedOff.done()
 			defer d.finish(stream, release)
 			defer c.close()
 			loopSSE(s, c, d, stream, meta)

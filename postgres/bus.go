@@ -247,6 +247,10 @@ func (b *Bus) Close() {
 func (b *Bus) Publish(ev agentik.Event) {
 	if ev.Cursor == 0 {
 		b.enqueue(item{kind: itemEvent, ev: ev}, true)
+		// What the others hear says which of this process's commits it
+		// came before: a subscriber whose replay holds a later one drops
+		// it (the engine's staleOnline).
+		ev.SentBefore = b.s.states.last(ev.ConversationID) + 1
 		if ev.Type == agentik.EvAppendText {
 			b.queueDelta(ev)
 			return

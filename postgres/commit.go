@@ -359,6 +359,14 @@ func (c *commitStates) get(id string) (commitState, bool) {
 	return st, ok
 }
 
+// last returns the conversation's last cursor as this process's commits
+// and reads left it (0: not known).
+func (c *commitStates) last(id string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[id].lastCursor
+}
+
 func (c *commitStates) put(id string, st commitState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

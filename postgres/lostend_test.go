@@ -257,7 +257,7 @@ func TestMalformedEntryCostsOnlyItself(t *testing.T) {
 			}
 		}
 	}()
-	end, err := encodeEntry(notification{kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvEnd, Reason: agentik.EndCompleted}})
+	end, err := encodeEntry(notification{kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvEnd, Reason: agentik.EndCompleted, SentBefore: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,9 +275,9 @@ func TestMalformedEntryCostsOnlyItself(t *testing.T) {
 // TestLateOnlineEventsOfAReplayedTurn: a subscriber whose replay reads
 // another process's answer from the store before this process has heard
 // that turn's online events (its listener held back here, as a busy
-// machine can) does not get that turn's working, deltas and end live
-// after the replay: a door would show the answer twice. The next turn's
-// online events all arrive.
+// machine can) does not get that turn's working and deltas live after the
+// replay: a door would show the answer twice. The next turn's online
+// events all arrive.
 func TestLateOnlineEventsOfAReplayedTurn(t *testing.T) {
 	dsn := freshSchema(t)
 	llm := llmtest.NewServer()
@@ -320,7 +320,10 @@ func TestLateOnlineEventsOfAReplayedTurn(t *testing.T) {
 	var text strings.Builder
 	working := false
 	for _, ev := range live {
-		if ev.Cursor == 0 && ev.ReplyTo == first.MessageID {
+		// Its end came after its answer was committed: a subscriber that
+		// replayed the answer may get it, as one that joined between the
+		// two always could.
+		if ev.Cursor == 0 && ev.ReplyTo == first.MessageID && ev.Type != agentik.EvEnd {
 			t.Errorf("a late online event of the replayed turn: %+v", ev)
 		}
 		if ev.Type == agentik.EvAppendText {
@@ -329,6 +332,57 @@ func TestLateOnlineEventsOfAReplayedTurn(t *testing.T) {
 		working = working || (ev.Type == agentik.EvWorking && ev.ReplyTo == second.MessageID)
 	}
 	if text.String() != "the second answer" || !working {
+		t.Fatalf("live text %q, working %v; events %+v", text.String(), working, live)
+	}
+}
+
+// TestRegenerateAfterAReplayedAnswerStreams: a subscriber sharing the
+// store whose replay holds a turn's answer sees that turn's regenerate
+// live (working, its text, end completed): the same message answered
+// again, by a run that moved the head after the answer, is not a late
+// event of the answered run.
+func TestRegenerateAfterAReplayedAnswerStreams(t *testing.T) {
+	dsn := freshSchema(t)
+	llm := llmtest.NewServer()
+	defer llm.Close()
+	a := newNode(t, dsn, llm, nodeOptions{})
+	b := newNode(t, dsn, llm, nodeOptions{})
+	ctx := context.Background()
+	_, cs := sharedConversation(t, ctx, a, b)
+	onA := liveEvents(t, ctx, cs[0])
+
+	llm.Enqueue(llmtest.Text("first"))
+	first := sendText(t, cs[0], "one")
+	waitFor(t, onA, "the first turn's end", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID
+	})
+	onB, err := cs[1].Events(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer onB.Close()
+	waitFor(t, onB, "the replayed answer", func(ev agentik.Event) bool {
+		return ev.Message != nil && ev.Message.ReplyTo == first.MessageID && ev.Message.ClosesTurn()
+	})
+	llm.Enqueue(llmtest.Text("again"))
+	if _, err := cs[0].Regenerate(ctx, agentik.RegenerateRequest{Seq: first.Seq}); err != nil {
+		t.Fatal(err)
+	}
+	live := waitFor(t, onB, "the regenerate's answer", func(ev agentik.Event) bool {
+		return ev.Message != nil && ev.Message.ReplyTo == first.MessageID && ev.Cursor > 0 && ev.Message.ClosesTurn()
+	})
+	live = append(live, waitFor(t, onB, "the regenerate's end", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID
+	})...)
+	var text strings.Builder
+	working := false
+	for _, ev := range live {
+		if ev.Type == agentik.EvAppendText {
+			text.WriteString(ev.Text)
+		}
+		working = working || (ev.Type == agentik.EvWorking && ev.ReplyTo == first.MessageID)
+	}
+	if text.String() != "again" || !working {
 		t.Fatalf("live text %q, working %v; events %+v", text.String(), working, live)
 	}
 }

@@ -25,7 +25,11 @@ import (
 //	                             none); it also says the events up to its
 //	                             cursor are committed, as an e entry would.
 //	                             <mac> signs "<prev> <event JSON>" (signDurable)
-//	o <event JSON>               an online event (working, append_text, end, …)
+//	o <before> <event JSON>      an online event (working, append_text, end, …),
+//	                             published before this process committed any
+//	                             event of its conversation with a cursor ≥
+//	                             <before> (Event.SentBefore); "o <event JSON>"
+//	                             (before unknown) is read too
 //	i <conversation id> <reason> <unless> [<reply to>]  interrupt the
 //	                             conversation's running turn unless it answers message
 //	                             <unless> ("-": any); with <reply to>, only the turn
@@ -113,8 +117,12 @@ func encodeEntry(n notification) (string, error) {
 		b.WriteString(strconv.FormatInt(n.cursor, 10))
 	case kindOnline:
 		j, err := agentik.MarshalEvent(&n.event)
-		if err != nil {
-			return "", err
+		if err != nil || n.event.SentBefore < 0 {
+			return "", errBadNotification
+		}
+		if n.event.SentBefore > 0 { // 0: not known, as an older process writes it
+			b.WriteString(strconv.FormatInt(n.event.SentBefore, 10))
+			b.WriteByte(' ')
 		}
 		b.Write(j)
 	case kindDurable:
@@ -229,8 +237,7 @@ func decodeEntry(rest string) (notification, error) {
 		n.cursor, err = strconv.ParseInt(rest, 10, 64)
 		ok = err == nil && n.cursor > 0
 	case kindOnline:
-		ok = json.Unmarshal([]byte(rest), &n.event) == nil &&
-			n.event.Cursor == 0 && n.event.Type != "" && !agentik.Durable(n.event.Type) && agentik.ValidID(n.event.ConversationID)
+		ok = decodeOnline(&n, rest)
 	case kindDurable:
 		ok = decodeDurable(&n, rest)
 	case kindInterrupt:
@@ -271,6 +278,25 @@ func decodeDurable(n *notification, rest string) bool {
 	}
 	return json.Unmarshal([]byte(j), &n.event) == nil &&
 		n.event.Cursor > n.prev && agentik.Durable(n.event.Type) && agentik.ValidID(n.event.ConversationID)
+}
+
+// decodeOnline parses an o entry's body: what the event was sent before
+// (absent from an older process's entries), then the event.
+func decodeOnline(n *notification, rest string) bool {
+	var before int64
+	if !strings.HasPrefix(rest, "{") {
+		b, j, ok := strings.Cut(rest, " ")
+		var err error
+		if before, err = strconv.ParseInt(b, 10, 64); !ok || err != nil || before < 1 {
+			return false
+		}
+		rest = j
+	}
+	if json.Unmarshal([]byte(rest), &n.event) != nil {
+		return false
+	}
+	n.event.SentBefore = before
+	return n.event.Cursor == 0 && n.event.Type != "" && !agentik.Durable(n.event.Type) && agentik.ValidID(n.event.ConversationID)
 }
 
 // decodeInterrupt parses an i entry's body.

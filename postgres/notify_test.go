@@ -16,7 +16,7 @@ func TestNotificationRoundTrip(t *testing.T) {
 		{node: node, seq: 1, kind: kindEvents, events: []convCursor{{conv, 42}}},
 		{node: node, seq: 6, kind: kindEvents, events: []convCursor{{conv, 42}, {node, 9}}},
 		{node: node, seq: 2, kind: kindAgent, cursor: 7},
-		{node: node, seq: 3, kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvAppendText, Text: "hi \x00 there"}},
+		{node: node, seq: 3, kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvAppendText, Text: "hi \x00 there", SentBefore: 5}},
 		{node: node, seq: 7, kind: kindDurable, prev: 41, mac: strings.Repeat("ab", 16), event: agentik.Event{ConversationID: conv, Cursor: 42, Date: agentik.Now(), Type: agentik.EvUserMessage,
 			Message: &agentik.Message{ID: node, ConversationID: conv, Seq: 3, Date: agentik.Now(), Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("hi\n")}}}},
 		{node: node, seq: 8, kind: kindDurable, mac: strings.Repeat("0", 32), event: agentik.Event{ConversationID: conv, Cursor: 1, Type: agentik.EvStateUpdated}},
@@ -34,12 +34,18 @@ func TestNotificationRoundTrip(t *testing.T) {
 			t.Fatalf("%q decoded to %+v, %v; want %+v", p, got, err, n)
 		}
 	}
+	// An older process's o entry says nothing of what it came before.
+	if got, err := decodeNotification(node + ` 1 o {"conversation_id":"` + conv + `","type":"end"}`); err != nil || got.event.SentBefore != 0 || got.event.Type != agentik.EvEnd {
+		t.Fatalf("an o entry without before: %+v, %v", got, err)
+	}
 	for _, bad := range []string{
 		"", "x", node + " 1 e", node + " 1 e 42", node + " 1 e " + conv + " 0", node + " 1 e " + conv + " -3",
 		node + " 1 e " + conv, node + " 1 e " + conv + " 1 " + conv, node + " 1 e nope 1", node + " 1 e " + conv + "  1",
 		node + " x e " + conv + " 1", node + " 1 z 1",
 		node + " 1 o {}", node + ` 1 o {"conversation_id":"` + conv + `","type":"user_message"}`,
 		node + ` 1 o {"conversation_id":"` + conv + `","type":"end","cursor":3}`,
+		node + ` 1 o 0 {"conversation_id":"` + conv + `","type":"end"}`, node + ` 1 o -2 {"conversation_id":"` + conv + `","type":"end"}`,
+		node + ` 1 o x {"conversation_id":"` + conv + `","type":"end"}`, node + ` 1 o 3`, node + ` 1 o 3 {}`,
 		node + " 1 d " + mac + ` 3 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
 		node + " 1 d " + mac + ` -1 {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
 		node + " 1 d " + mac + ` {"conversation_id":"` + conv + `","type":"user_message","cursor":3}`,
@@ -61,7 +67,7 @@ func TestOnlinePayloadsFit(t *testing.T) {
 	var seq uint64
 	next := func() uint64 { seq++; return seq }
 	text := strings.Repeat("\x01ж", 10000) // escapes to 6 bytes + 2
-	es := onlineEntries(agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: text})
+	es := onlineEntries(agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: text, SentBefore: 1 << 40})
 	ps := packPayloads(node, next, es)
 	var joined strings.Builder
 	for _, p := range ps {
@@ -79,7 +85,7 @@ func TestOnlinePayloadsFit(t *testing.T) {
 	if joined.String() != text {
 		t.Fatalf("split text does not join back (%d payloads)", len(ps))
 	}
-	if es := onlineEntries(agentik.Event{ConversationID: conv, Type: agentik.EvAppendImage, Data: strings.Repeat("A", 8000)}); es != nil {
+	if es := onlineEntries(agentik.Event{ConversationID: conv, Type: agentik.EvAppendImage, Data: strings.Repeat("A", 8000), SentBefore: 1}); es != nil {
 		t.Fatalf("an oversized image was encoded into %d entries", len(es))
 	}
 }
@@ -96,7 +102,7 @@ func TestPackPayloads(t *testing.T) {
 		var n notification
 		switch i % 3 {
 		case 0:
-			n = notification{kind: kindOnline, event: agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: strings.Repeat("x", i) + "\n"}}
+			n = notification{kind: kindOnline, event: agentik.Event{ConversationID: conv, Type: agentik.EvAppendText, Text: strings.Repeat("x", i) + "\n", SentBefore: 1 << 40}}
 		case 1:
 			n = notification{kind: kindEvents, events: []convCursor{{conv, int64(i)}}}
 		default:

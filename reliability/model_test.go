@@ -49,7 +49,6 @@ func newScripts(s *server) *scripts {
 // answers its next message.
 func TestModelFaults(t *testing.T) {
 	big := strings.Repeat("x", 1<<20)
-	oversized := `{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("y", 33<<20) + `"}}]}`
 	runFaults(t, 20*time.Second, []fault{
 		{"500 then answer", []llmtest.Reply{llmtest.ServerError(), llmtest.Text("fine")}, "", "fine", 0},
 		{"429 Retry-After then answer", []llmtest.Reply{llmtest.RateLimited("1"), llmtest.Text("waited")}, "", "waited", time.Second},
@@ -60,8 +59,17 @@ func TestModelFaults(t *testing.T) {
 		{"finish but no [DONE]", []llmtest.Reply{llmtest.Stream().Role().Content("complete").Finish("stop")}, "", "complete", 0},
 		{"neither finish nor [DONE]", []llmtest.Reply{llmtest.Stream().Role().Content("cut")}, agentik.CodeLLMError, "", 0},
 		{"1 MiB chunk", []llmtest.Reply{llmtest.Stream().Role().Content(big).Finish("stop").Done()}, "", big, 0},
-		// One SSE line over the adapter's 32 MiB limit ends the turn; it never
-		// grows memory without bound.
+	})
+}
+
+// TestModelOversizedLine: one SSE line over the adapter's 32 MiB limit
+// ends the turn with llm_error; it never grows memory without bound. The
+// model timeout is long here: on a machine busy enough, reading 32 MiB
+// under -race took longer than TestModelFaults' 20 s of silence, and the
+// turn ended with llm_timeout first.
+func TestModelOversizedLine(t *testing.T) {
+	oversized := `{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("y", 33<<20) + `"}}]}`
+	runFaults(t, 2*time.Minute, []fault{
 		{"33 MiB chunk", []llmtest.Reply{llmtest.Stream().Role().Content("a").Data(oversized).Finish("stop").Done()}, agentik.CodeLLMError, "", 0},
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,7 +163,7 @@ func TestHandedOffStreamHTTP11(t *testing.T) {
 	if _, err := conv.Send(ctx, text("hello")); err != nil {
 		t.Fatal(err)
 	}
-	if got := readUntil(t, reader(resp), agentik.EvEnd); !contains(got, agentik.EvAssistantMessage) {
+	if got := readUntil(t, reader(resp), agentik.EvEnd); !slices.Contains(got, agentik.EvAssistantMessage) {
 		t.Fatalf("events %v", got)
 	}
 	c.Close() // the client hangs up
@@ -266,15 +267,6 @@ func TestStreamOverHTTP2(t *testing.T) {
 	readUntil(t, reader(resp), agentik.EvEnd)
 	cancel()
 	e.subs.await(ctx, t, 0)
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // TestStreamCountGrowsWhileWaited: a stream handed off while the shutdown

@@ -296,19 +296,7 @@ func TestLateOnlineEventsOfAReplayedTurn(t *testing.T) {
 	held := make(chan struct{})
 	gate.Store(&held) // b hears nothing from here
 	llm.Enqueue(llmtest.Text("the first answer"))
-	first := sendText(t, cs[0], "one")
-	waitFor(t, onA, "the first turn's end", func(ev agentik.Event) bool {
-		return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID
-	})
-
-	onB, err := cs[1].Events(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer onB.Close()
-	waitFor(t, onB, "the replayed answer", func(ev agentik.Event) bool {
-		return ev.Message != nil && ev.Message.ReplyTo == first.MessageID && ev.Message.ClosesTurn()
-	})
+	first, onB := answerThenReplay(t, ctx, onA, cs)
 	gate.Store(nil)
 	close(held) // b hears the first turn's notifications now
 
@@ -317,8 +305,6 @@ func TestLateOnlineEventsOfAReplayedTurn(t *testing.T) {
 	live := waitFor(t, onB, "the second turn's end", func(ev agentik.Event) bool {
 		return ev.Type == agentik.EvEnd && ev.ReplyTo == second.MessageID
 	})
-	var text strings.Builder
-	working := false
 	for _, ev := range live {
 		// Its end came after its answer was committed: a subscriber that
 		// replayed the answer may get it, as one that joined between the
@@ -326,12 +312,43 @@ func TestLateOnlineEventsOfAReplayedTurn(t *testing.T) {
 		if ev.Cursor == 0 && ev.ReplyTo == first.MessageID && ev.Type != agentik.EvEnd {
 			t.Errorf("a late online event of the replayed turn: %+v", ev)
 		}
+	}
+	liveTurn(t, live, second.MessageID, "the second answer")
+}
+
+// answerThenReplay sends a message through cs[0], waits for its turn's end
+// on onA, then subscribes through cs[1] from the start and reads the
+// replay up to that turn's answer.
+func answerThenReplay(t *testing.T, ctx context.Context, onA agentik.Stream[agentik.Event], cs []agentik.Conversation) (agentik.SendResult, agentik.Stream[agentik.Event]) {
+	t.Helper()
+	first := sendText(t, cs[0], "one")
+	waitFor(t, onA, "the first turn's end", func(ev agentik.Event) bool {
+		return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID
+	})
+	onB, err := cs[1].Events(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { onB.Close() })
+	waitFor(t, onB, "the replayed answer", func(ev agentik.Event) bool {
+		return ev.Message != nil && ev.Message.ReplyTo == first.MessageID && ev.Message.ClosesTurn()
+	})
+	return first, onB
+}
+
+// liveTurn fails t unless live holds the turn answering replyTo, streamed:
+// its working and exactly the text want.
+func liveTurn(t *testing.T, live []agentik.Event, replyTo, want string) {
+	t.Helper()
+	var text strings.Builder
+	working := false
+	for _, ev := range live {
 		if ev.Type == agentik.EvAppendText {
 			text.WriteString(ev.Text)
 		}
-		working = working || (ev.Type == agentik.EvWorking && ev.ReplyTo == second.MessageID)
+		working = working || (ev.Type == agentik.EvWorking && ev.ReplyTo == replyTo)
 	}
-	if text.String() != "the second answer" || !working {
+	if text.String() != want || !working {
 		t.Fatalf("live text %q, working %v; events %+v", text.String(), working, live)
 	}
 }
@@ -352,18 +369,7 @@ func TestRegenerateAfterAReplayedAnswerStreams(t *testing.T) {
 	onA := liveEvents(t, ctx, cs[0])
 
 	llm.Enqueue(llmtest.Text("first"))
-	first := sendText(t, cs[0], "one")
-	waitFor(t, onA, "the first turn's end", func(ev agentik.Event) bool {
-		return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID
-	})
-	onB, err := cs[1].Events(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer onB.Close()
-	waitFor(t, onB, "the replayed answer", func(ev agentik.Event) bool {
-		return ev.Message != nil && ev.Message.ReplyTo == first.MessageID && ev.Message.ClosesTurn()
-	})
+	first, onB := answerThenReplay(t, ctx, onA, cs)
 	llm.Enqueue(llmtest.Text("again"))
 	if _, err := cs[0].Regenerate(ctx, agentik.RegenerateRequest{Seq: first.Seq}); err != nil {
 		t.Fatal(err)
@@ -374,15 +380,5 @@ func TestRegenerateAfterAReplayedAnswerStreams(t *testing.T) {
 	live = append(live, waitFor(t, onB, "the regenerate's end", func(ev agentik.Event) bool {
 		return ev.Type == agentik.EvEnd && ev.ReplyTo == first.MessageID
 	})...)
-	var text strings.Builder
-	working := false
-	for _, ev := range live {
-		if ev.Type == agentik.EvAppendText {
-			text.WriteString(ev.Text)
-		}
-		working = working || (ev.Type == agentik.EvWorking && ev.ReplyTo == first.MessageID)
-	}
-	if text.String() != "again" || !working {
-		t.Fatalf("live text %q, working %v; events %+v", text.String(), working, live)
-	}
+	liveTurn(t, live, first.MessageID, "again")
 }

@@ -196,7 +196,18 @@ func (c *conv) hasPending() bool {
 func (c *conv) busyHere() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.running != nil || c.parked != nil || c.handling != "" || len(c.queue) > 0
+	return c.running != nil || c.parked != nil || c.takenLocked() != "" || len(c.queue) > 0
+}
+
+// takenLocked is the turn the loop has taken and not started yet, unless
+// it was withdrawn meanwhile: that turn is over the moment its end is
+// published, though the loop still holds it until it sees the withdrawal.
+// The caller holds mu.
+func (c *conv) takenLocked() string {
+	if c.handling == "" || c.withdrawn[c.handling] == closedHere {
+		return ""
+	}
+	return c.handling
 }
 
 func (c *conv) isWorking() bool {
@@ -531,7 +542,7 @@ func (c *conv) aheadLocked() string {
 	switch {
 	case c.running != nil || c.parked != nil:
 		return ""
-	case c.handling != "":
+	case c.takenLocked() != "":
 		return c.handling
 	case c.shared || c.pending != nil || c.stranded:
 		return ""
@@ -564,7 +575,7 @@ func (c *conv) starting() string {
 	switch {
 	case c.running != nil || c.parked != nil:
 		return ""
-	case c.handling != "": // taken from the store's queue: it starts next
+	case c.takenLocked() != "": // taken from the store's queue: it starts next
 		return c.handling
 	case c.pending != nil || c.stranded || (c.shared && !c.leased):
 		return "" // the store's first open turn is not the queue's

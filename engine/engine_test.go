@@ -1568,3 +1568,54 @@ func TestBusyInterruptWithdrawsTheTurnAboutToStart(t *testing.T) {
 		})
 	}
 }
+
+// A turn its loop has taken and not started yet, then withdrawn by an
+// exact-turn interrupt, is over when its end is published: the
+// conversation reads idle although the loop still holds it (A2A's cancel
+// reads the task right after the end; under load it read "working").
+func TestWithdrawnTurnAboutToStartIsNotWorking(t *testing.T) {
+	taken, release := make(chan string, 1), make(chan struct{})
+	h := &harness{t: t, llm: llmtest.NewServer(), path: filepath.Join(t.TempDir(), "agentik.db"), ctx: context.Background()}
+	t.Cleanup(h.llm.Close)
+	h.hook = func(p, replyTo string) {
+		if p == "taken" {
+			taken <- replyTo
+			<-release
+		}
+	}
+	h.start()
+	free := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(free)
+	h.llm.Handle(func(r llmtest.Request) llmtest.Reply { return llmtest.Text("answer") })
+	c, s := h.conversation()
+	res := h.send(c, "cancel me before I start")
+	if got := <-taken; got != res.MessageID {
+		t.Fatalf("taken %s, want %s", got, res.MessageID)
+	}
+	done, err := c.(agentik.TurnInterrupter).InterruptTurn(h.ctx, res.MessageID)
+	if err != nil || !done {
+		t.Fatalf("InterruptTurn = %v, %v", done, err)
+	}
+	evs := until(t, s, endOf(res.MessageID))
+	if end := evs[len(evs)-1]; end.Reason != agentik.EndInterrupted {
+		t.Fatalf("ended %s: %s", end.Reason, types(evs))
+	}
+	info, err := c.Info(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Working {
+		t.Fatal("the conversation reads working after its only turn was withdrawn")
+	}
+	free()
+	next := h.send(c, "and now?")
+	evs = until(t, s, endOf(next.MessageID))
+	if end := evs[len(evs)-1]; end.Reason != agentik.EndCompleted {
+		t.Fatalf("the next turn ended %s: %s", end.Reason, types(evs))
+	}
+	for _, ev := range evs {
+		if ev.Type == agentik.EvWorking && ev.ReplyTo == res.MessageID {
+			t.Fatalf("the withdrawn turn started: %s", types(evs))
+		}
+	}
+}

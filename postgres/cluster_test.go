@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/engine"
+	"github.com/agentik/agentik/internal/testenv"
 	"github.com/agentik/agentik/llmtest"
 	"github.com/agentik/agentik/memstore"
 	"github.com/agentik/agentik/openai"
@@ -122,10 +123,22 @@ func echo(r llmtest.Request) llmtest.Reply {
 	return llmtest.Stream().Role().Content("echo ", r.LastUserText()).Finish("stop").Done()
 }
 
+// waitBound is how long a test waits for an event: until its time runs out
+// (testenv.Wait; a busy machine may take long, never forever), 30 s in a
+// benchmark.
+func waitBound(t testing.TB) <-chan struct{} {
+	if tt, ok := t.(*testing.T); ok {
+		return testenv.Wait(tt).Done()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx.Done()
+}
+
 func waitFor(t testing.TB, s agentik.Stream[agentik.Event], what string, ok func(agentik.Event) bool) []agentik.Event {
 	t.Helper()
 	var seen []agentik.Event
-	deadline := time.After(30 * time.Second)
+	deadline := waitBound(t)
 	for {
 		select {
 		case ev, open := <-s.C():
@@ -137,7 +150,7 @@ func waitFor(t testing.TB, s agentik.Stream[agentik.Event], what string, ok func
 				return seen
 			}
 		case <-deadline:
-			t.Fatalf("no %s within 30s; saw %+v", what, seen)
+			t.Fatalf("no %s before the test's deadline; saw %+v", what, seen)
 		}
 	}
 }

@@ -77,11 +77,12 @@ func send(t *testing.T, conv agentik.Conversation, text string) agentik.SendResu
 	return r
 }
 
-// until reads s until an event satisfies ok, failing after 30s.
+// until reads s until an event satisfies ok, failing when the test's
+// time runs out (testenv.Wait: a busy machine may take long, never forever).
 func until(t *testing.T, s agentik.Stream[agentik.Event], what string, ok func(agentik.Event) bool) []agentik.Event {
 	t.Helper()
 	var seen []agentik.Event
-	deadline := time.After(30 * time.Second)
+	deadline := testenv.Wait(t).Done()
 	for {
 		select {
 		case ev, open := <-s.C():
@@ -93,7 +94,7 @@ func until(t *testing.T, s agentik.Stream[agentik.Event], what string, ok func(a
 				return seen
 			}
 		case <-deadline:
-			t.Fatalf("no %s within 30s; saw %d events", what, len(seen))
+			t.Fatalf("no %s before the test's deadline; saw %d events", what, len(seen))
 		}
 	}
 }

@@ -20,7 +20,7 @@ func TestUnknownRoutesAnswerTheirWireFormat(t *testing.T) {
 		method, path string
 		status       int
 		rpc          bool
-		allow        string
+		allow        string // the Allow header a 405 names; or the door whose envelope a 404 is in
 	}{
 		{"GET", "/nope", 404, false, ""},
 		{"POST", "/nope/deeper", 404, false, ""},
@@ -33,6 +33,12 @@ func TestUnknownRoutesAnswerTheirWireFormat(t *testing.T) {
 		{"GET", "/agents/agentik/a2a/x", 404, true, ""},
 		{"POST", "/mcp/nope", 404, true, ""},
 		{"DELETE", "/agents/agentik/mcp/nope", 404, true, ""},
+		// The OpenAI and LangGraph doors answer in their own envelopes.
+		{"GET", "/v1/nope", 404, false, "openai"},
+		{"DELETE", "/v1/chat/completions", 404, false, "openai"},
+		{"POST", "/agents/agentik/v1/chat/nope", 404, false, "openai"},
+		{"GET", "/langgraph/nope", 404, false, "langgraph"},
+		{"POST", "/agents/agentik/langgraph/threads/x/nope", 404, false, "langgraph"},
 	} {
 		req, _ := http.NewRequest(c.method, p.url+c.path, strings.NewReader("{}"))
 		resp, err := http.DefaultClient.Do(req)
@@ -44,6 +50,10 @@ func TestUnknownRoutesAnswerTheirWireFormat(t *testing.T) {
 		where := c.method + " " + c.path
 		if resp.StatusCode != c.status || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 			t.Errorf("%s: %d %q %s", where, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			continue
+		}
+		if c.allow == "openai" || c.allow == "langgraph" {
+			checkDoorEnvelope(t, where, c.allow, body)
 			continue
 		}
 		if c.allow != "" && !strings.Contains(resp.Header.Get("Allow"), c.allow) {
@@ -70,6 +80,35 @@ func TestUnknownRoutesAnswerTheirWireFormat(t *testing.T) {
 		want := map[int]string{404: "not_found", 405: "method_not_allowed"}[c.status]
 		if env.JSONRPC != "" || env.Error.Code != want {
 			t.Errorf("%s: code %v, want %s: %s", where, env.Error.Code, want, body)
+		}
+	}
+}
+
+// checkDoorEnvelope checks a 404 of the OpenAI door (OpenAI's error object:
+// message, type, code) or of the LangGraph door (the Agent Protocol's
+// detail).
+func checkDoorEnvelope(t *testing.T, where, door string, body []byte) {
+	t.Helper()
+	var env struct {
+		Error *struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    string `json:"code"`
+		} `json:"error"`
+		Detail string `json:"detail"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Errorf("%s: not JSON: %s", where, body)
+		return
+	}
+	switch door {
+	case "openai":
+		if env.Error == nil || env.Error.Message == "" || env.Error.Type != "invalid_request_error" || env.Error.Code != "not_found" {
+			t.Errorf("%s: not OpenAI's error object: %s", where, body)
+		}
+	case "langgraph":
+		if env.Detail == "" || env.Error != nil {
+			t.Errorf("%s: not the Agent Protocol's error: %s", where, body)
 		}
 	}
 }

@@ -108,7 +108,8 @@ func oauthSignIn(t *testing.T, endpoint, token string) map[string]any {
 // token discovers the authorization server from the 401, signs its person
 // in with their Agentik token, and uses the MCP endpoint with the access
 // token it gets, acting for that person only; static tokens keep working;
-// the token is refused at another agent's endpoint and after revocation.
+// the token is refused at the native API (it is bound to the MCP endpoint;
+// oauth's TestFlow checks another resource) and after revocation.
 func TestMCPOAuth(t *testing.T) {
 	llm := llmtest.NewServer()
 	t.Cleanup(llm.Close)
@@ -146,7 +147,7 @@ func TestMCPOAuth(t *testing.T) {
 	if r, err := bcs.CallTool(mcpCtx(t), readConv(conv)); err != nil || !r.IsError || !strings.Contains(toolText(r), "not found") {
 		t.Fatalf("bob reads alice's conversation: %v %+v", err, r)
 	}
-	// Bound to /mcp: refused at the native API and at another path.
+	// Bound to /mcp: refused at the native API.
 	req, _ := http.NewRequest("GET", p.url+"/agentik/conversations", nil)
 	req.Header.Set("Authorization", "Bearer "+access)
 	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != 401 {

@@ -62,8 +62,12 @@ func Bridge(ctx context.Context, in io.ReadCloser, out io.WriteCloser, opts Brid
 		hc = &c
 	}
 	b := &bridge{log: log, progress: map[string]*relay{}}
+	// The bridge declares elicitation (the handler is never called: the
+	// server asks at the current revision through input_required results,
+	// which the bridge handles itself, not the SDK's retry loop).
 	client := sdk.NewClient(&sdk.Implementation{Name: "agentik-mcp-bridge", Version: opts.Version},
-		&sdk.ClientOptions{ProgressNotificationHandler: b.relayProgress, ElicitationHandler: b.relayElicitation, Logger: quieter(log)})
+		&sdk.ClientOptions{ProgressNotificationHandler: b.relayProgress, ElicitationHandler: cancelElicitation, Logger: quieter(log),
+			MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true}})
 	remote, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: opts.URL, HTTPClient: hc}, &sdk.ClientSessionOptions{ProtocolVersion: ProtocolCurrent})
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", opts.URL, err)
@@ -165,10 +169,10 @@ func (b *bridge) forward(name string) sdk.ToolHandler {
 			b.mu.Unlock()
 			args = continueConversation(args, conv)
 		}
-		params := &sdk.CallToolParams{Name: name, Arguments: args}
-		// The server's questions (approvals, as input_required results the
-		// client answers by the handler) go to the local client that called.
-		ctx = context.WithValue(ctx, localSessionKey{}, req.Session)
+		// A retry of a call the server answered with input_required carries
+		// the local client's answers and the server's state back.
+		params := &sdk.CallToolParams{Name: name, Arguments: args,
+			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState}
 		var rel *relay
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			rel = &relay{ctx: ctx, session: req.Session, token: tok, changed: make(chan struct{}, 1)}
@@ -184,13 +188,16 @@ func (b *bridge) forward(name string) sdk.ToolHandler {
 			}()
 			params.SetProgressToken(id)
 		}
-		res, err := b.remote.CallTool(ctx, params)
+		res, err := b.call(ctx, req, params)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			b.log.Warn("MCP bridge: call failed", "tool", name, "err", err)
 			return toolError("the agent could not be reached: %v", err), nil
+		}
+		if res.InputRequests != nil {
+			return res, nil // the local client answers, then calls again
 		}
 		if want, ok := res.Meta[MetaProgress].(float64); ok && rel != nil {
 			rel.wait(want)
@@ -206,31 +213,43 @@ func (b *bridge) forward(name string) sdk.ToolHandler {
 	}
 }
 
-// localSessionKey carries, in the context of a remote call, the local
-// session the call came from.
-type localSessionKey struct{}
+// maxUnanswered bounds how many input_required rounds the bridge answers
+// with cancel for a client that cannot be asked (the server then says
+// where else to answer).
+const maxUnanswered = 4
 
-// relayElicitation asks the local client what the server asks (an
-// approval) when it takes elicitations; otherwise, or when it cannot be
-// asked, the answer is cancel: no answer, and the server says where else
-// to give it.
-func (b *bridge) relayElicitation(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
-	local, _ := ctx.Value(localSessionKey{}).(*sdk.ServerSession)
-	if local == nil {
-		return &sdk.ElicitResult{Action: "cancel"}, nil
-	}
-	init := local.InitializeParams()
-	if init == nil || init.Capabilities == nil || init.Capabilities.Elicitation == nil || init.ProtocolVersion >= ProtocolCurrent {
-		return &sdk.ElicitResult{Action: "cancel"}, nil
-	}
-	res, err := local.Elicit(ctx, req.Params)
-	if err != nil {
-		if ctx.Err() == nil {
-			b.log.Warn("MCP bridge: elicitation of the local client failed", "err", err)
+// call makes a remote call. The server's questions (approvals, as
+// input_required results) are the local client's to answer: they are
+// returned to it when it takes elicitations — a client at the current
+// revision answers and calls again itself; for one at an earlier revision
+// the SDK asks it by elicitation and calls the handler again — and are
+// answered cancel (no answer) otherwise, so that the server says where
+// else the approval can be given.
+func (b *bridge) call(ctx context.Context, req *sdk.CallToolRequest, params *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+	for range maxUnanswered {
+		res, err := b.remote.CallTool(ctx, params)
+		if err != nil || res.InputRequests == nil {
+			return res, err
 		}
-		return &sdk.ElicitResult{Action: "cancel"}, nil
+		if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
+			return &sdk.CallToolResult{InputRequests: res.InputRequests, RequestState: res.RequestState}, nil
+		}
+		answers := sdk.InputResponseMap{}
+		for id := range res.InputRequests {
+			answers[id] = &sdk.ElicitResult{Action: "cancel"}
+		}
+		retry := *params
+		retry.InputResponses, retry.RequestState = answers, res.RequestState
+		params = &retry
 	}
-	return res, nil
+	return nil, errors.New("the agent kept asking for input this client cannot give")
+}
+
+// cancelElicitation answers an elicitation request of the server: the
+// server asks through input_required results at the revision the bridge
+// speaks, so none is expected; should one come, it gets no answer.
+func cancelElicitation(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	return &sdk.ElicitResult{Action: "cancel"}, nil
 }
 
 func (b *bridge) relayProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -575,5 +576,70 @@ func TestMCPServerSessionLimits(t *testing.T) {
 	}
 	if _, err := mcpConnect(t, endpoint, bobToken, "2025-11-25", nil); err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
 		t.Fatalf("a session past the server's cap: %v", err)
+	}
+}
+
+// TestMCPBridgeApproval: the `agentik mcp` binary, between a desktop client
+// (the official Go SDK over stdio, declaring elicitation) and a server whose
+// current_time call needs approval, asks the person through the client and
+// passes the answer on: approved, the call runs and the turn answers; a
+// client that declares no elicitation is told it cannot answer approvals.
+func TestMCPBridgeApproval(t *testing.T) {
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+	p := startProc(t, "AGENTIK_DB_PATH="+filepath.Join(t.TempDir(), "a.db"), "OPENAI_BASE_URL="+llm.URL(), "OPENAI_MODEL=test",
+		"AGENTIK_AUTH_TOKENS=alice:"+aliceToken, "AGENTIK_TOOL_APPROVAL=current_time=ask")
+	bridge := func(opts *sdk.ClientOptions) *sdk.ClientSession {
+		t.Helper()
+		cmd := exec.Command(binary, "mcp", "--url", p.url)
+		cmd.Env = append(os.Environ(), "AGENTIK_TOKEN="+aliceToken)
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "desktop", Version: "1"}, opts).Connect(mcpCtx(t), &sdk.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("connect to the bridge: %v", err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	var mu sync.Mutex
+	var asked []string
+	cs := bridge(&sdk.ClientOptions{ElicitationHandler: func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		mu.Lock()
+		asked = append(asked, r.Params.Message)
+		mu.Unlock()
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approved": true}}, nil
+	}})
+	llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)), llmtest.Text("It is noon."))
+	res, out := askTool(t, cs, map[string]any{"message": "time?"}, nil)
+	mu.Lock()
+	got := slices.Clone(asked)
+	mu.Unlock()
+	if res.IsError || out["answer"] != "It is noon." || len(got) != 1 || !strings.Contains(got[0], "current_time") {
+		t.Fatalf("ask through the bridge: %v %q, asked %q\nserver:\n%s", res.IsError, toolText(res), got, p.log())
+	}
+	alice := httpapi.NewClient(p.url+"/agentik", httpapi.WithToken(aliceToken))
+	conv, err := alice.Conversation(context.Background(), out["conversation_id"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := conv.Messages(context.Background(), agentik.MessagesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, m := range page.Messages {
+		types = append(types, m.Type)
+		if m.Type == agentik.MsgToolResult && m.IsError {
+			t.Fatalf("the approved call failed: %s", agentik.JoinText(m.Content))
+		}
+	}
+	if strings.Join(types, ",") != "user_message,tool_call,tool_result,assistant_message" {
+		t.Fatalf("journal %v", types)
+	}
+
+	llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)), llmtest.Text("later"))
+	mute := bridge(nil) // declares no elicitation
+	res, _ = askTool(t, mute, map[string]any{"message": "time?", "new_conversation": true}, nil)
+	if !res.IsError || !strings.Contains(toolText(res), "cannot answer approvals") {
+		t.Fatalf("a client that cannot be asked: %v %q", res.IsError, toolText(res))
 	}
 }

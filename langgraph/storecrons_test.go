@@ -310,14 +310,14 @@ func TestLangGraphSDKCrons(t *testing.T) {
 	e.sc("alice", "crons", map[string]any{"every": "@every 2s", "tooOften": "@every 1s"}, &out)
 	tid := out.Thread.ThreadID
 	c := out.OnThread
-	if c.CronID == "" || c.AssistantID != "agentik" || c.ThreadID == nil || *c.ThreadID != tid || c.Schedule != "*/5 * * * *" ||
+	if c.CronID == "" || c.AssistantID != "agentik" || c.ThreadID == nil || *c.ThreadID != tid || c.Schedule != "0 0 1 1 *" ||
 		c.Timezone == nil || *c.Timezone != "Europe/Paris" || c.NextRunDate == nil || c.UserID != "alice" || !c.Enabled ||
 		c.Payload["multitask_strategy"] != "enqueue" {
 		t.Fatalf("cron on the thread %+v", c)
 	}
 	alice := agentik.WithPrincipal(context.Background(), "alice")
 	sc, err := e.sched.GetSchedule(alice, c.CronID)
-	if err != nil || sc.Cron != "*/5 * * * *" || sc.ConversationID != tid || sc.Timezone != "Europe/Paris" || sc.IfBusy != agentik.BusyEnqueue ||
+	if err != nil || sc.Cron != "0 0 1 1 *" || sc.ConversationID != tid || sc.Timezone != "Europe/Paris" || sc.IfBusy != agentik.BusyEnqueue ||
 		agentik.JoinText(sc.Content) != "the daily report" || !sc.NextRunAt.Equal(c.NextRunDate.Time) {
 		t.Fatalf("its schedule %+v %v", sc, err)
 	}

@@ -213,36 +213,58 @@ func (b *bridge) forward(name string) sdk.ToolHandler {
 	}
 }
 
-// maxUnanswered bounds how many input_required rounds the bridge answers
-// with cancel for a client that cannot be asked (the server then says
-// where else to answer).
-const maxUnanswered = 4
+// maxRounds bounds how many input_required rounds the bridge answers for
+// one call (the SDK's client allows as many).
+const maxRounds = 10
 
 // call makes a remote call. The server's questions (approvals, as
-// input_required results) are the local client's to answer: they are
-// returned to it when it takes elicitations — a client at the current
-// revision answers and calls again itself; for one at an earlier revision
-// the SDK asks it by elicitation and calls the handler again — and are
-// answered cancel (no answer) otherwise, so that the server says where
-// else the approval can be given.
+// input_required results) are the local client's to answer. A client at
+// the current revision that takes elicitations gets the result itself: it
+// answers and calls again. One at an earlier revision that takes them is
+// asked here, by elicitation, round after round. Any other client, or a
+// question it cannot answer, gets no answer (cancel), and the server then
+// says where else the approval can be given.
 func (b *bridge) call(ctx context.Context, req *sdk.CallToolRequest, params *sdk.CallToolParams) (*sdk.CallToolResult, error) {
-	for range maxUnanswered {
+	caps := req.ClientCapabilities()
+	asks := caps != nil && caps.Elicitation != nil
+	for range maxRounds {
 		res, err := b.remote.CallTool(ctx, params)
-		if err != nil || res.InputRequests == nil {
+		if err != nil || (res.InputRequests == nil && !res.NeedsInput()) {
 			return res, err
 		}
-		if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
+		if len(res.InputRequests) == 0 {
+			return toolError("the agent is busy: try again later"), nil // the server sheds load
+		}
+		if asks && req.ProtocolVersion() >= ProtocolCurrent {
 			return &sdk.CallToolResult{InputRequests: res.InputRequests, RequestState: res.RequestState}, nil
 		}
 		answers := sdk.InputResponseMap{}
-		for id := range res.InputRequests {
-			answers[id] = &sdk.ElicitResult{Action: "cancel"}
+		for id, ir := range res.InputRequests {
+			answers[id] = b.ask(ctx, req, asks, ir)
 		}
 		retry := *params
 		retry.InputResponses, retry.RequestState = answers, res.RequestState
 		params = &retry
 	}
-	return nil, errors.New("the agent kept asking for input this client cannot give")
+	return nil, errors.New("the agent kept asking for input")
+}
+
+// ask puts one question of the server to a local client at an earlier
+// revision by elicitation; cancel (no answer) when it cannot be asked.
+func (b *bridge) ask(ctx context.Context, req *sdk.CallToolRequest, asks bool, ir sdk.InputRequest) sdk.InputResponse {
+	cancel := &sdk.ElicitResult{Action: "cancel"}
+	p, ok := ir.(*sdk.ElicitParams)
+	if !asks || !ok || req.Session == nil {
+		return cancel
+	}
+	res, err := req.Session.Elicit(ctx, p)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.Warn("MCP bridge: elicitation of the local client failed", "err", err)
+		}
+		return cancel
+	}
+	return res
 }
 
 // cancelElicitation answers an elicitation request of the server: the

@@ -608,12 +608,13 @@ func TestMCPBridgeApproval(t *testing.T) {
 		mu.Unlock()
 		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"approved": true}}, nil
 	}})
-	llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)), llmtest.Text("It is noon."))
+	// Two rounds: the turn parks again after the first answer.
+	llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)), llmtest.ToolCalls(llmtest.Call("current_time", `{}`)), llmtest.Text("It is noon."))
 	res, out := askTool(t, cs, map[string]any{"message": "time?"}, nil)
 	mu.Lock()
 	got := slices.Clone(asked)
 	mu.Unlock()
-	if res.IsError || out["answer"] != "It is noon." || len(got) != 1 || !strings.Contains(got[0], "current_time") {
+	if res.IsError || out["answer"] != "It is noon." || len(got) != 2 || !strings.Contains(got[1], "current_time") {
 		t.Fatalf("ask through the bridge: %v %q, asked %q\nserver:\n%s", res.IsError, toolText(res), got, p.log())
 	}
 	alice := httpapi.NewClient(p.url+"/agentik", httpapi.WithToken(aliceToken))
@@ -632,7 +633,7 @@ func TestMCPBridgeApproval(t *testing.T) {
 			t.Fatalf("the approved call failed: %s", agentik.JoinText(m.Content))
 		}
 	}
-	if strings.Join(types, ",") != "user_message,tool_call,tool_result,assistant_message" {
+	if strings.Join(types, ",") != "user_message,tool_call,tool_result,tool_call,tool_result,assistant_message" {
 		t.Fatalf("journal %v", types)
 	}
 

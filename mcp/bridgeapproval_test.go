@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -61,10 +62,22 @@ func TestBridgeApproval(t *testing.T) {
 		t.Fatalf("journal %s", got)
 	}
 
-	e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)), llmtest.Text("later"))
+	// The turns below stay parked: the model is asked once each.
+	e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)))
 	mute := bridgeClient(t, e, nil) // declares no elicitation
 	res, _ = ask(t, ctx, mute, map[string]any{"message": "time?", "new_conversation": true}, nil)
 	if !res.IsError || !strings.Contains(resultText(res), "cannot answer approvals") {
 		t.Fatalf("a client that cannot be asked: %v %q", res.IsError, resultText(res))
+	}
+
+	// A client whose elicitation fails is no answer: it is told where else
+	// to answer, not handed a protocol error.
+	e.llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)))
+	broken := bridgeClient(t, e, &sdk.ClientOptions{ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		return nil, errors.New("the dialog could not be shown")
+	}, MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true}})
+	res, _ = ask(t, ctx, broken, map[string]any{"message": "time?", "new_conversation": true}, nil)
+	if !res.IsError || !strings.Contains(resultText(res), "cannot answer approvals") {
+		t.Fatalf("a client whose elicitation fails: %v %q", res.IsError, resultText(res))
 	}
 }

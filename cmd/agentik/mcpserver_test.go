@@ -622,19 +622,14 @@ func TestMCPBridgeApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := conv.Messages(context.Background(), agentik.MessagesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var types []string
-	for _, m := range page.Messages {
-		types = append(types, m.Type)
+	types, msgs := journalTypes(t, conv)
+	for _, m := range msgs {
 		if m.Type == agentik.MsgToolResult && m.IsError {
 			t.Fatalf("the approved call failed: %s", agentik.JoinText(m.Content))
 		}
 	}
-	if strings.Join(types, ",") != "user_message,tool_call,tool_result,tool_call,tool_result,assistant_message" {
-		t.Fatalf("journal %v", types)
+	if types != "user_message,tool_call,tool_result,tool_call,tool_result,assistant_message" {
+		t.Fatalf("journal %s", types)
 	}
 
 	llm.Enqueue(llmtest.ToolCalls(llmtest.Call("current_time", `{}`)), llmtest.Text("later"))

@@ -1046,17 +1046,24 @@ func TestPostgresClientToolResultsOnAnotherProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got, _ := journalTypes(t, conv); got != "user_message,tool_call,tool_result,assistant_message" {
+		t.Fatalf("journal %s", got)
+	}
+}
+
+// journalTypes reads the first page of conv's journal: its messages' types
+// joined by commas, and the messages.
+func journalTypes(t *testing.T, conv agentik.Conversation) (string, []agentik.Message) {
+	t.Helper()
 	page, err := conv.Messages(context.Background(), agentik.MessagesRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var types []string
-	for _, m := range page.Messages {
-		types = append(types, m.Type)
+	types := make([]string, len(page.Messages))
+	for i, m := range page.Messages {
+		types[i] = m.Type
 	}
-	if got := strings.Join(types, ","); got != "user_message,tool_call,tool_result,assistant_message" {
-		t.Fatalf("journal %s", got)
-	}
+	return strings.Join(types, ","), page.Messages
 }
 
 // TestPostgresRestartInterrupt: with AGENTIK_ON_RESTART=interrupt, a turn

@@ -232,7 +232,8 @@ var qAcquireLeased = strings.Replace(qAcquire, "SELECT l.ok, u.lease_epoch", "SE
 
 // qQueueLeased is qQueue, empty unless qAcquireLeased took the lock
 // before it in the same batch.
-var qQueueLeased = strings.Replace(qQueue, "AND NOT closed)", "AND NOT closed AND current_setting('agentik.leased', true) = 'true')", 1)
+var qQueueLeased = strings.Replace(qQueue, "FROM open_turns WHERE conversation_id = $1)",
+	"FROM open_turns WHERE conversation_id = $1 AND current_setting('agentik.leased', true) = 'true')", 1)
 
 // Acquire tries to take the conversation's lease without waiting. Only the
 // conversation's lock session waits for its round trip.
@@ -534,8 +535,8 @@ func (c *Coordinator) checkSession() {
 }
 
 // qOpenConversations: those of the Coordinator's agent (its Store's view).
-const qOpenConversations = `SELECT DISTINCT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
-	WHERE m.type = 'user_message' AND NOT m.closed AND c.agent_id = $1`
+const qOpenConversations = `SELECT DISTINCT o.conversation_id FROM open_turns o JOIN conversations c ON c.id = o.conversation_id
+	WHERE c.agent_id = $1`
 
 // scanOpenTurns kicks every conversation with open turns whose lease this
 // process does not hold; the engine's loop takes the lease if it is free.

@@ -149,7 +149,11 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 				}
 				vector, filed = searchVector(scope, text), &scope
 			}
-			batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, e.MessagePayload, column(e.Images), m.Parent,
+			insert := qInsertMessage
+			if m.Type == agentik.MsgUser {
+				insert = qInsertUserMessage
+			}
+			batch.Queue(insert, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, e.MessagePayload, column(e.Images), m.Parent,
 				vector, filed)
 		}
 		if e.Closes != "" {

@@ -23,7 +23,9 @@ import (
 // ten turns cost above the steady rate — the backend's start, the first
 // parses and plans of the statements — is reported apart (warm-up). For
 // trying server settings, AGENTIK_BENCH_DSN_EXTRA is appended to its URL
-// (e.g. "&options=-cplan_cache_mode%3Dforce_generic_plan").
+// (e.g. "&options=-cplan_cache_mode%3Dforce_generic_plan"); for trying a
+// schema change, AGENTIK_BENCH_SCHEMA_SQL is run on the migrated schema
+// first (e.g. "DROP INDEX messages_embed_walk").
 //
 //	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench TurnCommits -benchtime 2000x ./postgres
 func BenchmarkTurnCommits(b *testing.B) {
@@ -32,6 +34,11 @@ func BenchmarkTurnCommits(b *testing.B) {
 	migrated, err := Open(ctx, dsn, Options{MaxConns: 1})
 	if err != nil {
 		b.Fatal(err)
+	}
+	if q := os.Getenv("AGENTIK_BENCH_SCHEMA_SQL"); q != "" {
+		if _, err := migrated.pool.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
 	}
 	migrated.Close()
 	// A fresh connection on a migrated schema, as a process's pool opens

@@ -64,8 +64,8 @@ func (s *Store) takeToken(ctx context.Context, key string, perMinute int) (time.
 const qRunning = `WITH held AS (SELECT (classid::bigint << 32) | objid::bigint AS k FROM pg_locks
 		WHERE locktype = 'advisory' AND granted AND objsubid = 1
 		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
-	SELECT count(DISTINCT c.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id
-	WHERE m.type = 'user_message' AND NOT m.closed AND c.agent_id = $1 AND c.owner = $2
+	SELECT count(DISTINCT c.id) FROM open_turns o JOIN conversations c ON c.id = o.conversation_id
+	WHERE c.agent_id = $1 AND c.owner = $2
 	AND hashtextextended('agentik lease ' || $3 || ' ' || c.id, 0) IN (SELECT k FROM held)`
 
 // RunningConversations counts owner's conversations of this agent whose
@@ -82,8 +82,8 @@ func (s *Store) RunningConversations(ctx context.Context, owner string) (int, er
 const qRunningAll = `WITH held AS (SELECT (classid::bigint << 32) | objid::bigint AS k FROM pg_locks
 		WHERE locktype = 'advisory' AND granted AND objsubid = 1
 		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
-	SELECT count(DISTINCT c.id) FROM messages m JOIN conversations c ON c.id = m.conversation_id
-	WHERE m.type = 'user_message' AND NOT m.closed AND c.owner = $1
+	SELECT count(DISTINCT c.id) FROM open_turns o JOIN conversations c ON c.id = o.conversation_id
+	WHERE c.owner = $1
 	AND hashtextextended('agentik lease ' || $2 || ' ' || c.id, 0) IN (SELECT k FROM held)`
 
 // PrincipalRunning counts owner's conversations of every agent whose turns

@@ -37,8 +37,7 @@ const (
 	// first open turn's payload is read: the others are listed (TurnQueue).
 	// Part 2 is the conversation's head (TurnQueue.Head), when a turn is
 	// open.
-	qQueue = `WITH o AS (SELECT seq, id FROM messages
-			WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed),
+	qQueue = `WITH o AS (SELECT seq, id FROM open_turns WHERE conversation_id = $1),
 		f AS (SELECT seq, id FROM o ORDER BY seq LIMIT 1)
 		SELECT 0 AS part, o.seq, o.id, NULL::text AS payload, NULL::text AS images FROM o, f WHERE o.seq > f.seq
 		UNION ALL
@@ -75,11 +74,13 @@ var reads = storeutil.ReadQueries{
 	ApprovalEvents: `SELECT cursor, payload FROM events WHERE conversation_id = $1 AND cursor > $2
 		AND type IN ('approval_requested', 'approval_resolved') ORDER BY cursor`,
 	Memory: `SELECT ord, payload, images FROM memory WHERE conversation_id = $1 ORDER BY ord`,
-	OpenTurns: `SELECT m.payload, m.images FROM messages m JOIN conversations c ON c.id = m.conversation_id
-		WHERE m.type = 'user_message' AND NOT m.closed AND c.agent_id = $1 ORDER BY m.conversation_id, m.seq`,
+	OpenTurns: `SELECT m.payload, m.images FROM open_turns o JOIN conversations c ON c.id = o.conversation_id
+		JOIN messages m ON m.conversation_id = o.conversation_id AND m.seq = o.seq
+		WHERE c.agent_id = $1 ORDER BY o.conversation_id, o.seq`,
 	// Used by the Coordinator: one conversation's open turns, in seq order.
-	OpenTurnsOf: `SELECT payload, images FROM messages
-		WHERE conversation_id = $1 AND type = 'user_message' AND NOT closed ORDER BY seq`,
+	OpenTurnsOf: `SELECT m.payload, m.images FROM open_turns o
+		JOIN messages m ON m.conversation_id = o.conversation_id AND m.seq = o.seq
+		WHERE o.conversation_id = $1 ORDER BY o.seq`,
 	State: `SELECT value FROM conversation_state WHERE conversation_id = $1 AND key = $2`,
 	Key:   `SELECT conversation_id, seq FROM lookup_keys WHERE agent_id = $1 AND owner = $2 AND key = $3`,
 	// The path from the root to a seq (the head when $2 < 0), walked up
@@ -133,19 +134,24 @@ const (
 	// migrations/0014); both are NULL for one without.
 	qInsertMessage = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images, parent, search, search_scope)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+	// A user message opens its turn (migrations/0019): the same insert,
+	// and the turn's row in one statement.
+	qInsertUserMessage = `WITH m AS (` + qInsertMessage + ` RETURNING conversation_id, id, seq)
+		INSERT INTO open_turns (conversation_id, id, seq) SELECT conversation_id, id, seq FROM m`
 	// The head after a write that moved it (SPEC §18); a head move always
 	// comes with an event, so last_cursor moves with it (qCommitGuard).
 	qSetHead = `UPDATE conversations SET head = $1 WHERE id = $2`
 	// A regenerate opens the turn of a user message again.
-	qReopenTurn  = `UPDATE messages SET closed = false WHERE id = $1 AND conversation_id = $2 AND type = 'user_message'`
+	qReopenTurn = `INSERT INTO open_turns (conversation_id, id, seq)
+		SELECT conversation_id, id, seq FROM messages WHERE id = $1 AND conversation_id = $2 AND type = 'user_message'
+		ON CONFLICT DO NOTHING`
 	qClearMemory = `DELETE FROM memory WHERE conversation_id = $1`
 	// An event's cursor comes from a sequence, drawn under the
 	// conversation's row lock (migrations/0004).
 	qInsertEvent = `INSERT INTO events (cursor, conversation_id, type, date, payload, images)
 		VALUES (nextval('event_cursors'), $1, $2, $3, $4, $5) RETURNING cursor`
-	// closed is only ever set on a user message of the same conversation.
-	qCloseTurn = `UPDATE messages SET closed = true
-		WHERE id = $1 AND conversation_id = $2 AND type = 'user_message' AND NOT closed`
+	// Only a turn of the same conversation is closed.
+	qCloseTurn    = `DELETE FROM open_turns WHERE id = $1 AND conversation_id = $2`
 	qDropMemory   = `DELETE FROM memory WHERE conversation_id = $1 AND ord <= $2`
 	qInsertMemory = `INSERT INTO memory (conversation_id, ord, payload, images) VALUES ($1, $2, $3, $4)`
 	// After the events' inserts: currval is the last cursor this session

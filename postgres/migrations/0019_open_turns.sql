@@ -1,0 +1,32 @@
+-- 0019: which turns are open moves out of the journal into a table of its
+-- own. A turn's close was an UPDATE of its user message's row, and
+-- `closed` was in the condition of messages_open_turns, so that update
+-- could never be HOT: every turn wrote a second version of its user
+-- message with new entries in every index of messages (the search
+-- vector's GIN entries among them) and left the old one to vacuum. A row
+-- here is inserted with its user message and deleted when the turn
+-- closes; a regenerate inserts it again.
+CREATE TABLE open_turns (
+	conversation_id text COLLATE "C" NOT NULL,
+	id              text COLLATE "C" NOT NULL,
+	seq             bigint NOT NULL,
+	PRIMARY KEY (conversation_id, id)
+);
+
+INSERT INTO open_turns (conversation_id, id, seq)
+	SELECT conversation_id, id, seq FROM messages WHERE type = 'user_message' AND NOT closed;
+
+DROP INDEX messages_open_turns;
+ALTER TABLE messages DROP COLUMN closed;
+
+CREATE OR REPLACE FUNCTION delete_journal() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	DELETE FROM messages WHERE conversation_id = OLD.id;
+	DELETE FROM events WHERE conversation_id = OLD.id;
+	DELETE FROM memory WHERE conversation_id = OLD.id;
+	DELETE FROM lookup_keys WHERE conversation_id = OLD.id;
+	DELETE FROM open_turns WHERE conversation_id = OLD.id;
+	RETURN NULL;
+END
+$$;

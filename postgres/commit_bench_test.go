@@ -56,20 +56,7 @@ func BenchmarkTurnCommits(b *testing.B) {
 	if err := s.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 		b.Fatal(err)
 	}
-	turn := func(i int) {
-		u := agentik.Message{ID: agentik.NewID(), Type: agentik.MsgUser, Date: agentik.Now(), Content: []agentik.Content{agentik.Text(fmt.Sprintf("m%d", i))}}
-		if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id, Touch: agentik.Now(),
-			Events: []agentik.Event{{Type: agentik.EvUserMessage, Date: agentik.Now(), Message: &u}}}); err != nil {
-			b.Fatal(err)
-		}
-		a := agentik.Message{ID: agentik.NewID(), Type: agentik.MsgAssistant, ReplyTo: u.ID, Date: agentik.Now(), Content: []agentik.Content{agentik.Text("echo")}}
-		if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id, Touch: agentik.Now(), Tokens: agentik.TurnTokens{Input: 1, Output: 1},
-			Events: []agentik.Event{{Type: agentik.EvAssistantMessage, Date: agentik.Now(), Message: &a}},
-			Memory: []agentik.MemoryEntry{{Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: u.Content}},
-				{Message: agentik.ModelMessage{Role: agentik.RoleAssistant, Content: a.Content}}}}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	turn := func(i int) { commitTurn(b, s, id, fmt.Sprintf("m%d", i), "echo") }
 	for i := range 10 { // prepared statements and their generic plans
 		turn(i)
 	}
@@ -86,6 +73,25 @@ func BenchmarkTurnCommits(b *testing.B) {
 	// rate: its start, the first statements' parses and plans.
 	steady := db / time.Duration(b.N)
 	b.ReportMetric(float64((db0 - 10*steady).Microseconds()), "db-µs-warm-up/connection")
+}
+
+// commitTurn commits a turn as the engine does: the user message, then
+// the answer with its memory entry and the user message's, which the turn
+// writes with its first write; the answer closes the turn.
+func commitTurn(b *testing.B, s *Store, id, user, answer string) {
+	ctx := context.Background()
+	u := agentik.Message{ID: agentik.NewID(), Type: agentik.MsgUser, Date: agentik.Now(), Content: []agentik.Content{agentik.Text(user)}}
+	if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id, Touch: agentik.Now(),
+		Events: []agentik.Event{{Type: agentik.EvUserMessage, Date: agentik.Now(), Message: &u}}}); err != nil {
+		b.Fatal(err)
+	}
+	a := agentik.Message{ID: agentik.NewID(), Type: agentik.MsgAssistant, ReplyTo: u.ID, Date: agentik.Now(), Content: []agentik.Content{agentik.Text(answer)}}
+	if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id, Touch: agentik.Now(), Tokens: agentik.TurnTokens{Input: 1, Output: 1},
+		Events: []agentik.Event{{Type: agentik.EvAssistantMessage, Date: agentik.Now(), Message: &a}},
+		Memory: []agentik.MemoryEntry{{Message: agentik.ModelMessage{Role: agentik.RoleUser, Content: u.Content}},
+			{Message: agentik.ModelMessage{Role: agentik.RoleAssistant, Content: a.Content}}}}); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // backendCPU is the CPU time of a database backend (one thread) so far, to

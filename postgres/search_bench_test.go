@@ -25,6 +25,65 @@ func benchText(r *rand.Rand) string {
 	return b.String()
 }
 
+// BenchmarkTurnSearchIndex is BenchmarkCommitSearchIndex for a whole turn
+// (commitTurn: the user message, then the answer that closes its turn,
+// both of 30 words): what the index adds to the commits of a turn, its
+// deferred merge counted.
+//
+//	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench TurnSearchIndex -benchtime 3000x ./postgres
+func BenchmarkTurnSearchIndex(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		index bool
+	}{{"Plain", false}, {"Indexed", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, freshSchema(b), Options{MaxConns: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if !bc.index {
+				s.noSearchIndex = true
+				if _, err := s.pool.Exec(ctx, "DROP INDEX messages_search"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			id := agentik.NewID()
+			if _, err := s.CreateConversation(ctx, agentik.ConversationRecord{ID: id, Owner: "o", CreatedAt: agentik.Now(), UpdatedAt: agentik.Now()}); err != nil {
+				b.Fatal(err)
+			}
+			var pid int
+			if err := s.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+				b.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(1, 2))
+			texts := make([]string, 1000)
+			for i := range texts {
+				texts[i] = benchText(r)
+			}
+			turn := func(i int) { commitTurn(b, s, id, texts[(2*i)%len(texts)], texts[(2*i+1)%len(texts)]) }
+			for i := range 10 {
+				turn(i)
+			}
+			db0, self0 := backendCPU(pid), processCPU(os.Getpid())
+			b.ResetTimer()
+			for i := range b.N {
+				turn(i)
+			}
+			if bc.index {
+				if _, err := s.pool.Exec(ctx, "SELECT gin_clean_pending_list('messages_search')"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			db, self := backendCPU(pid)-db0, processCPU(os.Getpid())-self0
+			b.ReportMetric(float64(db.Microseconds())/float64(b.N), "db-µs/turn")
+			b.ReportMetric(float64(self.Microseconds())/float64(b.N), "client-µs/turn")
+		})
+	}
+}
+
 // BenchmarkSearch searches one principal's 100,000 messages (100
 // conversations of 1,000; another principal has as many) for a word of
 // some hundreds of them (Rare) and for a word of every message
@@ -100,6 +159,11 @@ func BenchmarkCommitSearchIndex(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
+			if q := os.Getenv("AGENTIK_BENCH_SCHEMA_SQL"); q != "" { // as in BenchmarkTurnCommits
+				if _, err := s.pool.Exec(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
 			if !bc.index {
 				s.noSearchIndex = true
 				if _, err := s.pool.Exec(ctx, "DROP INDEX messages_search"); err != nil {

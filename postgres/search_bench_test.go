@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,65 +24,6 @@ func benchText(r *rand.Rand) string {
 		fmt.Fprintf(&b, " w%d", r.IntN(5000))
 	}
 	return b.String()
-}
-
-// BenchmarkTurnSearchIndex is BenchmarkCommitSearchIndex for a whole turn
-// (commitTurn: the user message, then the answer that closes its turn,
-// both of 30 words): what the index adds to the commits of a turn, its
-// deferred merge counted.
-//
-//	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench TurnSearchIndex -benchtime 3000x ./postgres
-func BenchmarkTurnSearchIndex(b *testing.B) {
-	for _, bc := range []struct {
-		name  string
-		index bool
-	}{{"Plain", false}, {"Indexed", true}} {
-		b.Run(bc.name, func(b *testing.B) {
-			ctx := context.Background()
-			s, err := Open(ctx, freshSchema(b), Options{MaxConns: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if !bc.index {
-				s.noSearchIndex = true
-				if _, err := s.pool.Exec(ctx, "DROP INDEX messages_search"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			id := agentik.NewID()
-			if _, err := s.CreateConversation(ctx, agentik.ConversationRecord{ID: id, Owner: "o", CreatedAt: agentik.Now(), UpdatedAt: agentik.Now()}); err != nil {
-				b.Fatal(err)
-			}
-			var pid int
-			if err := s.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-				b.Fatal(err)
-			}
-			r := rand.New(rand.NewPCG(1, 2))
-			texts := make([]string, 1000)
-			for i := range texts {
-				texts[i] = benchText(r)
-			}
-			turn := func(i int) { commitTurn(b, s, id, texts[(2*i)%len(texts)], texts[(2*i+1)%len(texts)]) }
-			for i := range 10 {
-				turn(i)
-			}
-			db0, self0 := backendCPU(pid), processCPU(os.Getpid())
-			b.ResetTimer()
-			for i := range b.N {
-				turn(i)
-			}
-			if bc.index {
-				if _, err := s.pool.Exec(ctx, "SELECT gin_clean_pending_list('messages_search')"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			db, self := backendCPU(pid)-db0, processCPU(os.Getpid())-self0
-			b.ReportMetric(float64(db.Microseconds())/float64(b.N), "db-µs/turn")
-			b.ReportMetric(float64(self.Microseconds())/float64(b.N), "client-µs/turn")
-		})
-	}
 }
 
 // BenchmarkSearch searches one principal's 100,000 messages (100
@@ -141,77 +83,145 @@ func BenchmarkSearch(b *testing.B) {
 
 // BenchmarkCommitSearchIndex is BenchmarkTurnCommits's first commit (a
 // user message of 30 words with its event and the touch) with the search
-// vectors and their GIN index (Indexed) and without them (Plain: no
-// vector, the index dropped — the commit of before it), in one run,
-// reporting the CPU time of the database backend and of this process per
-// commit.
+// vectors and their GIN index (indexed) and without them (plain: no
+// vector, the index dropped — the commit of before it): see
+// pairedIndexCost.
 //
-//	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench CommitSearchIndex -benchtime 3000x ./postgres
+//	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench CommitSearchIndex -benchtime 6000x ./postgres
 func BenchmarkCommitSearchIndex(b *testing.B) {
-	for _, bc := range []struct {
-		name  string
-		index bool
-	}{{"Plain", false}, {"Indexed", true}} {
-		b.Run(bc.name, func(b *testing.B) {
-			ctx := context.Background()
-			s, err := Open(ctx, freshSchema(b), Options{MaxConns: 1}) // one backend, whose CPU time is read
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if q := os.Getenv("AGENTIK_BENCH_SCHEMA_SQL"); q != "" { // as in BenchmarkTurnCommits
-				if _, err := s.pool.Exec(ctx, q); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if !bc.index {
-				s.noSearchIndex = true
-				if _, err := s.pool.Exec(ctx, "DROP INDEX messages_search"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			id := agentik.NewID()
-			if _, err := s.CreateConversation(ctx, agentik.ConversationRecord{ID: id, Owner: "o", CreatedAt: agentik.Now(), UpdatedAt: agentik.Now()}); err != nil {
-				b.Fatal(err)
-			}
-			conn, err := s.pool.Acquire(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			pid := int(conn.Conn().PgConn().PID())
-			conn.Release()
-			r := rand.New(rand.NewPCG(1, 2))
-			texts := make([]string, 1000)
-			for i := range texts {
-				texts[i] = benchText(r)
-			}
-			commit := func(i int) {
-				u := agentik.Message{ID: agentik.NewID(), Type: agentik.MsgUser, Date: agentik.Now(), Content: []agentik.Content{agentik.Text(texts[i%len(texts)])}}
-				if _, _, err := s.Commit(ctx, agentik.Write{ConversationID: id, Touch: agentik.Now(),
-					Events: []agentik.Event{{Type: agentik.EvUserMessage, Date: agentik.Now(), Message: &u}}}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for i := range 10 {
-				commit(i)
-			}
-			db0, self0 := backendCPU(pid), processCPU(os.Getpid())
-			b.ResetTimer()
-			for i := range b.N {
-				commit(i)
-			}
-			if bc.index {
-				// The index's entries wait in its pending list until it
-				// is full, a vacuum or this merges them into the tree:
-				// their merge is part of what the index costs.
-				if _, err := s.pool.Exec(ctx, "SELECT gin_clean_pending_list('messages_search')"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			db, self := backendCPU(pid)-db0, processCPU(os.Getpid())-self0
-			b.ReportMetric(float64(db.Microseconds())/float64(b.N), "db-µs/commit")
-			b.ReportMetric(float64(self.Microseconds())/float64(b.N), "client-µs/commit")
-		})
+	texts := benchTexts()
+	pairedIndexCost(b, "commit", func(s *Store, id string, i int) {
+		u := agentik.Message{ID: agentik.NewID(), Type: agentik.MsgUser, Date: agentik.Now(), Content: []agentik.Content{agentik.Text(texts[i%len(texts)])}}
+		if _, _, err := s.Commit(context.Background(), agentik.Write{ConversationID: id, Touch: agentik.Now(),
+			Events: []agentik.Event{{Type: agentik.EvUserMessage, Date: agentik.Now(), Message: &u}}}); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// BenchmarkTurnSearchIndex is BenchmarkCommitSearchIndex for a whole turn
+// (commitTurn: the user message, then the answer that closes its turn,
+// both of 30 words).
+//
+//	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench TurnSearchIndex -benchtime 3000x ./postgres
+func BenchmarkTurnSearchIndex(b *testing.B) {
+	texts := benchTexts()
+	pairedIndexCost(b, "turn", func(s *Store, id string, i int) {
+		commitTurn(b, s, id, texts[(2*i)%len(texts)], texts[(2*i+1)%len(texts)])
+	})
+}
+
+func benchTexts() []string {
+	r := rand.New(rand.NewPCG(1, 2))
+	texts := make([]string, 1000)
+	for i := range texts {
+		texts[i] = benchText(r)
 	}
+	return texts
+}
+
+// pairedIndexCost measures what the search index adds to the work of do
+// (one iteration: a commit or a turn, unit names it). It runs do on two
+// fresh schemas, each with a store of one connection: plain (no search
+// vectors, the GIN index dropped) and indexed. The two take turns in
+// blocks of 100 iterations, in alternating order, so that both see the
+// machine alike: on the shared development machines, a run's speed drifts
+// by ±15 % within seconds, and two runs one after the other differed by
+// more than the index costs. It reports, per iteration, the CPU time of
+// each store's database backend (read from the kernel before and after,
+// every block included), this process's CPU time in each one's blocks
+// (getrusage around each block), and what the index adds to the database's
+// CPU. The index's pending list is merged into its tree at the end, inside
+// the measure: that merge is otherwise paid by whichever commit fills the
+// list, or by autovacuum. AGENTIK_BENCH_SCHEMA_SQL runs on both schemas
+// first.
+func pairedIndexCost(b *testing.B, unit string, do func(s *Store, id string, i int)) {
+	ctx := context.Background()
+	type side struct {
+		s      *Store
+		id     string
+		pid    int
+		db     time.Duration
+		client time.Duration
+	}
+	var sides []*side
+	for _, indexed := range []bool{false, true} {
+		s, err := Open(ctx, freshSchema(b), Options{MaxConns: 1}) // one backend, whose CPU time is read
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if q := os.Getenv("AGENTIK_BENCH_SCHEMA_SQL"); q != "" { // as in BenchmarkTurnCommits
+			if _, err := s.pool.Exec(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if !indexed {
+			s.noSearchIndex = true
+			if _, err := s.pool.Exec(ctx, "DROP INDEX messages_search"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		sd := &side{s: s, id: agentik.NewID()}
+		if _, err := s.CreateConversation(ctx, agentik.ConversationRecord{ID: sd.id, Owner: "o", CreatedAt: agentik.Now(), UpdatedAt: agentik.Now()}); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&sd.pid); err != nil {
+			b.Fatal(err)
+		}
+		sides = append(sides, sd)
+	}
+	plain, indexed := sides[0], sides[1]
+	for i := range 10 { // prepared statements and their generic plans
+		for _, sd := range sides {
+			do(sd.s, sd.id, i)
+		}
+	}
+	for _, sd := range sides {
+		sd.db = -backendCPU(sd.pid)
+	}
+	b.ResetTimer()
+	const block = 100
+	for start := 0; start < b.N; start += block {
+		order := []*side{plain, indexed}
+		if start/block%2 == 1 {
+			order = []*side{indexed, plain}
+		}
+		for _, sd := range order {
+			c0 := rusageCPU()
+			for i := start; i < min(start+block, b.N); i++ {
+				do(sd.s, sd.id, i)
+			}
+			sd.client += rusageCPU() - c0
+		}
+	}
+	c0 := rusageCPU()
+	if _, err := indexed.s.pool.Exec(ctx, "SELECT gin_clean_pending_list('messages_search')"); err != nil {
+		b.Fatal(err)
+	}
+	indexed.client += rusageCPU() - c0
+	b.StopTimer()
+	for _, sd := range sides {
+		sd.db += backendCPU(sd.pid)
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+	b.ReportMetric(per(plain.db), "plain-db-µs/"+unit)
+	b.ReportMetric(per(indexed.db), "indexed-db-µs/"+unit)
+	b.ReportMetric(per(plain.client), "plain-client-µs/"+unit)
+	b.ReportMetric(per(indexed.client), "indexed-client-µs/"+unit)
+	if plain.db > 0 {
+		b.ReportMetric(100*(float64(indexed.db)/float64(plain.db)-1), "added-db-%")
+	}
+	if plain.db+plain.client > 0 {
+		b.ReportMetric(100*(float64(indexed.db+indexed.client)/float64(plain.db+plain.client)-1), "added-total-%")
+	}
+}
+
+// rusageCPU is this process's CPU time so far (user and system).
+func rusageCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

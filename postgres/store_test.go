@@ -166,7 +166,8 @@ func TestDeleteTakesTheJournal(t *testing.T) {
 	ctx := t.Context()
 	count := func(id string) (n int) {
 		err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM messages WHERE conversation_id = $1)
-			+ (SELECT count(*) FROM events WHERE conversation_id = $1) + (SELECT count(*) FROM memory WHERE conversation_id = $1)`, id).Scan(&n)
+			+ (SELECT count(*) FROM events WHERE conversation_id = $1) + (SELECT count(*) FROM memory WHERE conversation_id = $1)
+			+ (SELECT count(*) FROM open_turns WHERE conversation_id = $1)`, id).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,8 +186,8 @@ func TestDeleteTakesTheJournal(t *testing.T) {
 		if _, _, err := s.Commit(ctx, w); err != nil {
 			t.Fatal(err)
 		}
-		if n := count(id); n != 3 {
-			t.Fatalf("%d rows stored, want 3", n)
+		if n := count(id); n != 4 { // the message opened its turn
+			t.Fatalf("%d rows stored, want 4", n)
 		}
 		ids = append(ids, id)
 	}
@@ -196,8 +197,8 @@ func TestDeleteTakesTheJournal(t *testing.T) {
 	if n := count(ids[0]); n != 0 {
 		t.Fatalf("%d rows of the deleted conversation left", n)
 	}
-	if n := count(ids[1]); n != 3 {
-		t.Fatalf("the other conversation has %d rows, want 3", n)
+	if n := count(ids[1]); n != 4 {
+		t.Fatalf("the other conversation has %d rows, want 4", n)
 	}
 	// A write to the deleted conversation stores nothing.
 	now := agentik.Now()

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -17,7 +18,8 @@ const (
 	// The agent's messages of the full-text index (search IS NOT NULL,
 	// user and assistant messages only) dated $3 or later with no vector
 	// of the model, newest first: a walk of messages_embed_walk down to
-	// $3 (migrations/0017: the type condition keeps searches off it).
+	// $3 (migrations/0017: the type condition keeps searches off it;
+	// ensureEmbedWalk builds it).
 	qUnembedded = `SELECT m.id, m.payload FROM messages AS m
 		JOIN conversations AS c ON c.id = m.conversation_id
 		WHERE m.search IS NOT NULL AND m.type IN ('user_message', 'assistant_message')
@@ -41,8 +43,76 @@ const (
 		WHERE m.id = $1 AND c.owner = $2 AND c.agent_id = $3`
 )
 
+// The walk's index (migrations/0017, 0020): built by the first walk of a
+// process, CONCURRENTLY (commits go on meanwhile), when it is missing or
+// a build cut short left it invalid.
+const (
+	qEmbedWalkValid = `SELECT i.indisvalid FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+		WHERE c.relname = 'messages_embed_walk' AND c.relnamespace = current_schema()::regnamespace`
+	qEmbedWalkDrop   = `DROP INDEX CONCURRENTLY IF EXISTS messages_embed_walk`
+	qEmbedWalkCreate = `CREATE INDEX CONCURRENTLY messages_embed_walk ON messages (date DESC)
+		WHERE search IS NOT NULL AND type IN ('user_message', 'assistant_message')`
+)
+
+// embedWalkRetry is how often a process tries the lock of the walk's index
+// while another process builds it.
+const embedWalkRetry = time.Second
+
+// ensureEmbedWalk makes sure the walk's index exists, once per Open: the
+// first call builds it when needed, on a connection of its own with no
+// statement timeout (a build over a large journal takes minutes), under
+// an advisory lock, so that of several processes one builds and the others
+// wait for it. A failed build is retried by the next call.
+func (s *Store) ensureEmbedWalk(ctx context.Context) error {
+	s.embedWalk.Lock()
+	defer s.embedWalk.Unlock()
+	if s.embedWalk.ready {
+		return nil
+	}
+	cfg := s.cfg.Copy()
+	cfg.RuntimeParams["statement_timeout"] = "0"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("embedding walk index: %w", unavailable(err))
+	}
+	defer conn.Close(context.WithoutCancel(ctx)) // the advisory lock goes with the session
+	// Tried, not waited for: a build waits for every transaction open
+	// when it starts, a session waiting for the lock among them.
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtextextended('agentik embed walk ' || current_schema(), 0))").Scan(&got); err != nil {
+			return fmt.Errorf("embedding walk index: %w", classify(err))
+		}
+		if got {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(embedWalkRetry):
+		}
+	}
+	var valid bool
+	switch err := conn.QueryRow(ctx, qEmbedWalkValid).Scan(&valid); {
+	case err == nil && valid:
+	case err == nil || errors.Is(err, pgx.ErrNoRows):
+		for _, q := range []string{qEmbedWalkDrop, qEmbedWalkCreate} { // no arguments: one statement, no transaction
+			if _, err := conn.Exec(ctx, q); err != nil {
+				return fmt.Errorf("embedding walk index: %w", classify(err))
+			}
+		}
+	default:
+		return fmt.Errorf("embedding walk index: %w", classify(err))
+	}
+	s.embedWalk.ready = true
+	return nil
+}
+
 // UnembeddedMessages implements agentik.MessageEmbeddings.
 func (s *Store) UnembeddedMessages(ctx context.Context, model string, since time.Time, limit int) ([]agentik.MessageText, error) {
+	if err := s.ensureEmbedWalk(ctx); err != nil {
+		return nil, err
+	}
 	if since.IsZero() {
 		since = time.Unix(0, 0)
 	}

@@ -111,6 +111,13 @@ type shared struct {
 	states  commitStates // see Commit
 	trips   *trips       // see RoundTrips
 
+	// embedWalk: the embedding worker's index is known to be there
+	// (ensureEmbedWalk).
+	embedWalk struct {
+		sync.Mutex
+		ready bool
+	}
+
 	// noSearchIndex leaves the search vectors out of commits: only for
 	// the benchmark that measures what the index adds to a commit.
 	noSearchIndex bool

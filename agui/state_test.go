@@ -2,6 +2,8 @@ package agui
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -103,5 +105,52 @@ func TestTranslatorState(t *testing.T) {
 	frame, _ = appendFrame(nil, Event{Type: StateSnapshot, Snapshot: json.RawMessage(`{"a":1}`)})
 	if string(frame) != `data: {"type":"STATE_SNAPSHOT","snapshot":{"a":1}}`+"\n\n" {
 		t.Fatalf("frame %q", frame)
+	}
+}
+
+// TestStateCannotBeTakenByAnotherPrincipal: bob sends runs with a state
+// under alice's thread name and under the conversation id her thread
+// resolves to; each lands in a conversation of his own, and alice's next
+// run's STATE_SNAPSHOT is still her state.
+func TestStateCannotBeTakenByAnotherPrincipal(t *testing.T) {
+	e := newEnvAuth(t, tokenIsPrincipal{}, withState)
+	run := func(who, thread, runID, state string, msgs ...map[string]any) response {
+		t.Helper()
+		in := input(thread, runID, msgs...)
+		if state != "" {
+			in["state"] = json.RawMessage(state)
+		}
+		b, _ := json.Marshal(in)
+		r := e.post(string(b), "Authorization", "Bearer "+who)
+		if r.status != http.StatusOK || r.events[len(r.events)-1]["type"] != RunFinished {
+			t.Fatalf("%s's run on %s: %d %s", who, thread, r.status, r.body)
+		}
+		return r
+	}
+	snapshot := func(r response) string {
+		t.Helper()
+		for i, ev := range r.events {
+			if ev["type"] == StateSnapshot {
+				var v struct{ Snapshot json.RawMessage }
+				if err := json.Unmarshal([]byte(r.frames[i]), &v); err != nil {
+					t.Fatal(err)
+				}
+				return string(v.Snapshot)
+			}
+		}
+		t.Fatalf("no STATE_SNAPSHOT in %s", r.body)
+		return ""
+	}
+	e.llm.Enqueue(llmtest.Text("noted"))
+	run("alice", "board", "r1", `{"owner":"alice","cards":[1]}`, user("a1", "hi"))
+	for i, thread := range []string{"board", ConversationID("alice", "board")} {
+		e.llm.Enqueue(llmtest.Text("bob's"))
+		r := run("bob", thread, "b", `{"owner":"bob"}`, user(fmt.Sprintf("b%d", i), "mine now"))
+		if got := snapshot(r); got != `{"owner":"bob"}` {
+			t.Fatalf("bob's run on %s shows state %s", thread, got)
+		}
+	}
+	if got := snapshot(run("alice", "board", "r2", "")); got != `{"cards":[1],"owner":"alice"}` { // stored compact, keys sorted
+		t.Fatalf("alice's state after bob's runs: %s", got)
 	}
 }

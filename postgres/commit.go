@@ -149,11 +149,8 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 				}
 				vector, filed = searchVector(scope, text), &scope
 			}
-			insert := qInsertMessage
-			if m.Type == agentik.MsgUser {
-				insert = qInsertUserMessage
-			}
-			batch.Queue(insert, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, e.MessagePayload, column(e.Images), m.Parent,
+			// A user message's insert opens its turn (a trigger: migrations/0019).
+			batch.Queue(qInsertMessage, m.ConversationID, m.Seq, m.ID, m.Type, m.Date.Time, m.ReplyTo, e.MessagePayload, column(e.Images), m.Parent,
 				vector, filed)
 		}
 		if e.Closes != "" {

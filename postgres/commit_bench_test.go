@@ -25,7 +25,7 @@ import (
 // trying server settings, AGENTIK_BENCH_DSN_EXTRA is appended to its URL
 // (e.g. "&options=-cplan_cache_mode%3Dforce_generic_plan"); for trying a
 // schema change, AGENTIK_BENCH_SCHEMA_SQL is run on the migrated schema
-// first (e.g. "DROP INDEX messages_embed_walk").
+// first (e.g. "DROP INDEX messages_search_recent").
 //
 //	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench TurnCommits -benchtime 2000x ./postgres
 func BenchmarkTurnCommits(b *testing.B) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentik/agentik"
@@ -45,12 +46,14 @@ const (
 
 // The walk's index (migrations/0017, 0020): built by the first walk of a
 // process, CONCURRENTLY (commits go on meanwhile), when it is missing or
-// a build cut short left it invalid.
+// a build cut short left it invalid. The schema is named, never found
+// through search_path: another deployment's schema later in the path may
+// hold an index of the same name.
 const (
 	qEmbedWalkValid = `SELECT i.indisvalid FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
-		WHERE c.relname = 'messages_embed_walk' AND c.relnamespace = current_schema()::regnamespace`
-	qEmbedWalkDrop   = `DROP INDEX CONCURRENTLY IF EXISTS messages_embed_walk`
-	qEmbedWalkCreate = `CREATE INDEX CONCURRENTLY messages_embed_walk ON messages (date DESC)
+		WHERE c.relname = 'messages_embed_walk' AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`
+	qEmbedWalkDrop   = `DROP INDEX CONCURRENTLY IF EXISTS %s.messages_embed_walk`
+	qEmbedWalkCreate = `CREATE INDEX CONCURRENTLY messages_embed_walk ON %s.messages (date DESC)
 		WHERE search IS NOT NULL AND type IN ('user_message', 'assistant_message')`
 )
 
@@ -58,19 +61,36 @@ const (
 // while another process builds it.
 const embedWalkRetry = time.Second
 
+// embedWalk is whether the walk's index is known to be there, and the
+// turn to make sure of it: one caller of the process at a time, taken
+// with a context (a build takes minutes over a large journal, and a
+// shutdown must not wait for another agent's).
+type embedWalk struct {
+	ready atomic.Bool
+	turn  chan struct{}
+}
+
 // ensureEmbedWalk makes sure the walk's index exists, once per Open: the
 // first call builds it when needed, on a connection of its own with no
-// statement timeout (a build over a large journal takes minutes), under
-// an advisory lock, so that of several processes one builds and the others
-// wait for it. A failed build is retried by the next call.
+// statement or lock timeout, under an advisory lock, so that of several
+// processes one builds and the others wait for it. A failed build is
+// retried by the next call.
 func (s *Store) ensureEmbedWalk(ctx context.Context) error {
-	s.embedWalk.Lock()
-	defer s.embedWalk.Unlock()
-	if s.embedWalk.ready {
+	if s.embedWalk.ready.Load() {
+		return nil
+	}
+	select {
+	case s.embedWalk.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.embedWalk.turn }()
+	if s.embedWalk.ready.Load() {
 		return nil
 	}
 	cfg := s.cfg.Copy()
 	cfg.RuntimeParams["statement_timeout"] = "0"
+	cfg.RuntimeParams["lock_timeout"] = "0"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("embedding walk index: %w", unavailable(err))
@@ -96,15 +116,16 @@ func (s *Store) ensureEmbedWalk(ctx context.Context) error {
 	switch err := conn.QueryRow(ctx, qEmbedWalkValid).Scan(&valid); {
 	case err == nil && valid:
 	case err == nil || errors.Is(err, pgx.ErrNoRows):
+		schema := pgx.Identifier{s.schema}.Sanitize()
 		for _, q := range []string{qEmbedWalkDrop, qEmbedWalkCreate} { // no arguments: one statement, no transaction
-			if _, err := conn.Exec(ctx, q); err != nil {
+			if _, err := conn.Exec(ctx, fmt.Sprintf(q, schema)); err != nil {
 				return fmt.Errorf("embedding walk index: %w", classify(err))
 			}
 		}
 	default:
 		return fmt.Errorf("embedding walk index: %w", classify(err))
 	}
-	s.embedWalk.ready = true
+	s.embedWalk.ready.Store(true)
 	return nil
 }
 

@@ -90,7 +90,7 @@ func TestEmbedWalkIndexOnDemand(t *testing.T) {
 	}
 	var def string
 	if err := a.pool.QueryRow(ctx, `SELECT pg_get_indexdef(i.indexrelid) FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
-		WHERE c.relname = 'messages_embed_walk' AND c.relnamespace = current_schema()::regnamespace`).Scan(&def); err != nil {
+		WHERE c.relname = 'messages_embed_walk' AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`).Scan(&def); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(def, "UNIQUE") || !strings.Contains(def, "date DESC") {

@@ -111,12 +111,7 @@ type shared struct {
 	states  commitStates // see Commit
 	trips   *trips       // see RoundTrips
 
-	// embedWalk: the embedding worker's index is known to be there
-	// (ensureEmbedWalk).
-	embedWalk struct {
-		sync.Mutex
-		ready bool
-	}
+	embedWalk embedWalk // the embedding worker's index (ensureEmbedWalk)
 
 	// noSearchIndex leaves the search vectors out of commits: only for
 	// the benchmark that measures what the index adds to a commit.
@@ -169,6 +164,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		timeout: opts.StatementTimeout,
 		closed:  make(chan struct{}),
 	}
+	sh.embedWalk.turn = make(chan struct{}, 1)
 	s := &Store{shared: sh, Reads: storeutil.NewReads(readDB{sh}, &reads, "")}
 	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&s.schema); err != nil {
 		pool.Close()

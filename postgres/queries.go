@@ -134,10 +134,6 @@ const (
 	// migrations/0014); both are NULL for one without.
 	qInsertMessage = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images, parent, search, search_scope)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
-	// A user message opens its turn (migrations/0019): the same insert,
-	// and the turn's row in one statement.
-	qInsertUserMessage = `WITH m AS (` + qInsertMessage + ` RETURNING conversation_id, id, seq)
-		INSERT INTO open_turns (conversation_id, id, seq) SELECT conversation_id, id, seq FROM m`
 	// The head after a write that moved it (SPEC §18); a head move always
 	// comes with an event, so last_cursor moves with it (qCommitGuard).
 	qSetHead = `UPDATE conversations SET head = $1 WHERE id = $2`

@@ -103,7 +103,7 @@ func BenchmarkCommitSearchIndex(b *testing.B) {
 // (commitTurn: the user message, then the answer that closes its turn,
 // both of 30 words).
 //
-//	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench TurnSearchIndex -benchtime 3000x ./postgres
+//	AGENTIK_TEST_DATABASE_URL=… go test -run '^$' -bench TurnSearchIndex -benchtime 4000x ./postgres
 func BenchmarkTurnSearchIndex(b *testing.B) {
 	texts := benchTexts()
 	pairedIndexCost(b, "turn", func(s *Store, id string, i int) {

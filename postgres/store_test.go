@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/agentik/agentik/internal/testenv"
@@ -221,4 +222,30 @@ func TestMemory(t *testing.T) {
 		}
 		return evs
 	})
+}
+
+// TestUserMessageOfAnOlderProcessOpensItsTurn: a process of the version
+// before migrations/0019, still running during an upgrade, inserts a user
+// message with the insert it knows (no open_turns); its turn is open all
+// the same, for a new process to answer.
+func TestUserMessageOfAnOlderProcessOpensItsTurn(t *testing.T) {
+	s := openDSN(t, freshSchema(t))
+	ctx := t.Context()
+	id := agentik.NewID()
+	if _, err := s.CreateConversation(ctx, agentik.ConversationRecord{ID: id, Owner: "o", CreatedAt: agentik.Now(), UpdatedAt: agentik.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	m := agentik.Message{ID: agentik.NewID(), ConversationID: id, Seq: 1, Type: agentik.MsgUser, Date: agentik.Now(), Content: []agentik.Content{agentik.Text("from an older process")}}
+	payload, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images, parent, search, search_scope)
+		VALUES ($1, 1, $2, 'user_message', now(), '', $3, NULL, 0, NULL, NULL)`, id, m.ID, string(payload)); err != nil {
+		t.Fatal(err)
+	}
+	open, err := s.OpenTurnsOf(ctx, id)
+	if err != nil || len(open) != 1 || open[0].ID != m.ID {
+		t.Fatalf("open turns %v, %v; want the older process's message", open, err)
+	}
 }

@@ -4,8 +4,8 @@
 -- could never be HOT: every turn wrote a second version of its user
 -- message with new entries in every index of messages (the search
 -- vector's GIN entries among them) and left the old one to vacuum. A row
--- here is inserted with its user message and deleted when the turn
--- closes; a regenerate inserts it again.
+-- here is inserted with its user message (the trigger below) and deleted
+-- when the turn closes; a regenerate inserts it again.
 CREATE TABLE open_turns (
 	conversation_id text COLLATE "C" NOT NULL,
 	id              text COLLATE "C" NOT NULL,
@@ -15,6 +15,22 @@ CREATE TABLE open_turns (
 
 INSERT INTO open_turns (conversation_id, id, seq)
 	SELECT conversation_id, id, seq FROM messages WHERE type = 'user_message' AND NOT closed;
+
+-- Every user message opens its turn, as `closed`'s default did: by a
+-- trigger, so that a process of an older version still running during an
+-- upgrade, whose insert does not know this table, opens its turns too
+-- (its reads and closes of `closed` fail, so it answers nothing; a new
+-- process answers them).
+CREATE FUNCTION open_turn() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $$
+BEGIN
+	INSERT INTO open_turns (conversation_id, id, seq) VALUES (NEW.conversation_id, NEW.id, NEW.seq);
+	RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER messages_open_turn AFTER INSERT ON messages
+	FOR EACH ROW WHEN (NEW.type = 'user_message') EXECUTE FUNCTION open_turn();
 
 DROP INDEX messages_open_turns;
 ALTER TABLE messages DROP COLUMN closed;

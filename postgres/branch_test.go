@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,8 +12,6 @@ import (
 	"github.com/agentik/agentik/httpapi"
 	"github.com/agentik/agentik/internal/branchtest"
 	"github.com/agentik/agentik/llmtest"
-	"github.com/agentik/agentik/storeutil"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestBranching runs the branching scenario (SPEC §18) through the native
@@ -126,30 +123,7 @@ func ptrTo[T any](v T) *T { return &v }
 func TestMigrationToBranches(t *testing.T) {
 	dsn := freshSchema(t)
 	ctx := context.Background()
-	ms, err := storeutil.Migrations(migrationFS, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := slices.IndexFunc(ms, func(m storeutil.Migration) bool { return strings.HasSuffix(m.Name, "_branches.sql") })
-	if before < 0 {
-		t.Fatal("no *_branches.sql migration")
-	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, q, args...); err != nil {
-			t.Fatalf("old schema: %s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-	for _, m := range ms[:before] {
-		exec(m.SQL)
-		exec("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
-	}
+	exec := schemaBefore(t, dsn, "_branches.sql")
 	id := agentik.NewID()
 	at := time.Now().UTC().Truncate(time.Millisecond)
 	date := agentik.TimeOf(at)

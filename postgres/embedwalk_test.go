@@ -1,16 +1,13 @@
 package postgres
 
 import (
-	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentik/agentik"
-	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -101,39 +98,15 @@ func TestEmbedWalkIndexOnDemand(t *testing.T) {
 // TestEmbedWalkMigrationKeepsAnIndexInUse: migration 0020 drops the walk's
 // index only where nothing was embedded yet.
 func TestEmbedWalkMigrationKeepsAnIndexInUse(t *testing.T) {
-	ms, err := storeutil.Migrations(migrationFS, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := slices.IndexFunc(ms, func(m storeutil.Migration) bool { return strings.HasSuffix(m.Name, "_embed_walk_on_demand.sql") })
-	if before < 0 {
-		t.Fatal("no *_embed_walk_on_demand.sql migration")
-	}
 	for _, embedded := range []bool{false, true} {
 		dsn := freshSchema(t)
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		exec := func(q string, args ...any) {
-			t.Helper()
-			if _, err := conn.Exec(ctx, q, args...); err != nil {
-				t.Fatalf("old schema: %s: %v", q, err)
-			}
-		}
-		exec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-		for _, m := range ms[:before] {
-			exec(m.SQL)
-			exec("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
-		}
+		exec := schemaBefore(t, dsn, "_embed_walk_on_demand.sql")
 		if embedded {
 			id := agentik.NewID()
 			exec(`INSERT INTO conversations (id, owner, title, temporal, created_at, updated_at) VALUES ($1, 'o', '', false, now(), now())`, id)
 			exec(`INSERT INTO messages (conversation_id, seq, id, type, date, payload) VALUES ($1, 1, $2, 'user_message', now(), '{}')`, id, id+"m")
 			exec(`INSERT INTO message_vectors (message_id, agent_id, scope, model, date, vector) VALUES ($1, '', 's', 'm', now(), '')`, id+"m")
 		}
-		conn.Close(ctx)
 		s := openDSN(t, dsn) // migrates
 		if exists, _ := embedWalkState(t, s); exists != embedded {
 			t.Fatalf("vectors stored %v: the index exists %v after the migration", embedded, exists)

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/storetest"
 	"github.com/agentik/agentik/storeutil"
-	"github.com/jackc/pgx/v5"
 )
 
 func TestSearch(t *testing.T) {
@@ -83,30 +81,7 @@ func manyWords(n int) string {
 func TestMigrationToSearch(t *testing.T) {
 	dsn := freshSchema(t)
 	ctx := context.Background()
-	ms, err := storeutil.Migrations(migrationFS, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := slices.IndexFunc(ms, func(m storeutil.Migration) bool { return strings.HasSuffix(m.Name, "_message_search.sql") })
-	if before < 0 {
-		t.Fatal("no *_message_search.sql migration")
-	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	exec := func(q string, args ...any) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, q, args...); err != nil {
-			t.Fatalf("old schema: %s: %v", q, err)
-		}
-	}
-	exec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-	for _, m := range ms[:before] {
-		exec(m.SQL)
-		exec("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
-	}
+	exec := schemaBefore(t, dsn, "_message_search.sql")
 	old := []struct{ conv, owner, agent string }{
 		{agentik.NewID(), "alice", "support"},
 		{agentik.NewID(), "bob", "support"},

@@ -8,6 +8,7 @@ import (
 	"github.com/agentik/agentik/internal/testenv"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/agentik/agentik"
 	"github.com/agentik/agentik/storetest"
+	"github.com/agentik/agentik/storeutil"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -75,6 +77,40 @@ func withSearchPath(t testing.TB, dsn, schema string) string {
 		return u.String()
 	}
 	return fmt.Sprintf("%s search_path=%s", dsn, schema)
+}
+
+// schemaBefore makes dsn's schema what an older version left: every
+// migration before the one whose name ends in suffix, recorded. It
+// returns an exec on a connection to it, closed with the test, for the
+// old version's rows.
+func schemaBefore(t *testing.T, dsn, suffix string) (exec func(q string, args ...any)) {
+	t.Helper()
+	ms, err := storeutil.Migrations(migrationFS, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.IndexFunc(ms, func(m storeutil.Migration) bool { return strings.HasSuffix(m.Name, suffix) })
+	if before < 0 {
+		t.Fatalf("no *%s migration", suffix)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	exec = func(q string, args ...any) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("old schema: %s: %v", q, err)
+		}
+	}
+	exec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
+	for _, m := range ms[:before] {
+		exec(m.SQL)
+		exec("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
+	}
+	return exec
 }
 
 func openDSN(t testing.TB, dsn string) *Store {

@@ -85,9 +85,12 @@ type Bus struct {
 	convs  map[string]*convState
 	agents map[*agentSub]struct{}
 
-	// turns other processes run, by conversation (see turns.go).
+	// turns other processes run, by conversation, and the conversations
+	// whose turn this process runs, by the message it answers (see
+	// turns.go).
 	turnMu sync.Mutex
 	turns  map[string]*remoteTurn
+	mine   map[string]string
 
 	// Items to deliver, in order, by lane: a conversation's items go to the
 	// lane of its id (so its events stay in order while another
@@ -185,6 +188,7 @@ func NewBus(ctx context.Context, s *Store, opts BusOptions) (*Bus, error) {
 		convs:    make(map[string]*convState),
 		agents:   make(map[*agentSub]struct{}),
 		turns:    make(map[string]*remoteTurn),
+		mine:     make(map[string]string),
 		outWake:  make(chan struct{}, 1),
 		seqWake:  make(chan struct{}, 1),
 		number:   opts.sequence,

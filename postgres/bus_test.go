@@ -420,3 +420,43 @@ func TestBusLocalOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestLateRemoteOnlineEventsDuringALocalTurn: while B runs a turn of the
+// conversation, online events another process sent for its own, earlier
+// turn (heard late) do not reach B's subscribers — a delta names no turn
+// and would join B's text, a working would take B's phase away — except
+// that turn's end. Once B's turn ended, A's events pass again.
+func TestLateRemoteOnlineEventsDuringALocalTurn(t *testing.T) {
+	p := newPair(t)
+	conv, sub := p.conv, p.sub
+	ev := func(typ, replyTo, text string) agentik.Event {
+		return agentik.Event{ConversationID: conv, Type: typ, ReplyTo: replyTo, Text: text}
+	}
+	p.bb.Publish(ev(agentik.EvWorking, "u2", ""))
+	p.bb.Publish(ev(agentik.EvStartResponse, "u2", ""))
+	p.ba.Publish(ev(agentik.EvWorking, "u1", ""))
+	p.ba.Publish(ev(agentik.EvAppendText, "", "late"))
+	p.ba.Publish(agentik.Event{ConversationID: conv, Type: agentik.EvEnd, ReplyTo: "u1", Reason: agentik.EndCompleted})
+	var seen []string
+	for {
+		got := next(t, sub)
+		seen = append(seen, got.Type+" "+got.ReplyTo+got.Text)
+		if got.Type == agentik.EvEnd {
+			break
+		}
+	}
+	if want := []string{"working u2", "start_response u2", "end u1"}; !slices.Equal(seen, want) {
+		t.Fatalf("during B's turn: %q, want %q", seen, want)
+	}
+	p.bb.Publish(ev(agentik.EvAppendText, "", "mine"))
+	p.bb.Publish(agentik.Event{ConversationID: conv, Type: agentik.EvEnd, ReplyTo: "u2", Reason: agentik.EndCompleted})
+	p.ba.Publish(ev(agentik.EvWorking, "u3", ""))
+	seen = nil
+	for len(seen) < 3 {
+		got := next(t, sub)
+		seen = append(seen, got.Type+" "+got.ReplyTo+got.Text)
+	}
+	if want := []string{"append_text mine", "end u2", "working u3"}; !slices.Equal(seen, want) {
+		t.Fatalf("after B's turn: %q, want %q", seen, want)
+	}
+}

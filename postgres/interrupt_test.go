@@ -119,9 +119,11 @@ func TestInterruptTurnAcrossProcesses(t *testing.T) {
 	if _, err := b.coord.Interrupt(ctx, agentik.InterruptRequest{ConversationID: info.ID, Reason: agentik.ReasonUser, ReplyTo: one.MessageID}); err != nil {
 		t.Fatal(err)
 	}
+	// The marker is an end: the one online event of another process that
+	// A delivers while it runs a turn itself (Bus.trackLocked).
 	marker := agentik.NewID()
-	b.bus.Publish(agentik.Event{ConversationID: info.ID, Date: agentik.Now(), Type: agentik.EvAppendImage, Data: marker, MIME: "image/png"})
-	waitFor(t, sA, "the marker sent after the notice", func(ev agentik.Event) bool { return ev.Data == marker })
+	b.bus.Publish(agentik.Event{ConversationID: info.ID, Date: agentik.Now(), Type: agentik.EvEnd, ReplyTo: marker, Reason: agentik.EndCompleted})
+	waitFor(t, sA, "the marker sent after the notice", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd && ev.ReplyTo == marker })
 	if interruptB(one.MessageID) {
 		t.Fatal("InterruptTurn of a turn that is over reported true")
 	}

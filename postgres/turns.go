@@ -27,9 +27,26 @@ type remoteTurn struct {
 // before the event and then the event, or the state after it. Events of
 // this process (local) only end what another process was seen running: the
 // turn has moved here, and the engine knows its own turns.
+//
+// While this process runs a turn of the conversation (from its own working
+// to its own end, or to its parking for approvals), another process's online events other than end are not
+// delivered: only the lease holder runs a conversation's turns, so they
+// come from a turn that ended there before this process took the lease,
+// heard late. A late delta, which names no turn, would join the local
+// turn's text, and a late working or phase start would take the local
+// turn's phase away from a door that follows it. The late end is still
+// delivered: a client waiting for that turn's end gets it.
 func (b *Bus) trackLocked(ev agentik.Event, local bool) {
-	defer b.local.Publish(ev)
 	id := ev.ConversationID
+	switch _, running := b.mine[id]; {
+	case local && ev.Type == agentik.EvWorking:
+		b.mine[id] = ev.ReplyTo
+	case local && (ev.Type == agentik.EvEnd || ev.Type == agentik.EvConversationClosing || ev.Type == agentik.EvAwaitingApproval):
+		delete(b.mine, id) // a parked turn may go on elsewhere once answered
+	case !local && running && ev.Type != agentik.EvEnd && ev.Type != agentik.EvConversationClosing:
+		return
+	}
+	defer b.local.Publish(ev)
 	t := b.turns[id]
 	switch {
 	case ev.Type == agentik.EvEnd || ev.Type == agentik.EvConversationClosing:

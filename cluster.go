@@ -58,11 +58,30 @@ type QueueCoordinator interface {
 	ReleasePending(ctx context.Context, conversationID string) (TurnQueue, error)
 }
 
+// LeaseKeeper is a Coordinator that can keep a conversation's lease
+// while nothing is left to run in it, so that the conversation's next turn
+// needs neither a new lease nor the release of this one (docs/postgres.md,
+// "Leases kept between turns"). While it keeps one, it calls Wake when
+// another process stores something in the conversation, and Kick, from
+// its scan, when the conversation has open turns: this process is then the
+// one to run them.
+type LeaseKeeper interface {
+	// Keep is called in place of Release by a loop that holds the lease
+	// and leaves no open turn waiting (its last turn was answered, or none
+	// was open). It reports whether the lease is kept; false: the loop
+	// gives it back, as without a LeaseKeeper.
+	Keep(ctx context.Context, conversationID string) bool
+}
+
 // CoordinatorCallbacks are what a Coordinator calls into the engine with.
 // They do not block on turns.
 type CoordinatorCallbacks struct {
 	// Kick: the conversation has open turns that may have no runner.
 	Kick func(conversationID string)
+	// Wake: another process stored something in a conversation whose
+	// lease this process keeps (LeaseKeeper): its loop reads the queue
+	// again, also when it runs a turn now. nil: Kick.
+	Wake func(conversationID string)
 	// Interrupt: another process asked to interrupt the conversation's
 	// running turn (see Coordinator.Interrupt); true if one was cancelled.
 	Interrupt func(conversationID string, req InterruptRequest) bool

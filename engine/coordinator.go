@@ -46,11 +46,18 @@ func (localCoordinator) Running(string) (agentik.RemoteTurn, bool) {
 
 // callbacks are what the store's Coordinator calls into the engine with.
 func (e *Engine) callbacks() agentik.CoordinatorCallbacks {
-	return agentik.CoordinatorCallbacks{Kick: e.kick, Interrupt: e.remoteInterrupt, Lost: e.leasesLost}
+	return agentik.CoordinatorCallbacks{Kick: e.kick, Wake: e.wake, Interrupt: e.remoteInterrupt, Lost: e.leasesLost}
 }
 
 // kick starts the loop of a conversation with open turns, if none runs.
-func (e *Engine) kick(id string) {
+func (e *Engine) kick(id string) { e.kickConv(id, false) }
+
+// wake has the loop of a conversation whose lease this process keeps read
+// the queue again (agentik.LeaseKeeper): started if it is not running, and
+// going once more if it is (what it read may be older than the message).
+func (e *Engine) wake(id string) { e.kickConv(id, true) }
+
+func (e *Engine) kickConv(id string, again bool) {
 	ctx, cancel := context.WithTimeout(e.baseCtx, finalWriteTimeout)
 	defer cancel()
 	c, err := e.load(ctx, id)
@@ -61,6 +68,9 @@ func (e *Engine) kick(id string) {
 		return
 	}
 	c.mu.Lock()
+	if again {
+		c.sent++ // work for a loop of this process: a running one goes again
+	}
 	c.kickLocked()
 	c.mu.Unlock()
 }

@@ -123,13 +123,18 @@ func (c *conv) loop() {
 			c.mu.Lock()
 			c.leased, c.epoch = true, lease.Epoch
 			c.mu.Unlock()
-			stuck = c.runPending(ctx, lease.Epoch, first)
+			var idle bool
+			stuck, idle = c.runPending(ctx, lease.Epoch, first)
 			c.mu.Lock()
 			c.leased, c.epoch = false, 0
 			c.mu.Unlock()
 			// A process that stored a message while we held the lease
-			// could not take it: the message is ours to see now.
-			if q, read, err := c.release(ctx, stuck); read && err == nil && len(q.Open) > 0 && !c.waiting(q) {
+			// could not take it: the message is ours to see now — read
+			// with the lease given back, or, with the lease kept, told by
+			// the Coordinator (Wake).
+			if idle && c.keep(ctx) {
+				// kept: nothing to read
+			} else if q, read, err := c.release(ctx, stuck); read && err == nil && len(q.Open) > 0 && !c.waiting(q) {
 				again = true
 			}
 		}
@@ -159,13 +164,15 @@ func (c *conv) loop() {
 // open turn waits for client tool results and when the lease was lost; it
 // reports stuck when a turn stayed open after it ran and waits for nothing
 // (its closing write failed), unless a message came while it ran: that is
-// the next message, which retries it first.
-func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQueue) (stuck bool) {
+// the next message, which retries it first. It reports idle when it
+// returned with no turn left waiting here: its last turn was answered, or
+// the queue it read was empty (the lease may then be kept: keep).
+func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQueue) (stuck, idle bool) {
 	last := ""
 	lastSent := 0 // c.sent when the turn last started
 	for !c.e.isDraining() && ctx.Err() == nil {
 		if last != "" && !c.shared && c.queueEmpty() {
-			return false // alone on the store, nothing else is open
+			return false, false // alone on the store, nothing else is open
 		}
 		q, known := c.nextSent()
 		if !known && first != nil {
@@ -178,11 +185,11 @@ func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQ
 				if ctx.Err() == nil {
 					c.e.log.Warn("read open turns", "conversation", c.id, "err", err)
 				}
-				return false
+				return false, false
 			}
 		}
 		if len(q.Open) == 0 {
-			return false
+			return false, true
 		}
 		if c.withdrawMarked(ctx, q) {
 			last = ""
@@ -199,7 +206,7 @@ func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQ
 				continue // retried now, before that message
 			}
 			c.e.log.Warn("a turn stayed open after it ran; it is retried at the next message", "conversation", c.id, "reply_to", user.ID)
-			return true
+			return true, false
 		}
 		if c.withdrawnTurn(user.ID) {
 			last = ""
@@ -221,7 +228,7 @@ func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQ
 		if item.resume == nil {
 			run, err := c.prepareTurn(ctx, fctx, q, user, &item, local && !item.recovered)
 			if err != nil {
-				return false
+				return false, false
 			}
 			if !run {
 				continue // closed here; the next open turn is read again
@@ -267,12 +274,12 @@ func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQ
 		if lost || (outcome == agentik.EndCompleted && c.releaseReads()) {
 			// Answered, its answer committed: the turn is closed. Sharing
 			// the store, the queue is read with the lease given back (one
-			// round trip, not two per plain turn); should it hold another
-			// turn, the loop takes the lease again.
-			return false
+			// round trip, not two per plain turn), or the lease is kept
+			// (keep); should another turn be open, the loop goes again.
+			return false, !lost
 		}
 	}
-	return false
+	return false, false
 }
 
 // prepareTurn readies the open turn of item before it runs: it recovers
@@ -607,6 +614,18 @@ func (c *conv) acquire(ctx context.Context) (agentik.Lease, *agentik.TurnQueue, 
 		return l, nil, err
 	}
 	return l, &q, nil
+}
+
+// keep keeps the lease, which the loop holds and leaves with no turn
+// waiting, when the Coordinator can (agentik.LeaseKeeper) and the store is
+// shared; it reports whether it did. Not while shutting down: the lease
+// is then given back for another process to take.
+func (c *conv) keep(ctx context.Context) bool {
+	k, ok := c.coord.(agentik.LeaseKeeper)
+	if !ok || !c.shared || ctx.Err() != nil || c.e.isDraining() {
+		return false
+	}
+	return k.Keep(context.WithoutCancel(ctx), c.id)
 }
 
 // releaseReads reports whether release reads the queue in the same round

@@ -70,6 +70,7 @@ type Bus struct {
 	poll     time.Duration
 	log      *slog.Logger
 	control  atomic.Pointer[func(notification)] // set by a Coordinator
+	foreign  atomic.Pointer[func(string)]       // set by a Coordinator: another process committed in a conversation
 	seq      atomic.Uint64
 	number   func(context.Context, querier) (int, int64, bool, error) // the sequencer's statement
 	handling func()                                                   // BusOptions.handling
@@ -1045,10 +1046,14 @@ func (b *Bus) pollOnce(conn *pgx.Conn) error {
 
 // heard tells the store of conversations' newest cursors learnt from
 // outside this process: where another process wrote, a commit here reads
-// the row first.
+// the row first. The Coordinator (foreign) hears of the news too: a
+// conversation whose lease this process keeps may have a new turn.
 func (b *Bus) heard(events []convCursor) {
+	f := b.foreign.Load()
 	for _, e := range events {
-		b.s.states.outdated(e.conv, e.cursor)
+		if b.s.states.outdated(e.conv, e.cursor) && f != nil {
+			(*f)(e.conv)
+		}
 	}
 }
 

@@ -25,6 +25,16 @@ const DefaultScanInterval = time.Second
 // wait for one connection's round trips.
 const DefaultLeaseSessions = 4
 
+// DefaultKeepLeases is how many leases of conversations with nothing to
+// run a Coordinator keeps (agentik.LeaseKeeper), and DefaultKeepIdle how
+// long it keeps each: the advisory locks live in PostgreSQL's shared lock
+// table (max_locks_per_transaction × max_connections entries for the whole
+// server), so both are bounded.
+const (
+	DefaultKeepLeases = 256
+	DefaultKeepIdle   = 10 * time.Second
+)
+
 // CoordinatorOptions tune a Coordinator. Zero values take the defaults.
 type CoordinatorOptions struct {
 	ScanInterval  time.Duration
@@ -34,6 +44,11 @@ type CoordinatorOptions struct {
 	// sessions' application_name is "agentik " + Process. "" keeps the
 	// store's application_name.
 	Process string
+	// KeepLeases bounds the leases kept with nothing to run (0: the
+	// default; negative: none is kept, every loop gives its lease back),
+	// KeepIdle how long one is kept (0: the default).
+	KeepLeases int
+	KeepIdle   time.Duration
 }
 
 // Coordinator is the agentik.Coordinator of processes sharing one database.
@@ -59,10 +74,20 @@ type Coordinator struct {
 	cfg      *pgx.ConnConfig
 	sessions []*leaseSession
 
-	mu   sync.Mutex       // guards held, last and cb; never held across I/O
+	mu   sync.Mutex       // guards held, idle, last, woken and cb; never held across I/O
 	held map[string]int64 // lease epochs of the leases held
 	last map[string]int64 // the epoch this process last held, by conversation
 	cb   agentik.CoordinatorCallbacks
+
+	// Leases kept with nothing to run (Keep), since when; each is in held
+	// too. A loop that takes one again (acquire) removes it.
+	idle     map[string]time.Time
+	keepMax  int
+	keepIdle time.Duration
+	// Conversations whose kept or running lease another process's event
+	// concerns, for wakeLoops to tell the engine (Wake) off the listener.
+	woken map[string]struct{}
+	wakeC chan struct{}
 
 	// lost carries a lock session's failure to the goroutine that tells
 	// the engine (Lost): started by Start, joined by Close, and a burst of
@@ -74,7 +99,10 @@ type Coordinator struct {
 	wg     sync.WaitGroup
 }
 
-var _ agentik.QueueCoordinator = (*Coordinator)(nil)
+var (
+	_ agentik.QueueCoordinator = (*Coordinator)(nil)
+	_ agentik.LeaseKeeper      = (*Coordinator)(nil)
+)
 
 // leaseSession is one lock connection; mu serialises its use.
 type leaseSession struct {
@@ -94,7 +122,14 @@ func NewCoordinator(s *Store, b *Bus, opts CoordinatorOptions) *Coordinator {
 	if opts.LeaseSessions <= 0 {
 		opts.LeaseSessions = DefaultLeaseSessions
 	}
-	c := &Coordinator{s: s, b: b, scan: opts.ScanInterval, log: opts.Logger, held: map[string]int64{}, last: map[string]int64{}, lost: make(chan struct{}, 1)}
+	if opts.KeepLeases == 0 {
+		opts.KeepLeases = DefaultKeepLeases
+	}
+	if opts.KeepIdle <= 0 {
+		opts.KeepIdle = DefaultKeepIdle
+	}
+	c := &Coordinator{s: s, b: b, scan: opts.ScanInterval, log: opts.Logger, held: map[string]int64{}, last: map[string]int64{}, lost: make(chan struct{}, 1),
+		idle: map[string]time.Time{}, keepMax: opts.KeepLeases, keepIdle: opts.KeepIdle, woken: map[string]struct{}{}, wakeC: make(chan struct{}, 1)}
 	for range opts.LeaseSessions {
 		c.sessions = append(c.sessions, &leaseSession{})
 	}
@@ -119,9 +154,12 @@ func (c *Coordinator) Start(cb agentik.CoordinatorCallbacks) error {
 	c.mu.Unlock()
 	f := c.onNotification
 	c.b.control.Store(&f)
-	c.wg.Add(2)
+	h := func(id string) { c.heardFrom(id, false) }
+	c.b.foreign.Store(&h)
+	c.wg.Add(3)
 	go c.run()
 	go c.tellLost()
+	go c.wakeLoops()
 	return nil
 }
 
@@ -159,6 +197,7 @@ func (c *Coordinator) Close() {
 	}
 	c.mu.Lock()
 	clear(c.held)
+	clear(c.idle)
 	c.mu.Unlock()
 }
 
@@ -201,6 +240,7 @@ func (c *Coordinator) dropLocked(ls *leaseSession) {
 	for id := range c.held {
 		if c.sessionOf(id) == ls {
 			delete(c.held, id)
+			delete(c.idle, id)
 			lost = true
 		}
 	}
@@ -251,9 +291,11 @@ func (c *Coordinator) AcquirePending(ctx context.Context, conversationID string)
 	if err != nil || !l.Held {
 		return l, agentik.TurnQueue{}, err
 	}
-	if qr == nil { // held already: read it
-		q, err := c.Pending(ctx, conversationID)
-		return l, q, err
+	if qr == nil { // held already (kept): read it, with the counters
+		if qr, err = c.pendingHeld(ctx, conversationID); err != nil {
+			return l, agentik.TurnQueue{}, err
+		}
+		return l, qr.turnQueue(), nil
 	}
 	if err := qr.restore(ctx, c.s.pool); err != nil {
 		q, err := c.Pending(ctx, conversationID)
@@ -267,6 +309,7 @@ func (c *Coordinator) AcquirePending(ctx context.Context, conversationID string)
 func (c *Coordinator) acquire(ctx context.Context, conversationID string, queue bool) (agentik.Lease, *queueRows, error) {
 	c.mu.Lock()
 	e, ok := c.held[conversationID]
+	delete(c.idle, conversationID) // kept: in use again
 	c.mu.Unlock()
 	if ok {
 		return agentik.Lease{Held: true, Epoch: e, Continued: true}, nil, nil
@@ -343,6 +386,7 @@ func (c *Coordinator) release(ctx context.Context, conversationID string, qr *qu
 	c.mu.Lock()
 	_, ok := c.held[conversationID]
 	delete(c.held, conversationID)
+	delete(c.idle, conversationID)
 	c.mu.Unlock()
 	if !ok {
 		return false
@@ -489,6 +533,7 @@ func (c *Coordinator) run() {
 		case <-t.C:
 		}
 		c.checkSession()
+		c.expireKept(c.ctx)
 		c.scanOpenTurns()
 	}
 }
@@ -539,7 +584,8 @@ const qOpenConversations = `SELECT DISTINCT o.conversation_id FROM open_turns o 
 	WHERE c.agent_id = $1`
 
 // scanOpenTurns kicks every conversation with open turns whose lease this
-// process does not hold; the engine's loop takes the lease if it is free.
+// process does not hold, or keeps (keep.go); the engine's loop takes the
+// lease if it is free, or runs the turns under the one kept.
 func (c *Coordinator) scanOpenTurns() {
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(c.ctx, c.budget())
@@ -565,7 +611,9 @@ func (c *Coordinator) scanOpenTurns() {
 	cb := c.cb
 	var free []string
 	for _, id := range ids {
-		if _, held := c.held[id]; !held {
+		_, held := c.held[id]
+		_, kept := c.idle[id]
+		if !held || kept {
 			free = append(free, id)
 		}
 	}

@@ -43,6 +43,9 @@ type nodeOptions struct {
 	sequence func(context.Context, querier) (int, int64, bool, error)
 	// handling, when set, runs before the Bus handles a notification.
 	handling func()
+	// keep and keepIdle: CoordinatorOptions.KeepLeases and KeepIdle.
+	keep     int
+	keepIdle time.Duration
 }
 
 // newNode starts an engine on the database at dsn, answering through llm.
@@ -60,7 +63,7 @@ func newNode(t testing.TB, dsn string, llm *llmtest.Server, o nodeOptions) *node
 	if o.scan == 0 {
 		o.scan = 50 * time.Millisecond
 	}
-	co := NewCoordinator(st, b, CoordinatorOptions{ScanInterval: o.scan})
+	co := NewCoordinator(st, b, CoordinatorOptions{ScanInterval: o.scan, KeepLeases: o.keep, KeepIdle: o.keepIdle})
 	model, err := openai.New(openai.Options{BaseURL: llm.URL(), Model: "test", MaxRetries: -1, Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -410,14 +410,17 @@ func (c *commitStates) doubt(id string) {
 }
 
 // outdated doubts the conversation's entry if another process committed
-// its event at cursor after the commit the entry is of.
-func (c *commitStates) outdated(id string, cursor int64) {
+// its event at cursor after the commit the entry is of. It reports whether
+// cursor is news: after the entry's, or of a conversation without one.
+func (c *commitStates) outdated(id string, cursor int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st, ok := c.m[id]; ok && st.sure && cursor > st.lastCursor {
+	st, ok := c.m[id]
+	if ok && st.sure && cursor > st.lastCursor {
 		st.sure = false
 		c.m[id] = st
 	}
+	return !ok || cursor > st.lastCursor
 }
 
 func (c *commitStates) clear() {

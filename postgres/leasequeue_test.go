@@ -80,11 +80,11 @@ func TestLeaseAndQueueInOneRoundTrip(t *testing.T) {
 }
 
 // queueReads counts how the engine reads a conversation's queue through a
-// QueueCoordinator, and tells each ReleasePending.
+// QueueCoordinator, and tells each ReleasePending and Keep.
 type queueReads struct {
 	*Coordinator
-	acquire, pending, release atomic.Int32
-	released                  chan struct{}
+	acquire, pending, release, keep atomic.Int32
+	ended                           chan struct{}
 }
 
 func (q *queueReads) AcquirePending(ctx context.Context, id string) (agentik.Lease, agentik.TurnQueue, error) {
@@ -98,61 +98,87 @@ func (q *queueReads) Pending(ctx context.Context, id string) (agentik.TurnQueue,
 }
 
 func (q *queueReads) ReleasePending(ctx context.Context, id string) (agentik.TurnQueue, error) {
-	defer func() { q.released <- struct{}{} }()
+	defer func() { q.ended <- struct{}{} }()
 	q.release.Add(1)
 	return q.Coordinator.ReleasePending(ctx, id)
 }
 
-// TestPlainTurnReadsTheQueueWithTheLeaseOnly (issue 53): a plain turn reads
-// its conversation's queue only in the round trips that take and give back
-// the lease — none in between, after its answer closed the turn — and a
-// message stored while a turn runs is still answered (the read with the
-// release finds it, and the loop takes the lease again).
-func TestPlainTurnReadsTheQueueWithTheLeaseOnly(t *testing.T) {
-	llm := llmtest.NewServer()
-	defer llm.Close()
-	gate := make(chan struct{})
-	llm.Handle(func(r llmtest.Request) llmtest.Reply {
-		if r.LastUserText() == "slow" {
-			<-gate
-		}
-		return llmtest.Text("answer to " + r.LastUserText())
-	})
-	qr := &queueReads{released: make(chan struct{}, 10)}
-	n := newNode(t, freshSchema(t), llm, nodeOptions{scan: time.Hour, wrap: func(c agentik.Coordinator) agentik.Coordinator {
-		qr.Coordinator = c.(*Coordinator)
-		return qr
-	}})
-	ctx := agentik.WithPrincipal(t.Context(), "alice")
-	_, cs := sharedConversation(t, ctx, n)
-	s := liveEvents(t, ctx, cs[0])
-	qr.pending.Store(0) // a subscription looks for pending approvals
-	send := func(text string) {
-		if _, err := cs[0].Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text(text)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send("plain")
-	is := func(typ string) func(agentik.Event) bool {
-		return func(ev agentik.Event) bool { return ev.Type == typ }
-	}
-	waitFor(t, s, "end", is(agentik.EvEnd))
-	<-qr.released
-	if a, p, r := qr.acquire.Load(), qr.pending.Load(), qr.release.Load(); a != 1 || p != 0 || r != 1 {
-		t.Fatalf("a plain turn: %d AcquirePending, %d Pending, %d ReleasePending; want 1, 0, 1", a, p, r)
-	}
+func (q *queueReads) Keep(ctx context.Context, id string) bool {
+	defer func() { q.ended <- struct{}{} }()
+	q.keep.Add(1)
+	return q.Coordinator.Keep(ctx, id)
+}
 
-	// A message stored while a turn runs: answered after it, in order.
-	send("slow")
-	waitFor(t, s, "working", is(agentik.EvWorking))
-	send("queued")
-	close(gate)
-	var answers []string
-	for len(answers) < 2 {
-		seen := waitFor(t, s, "answer", is(agentik.EvAssistantMessage))
-		answers = append(answers, agentik.JoinText(seen[len(seen)-1].Message.Content))
-	}
-	if answers[0] != "answer to slow" || answers[1] != "answer to queued" {
-		t.Fatalf("answers %q", answers)
+// TestPlainTurnReadsTheQueueWithTheLeaseOnly (issue 53): a plain turn reads
+// its conversation's queue only in the round trip that takes the lease —
+// none after its answer closed the turn: the lease is kept (Keep), or,
+// where leases are not kept, given back with the queue read in the same
+// round trip (ReleasePending) — and a message stored while a turn runs is
+// still answered after it, in order.
+func TestPlainTurnReadsTheQueueWithTheLeaseOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		keepLeases          int
+		acquire, keep, rels int32
+	}{
+		{"kept", 0, 1, 1, 0},
+		{"given back", -1, 1, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			llm := llmtest.NewServer()
+			defer llm.Close()
+			gate := make(chan struct{})
+			llm.Handle(func(r llmtest.Request) llmtest.Reply {
+				if r.LastUserText() == "slow" {
+					<-gate
+				}
+				return llmtest.Text("answer to " + r.LastUserText())
+			})
+			qr := &queueReads{ended: make(chan struct{}, 10)}
+			n := newNode(t, freshSchema(t), llm, nodeOptions{scan: time.Hour, keep: tc.keepLeases, wrap: func(c agentik.Coordinator) agentik.Coordinator {
+				qr.Coordinator = c.(*Coordinator)
+				return qr
+			}})
+			ctx := agentik.WithPrincipal(t.Context(), "alice")
+			id, cs := sharedConversation(t, ctx, n)
+			s := liveEvents(t, ctx, cs[0])
+			qr.pending.Store(0) // a subscription looks for pending approvals
+			send := func(text string) {
+				if _, err := cs[0].Send(ctx, agentik.SendRequest{Content: []agentik.Content{agentik.Text(text)}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send("plain")
+			is := func(typ string) func(agentik.Event) bool {
+				return func(ev agentik.Event) bool { return ev.Type == typ }
+			}
+			waitFor(t, s, "end", is(agentik.EvEnd))
+			select {
+			case <-qr.ended:
+			case <-waitBound(t):
+				t.Fatal("the loop neither kept nor gave back the lease")
+			}
+			if a, p, k, r := qr.acquire.Load(), qr.pending.Load(), qr.keep.Load(), qr.release.Load(); a != tc.acquire || p != 0 || k != tc.keep || r != tc.rels {
+				t.Fatalf("a plain turn: %d AcquirePending, %d Pending, %d Keep, %d ReleasePending; want %d, 0, %d, %d", a, p, k, r, tc.acquire, tc.keep, tc.rels)
+			}
+			var held bool
+			if err := n.store.pool.QueryRow(ctx, qLeaseHeld, n.coord.key(id)).Scan(&held); err != nil || held != (tc.rels == 0) {
+				t.Fatalf("lease held after the turn: %v (%v); kept: %v", held, err, tc.rels == 0)
+			}
+
+			// A message stored while a turn runs: answered after it, in order.
+			send("slow")
+			waitFor(t, s, "working", is(agentik.EvWorking))
+			send("queued")
+			close(gate)
+			var answers []string
+			for len(answers) < 2 {
+				seen := waitFor(t, s, "answer", is(agentik.EvAssistantMessage))
+				answers = append(answers, agentik.JoinText(seen[len(seen)-1].Message.Content))
+			}
+			if answers[0] != "answer to slow" || answers[1] != "answer to queued" {
+				t.Fatalf("answers %q", answers)
+			}
+		})
 	}
 }

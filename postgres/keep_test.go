@@ -1,0 +1,192 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentik/agentik"
+	"github.com/agentik/agentik/llmtest"
+)
+
+// answering returns a scripted model that answers "<name>: <text>", so a
+// test can tell which node ran a turn; a message "slow" waits for gate.
+func answering(t *testing.T, name string, gate <-chan struct{}) *llmtest.Server {
+	llm := llmtest.NewServer()
+	t.Cleanup(llm.Close)
+	llm.Handle(func(r llmtest.Request) llmtest.Reply {
+		if r.LastUserText() == "slow" && gate != nil {
+			<-gate
+		}
+		return llmtest.Text(name + ": " + r.LastUserText())
+	})
+	return llm
+}
+
+// leaseHeld says whether any session holds the conversation's lease.
+func leaseHeld(t *testing.T, n *node, id string) bool {
+	t.Helper()
+	var held bool
+	if err := n.store.pool.QueryRow(t.Context(), qLeaseHeld, n.coord.key(id)).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	return held
+}
+
+// kept says whether n keeps the conversation's lease with nothing to run.
+func kept(n *node, id string) bool {
+	n.coord.mu.Lock()
+	defer n.coord.mu.Unlock()
+	_, ok := n.coord.idle[id]
+	return ok
+}
+
+// answers collects the text of the assistant messages on s until want
+// turns have ended, and fails on any answer seen twice.
+func answers(t *testing.T, s agentik.Stream[agentik.Event], want int) []string {
+	t.Helper()
+	var got []string
+	ends := 0
+	for ends < want {
+		for _, ev := range waitFor(t, s, "end", func(ev agentik.Event) bool { return ev.Type == agentik.EvEnd }) {
+			if ev.Type == agentik.EvAssistantMessage {
+				got = append(got, agentik.JoinText(ev.Message.Content))
+			}
+		}
+		ends++
+	}
+	return got
+}
+
+// eventually waits for cond, polled, until the test's deadline.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := waitBound(t)
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("not %s before the test's deadline", what)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestKeptLeaseAnswersMessagesPostedElsewhere (issue 53): the process that
+// answered a conversation's turn keeps its lease; a message posted to
+// another process is answered by it, once, woken by the other process's
+// notification (no scan runs: the interval is an hour), including a
+// message stored while its turn runs.
+func TestKeptLeaseAnswersMessagesPostedElsewhere(t *testing.T) {
+	dsn := freshSchema(t)
+	gate := make(chan struct{})
+	a := newNode(t, dsn, answering(t, "A", gate), nodeOptions{scan: time.Hour})
+	b := newNode(t, dsn, answering(t, "B", nil), nodeOptions{scan: time.Hour})
+	ctx := agentik.WithPrincipal(t.Context(), "alice")
+	id, cs := sharedConversation(t, ctx, a, b)
+	s := liveEvents(t, ctx, cs[0])
+
+	sendText(t, cs[0], "one")
+	if got := answers(t, s, 1); len(got) != 1 || got[0] != "A: one" {
+		t.Fatalf("first turn: %q", got)
+	}
+	eventually(t, "kept by A", func() bool { return kept(a, id) })
+	if !leaseHeld(t, a, id) {
+		t.Fatal("a kept lease is not held in the database")
+	}
+
+	sendText(t, cs[1], "two")
+	if got := answers(t, s, 1); len(got) != 1 || got[0] != "A: two" {
+		t.Fatalf("a message posted to B: %q (want A's answer, once)", got)
+	}
+
+	// Stored through B while A's turn runs: A's loop goes once more.
+	sendText(t, cs[0], "slow")
+	waitFor(t, s, "working", func(ev agentik.Event) bool { return ev.Type == agentik.EvWorking })
+	sendText(t, cs[1], "three")
+	close(gate)
+	if got := answers(t, s, 2); strings.Join(got, "|") != "A: slow|A: three" {
+		t.Fatalf("a message posted to B while A ran a turn: %q", got)
+	}
+	b.coord.mu.Lock()
+	_, bHeld := b.coord.held[id]
+	b.coord.mu.Unlock()
+	if bHeld {
+		t.Fatal("B holds the lease A keeps")
+	}
+}
+
+// TestKeptLeaseScanFindsALostWake (issue 53): when the notification that
+// should wake the keeper is lost, its scan still finds the open turn of the
+// conversation whose lease it keeps, and runs it.
+func TestKeptLeaseScanFindsALostWake(t *testing.T) {
+	dsn := freshSchema(t)
+	a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: 50 * time.Millisecond, keepIdle: time.Hour})
+	b := newNode(t, dsn, answering(t, "B", nil), nodeOptions{scan: time.Hour})
+	ctx := agentik.WithPrincipal(t.Context(), "alice")
+	id, cs := sharedConversation(t, ctx, a, b)
+	s := liveEvents(t, ctx, cs[0])
+	sendText(t, cs[0], "one")
+	answers(t, s, 1)
+	eventually(t, "kept by A", func() bool { return kept(a, id) })
+
+	a.bus.foreign.Store(nil) // A hears of no other process's commit
+	sendText(t, cs[1], "two")
+	if got := answers(t, s, 1); len(got) != 1 || got[0] != "A: two" {
+		t.Fatalf("a message posted to B, its notification lost: %q", got)
+	}
+}
+
+// TestKeptLeasesAreBounded (issue 53): a kept lease is given back after
+// KeepIdle, and past KeepLeases the one kept longest is given back; a
+// message stored meanwhile through another process is still answered.
+func TestKeptLeasesAreBounded(t *testing.T) {
+	t.Run("idle", func(t *testing.T) {
+		dsn := freshSchema(t)
+		a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: 50 * time.Millisecond, keepIdle: 100 * time.Millisecond})
+		ctx := agentik.WithPrincipal(t.Context(), "alice")
+		id, cs := sharedConversation(t, ctx, a)
+		s := liveEvents(t, ctx, cs[0])
+		sendText(t, cs[0], "one")
+		answers(t, s, 1)
+		eventually(t, "given back after KeepIdle", func() bool { return !kept(a, id) && !leaseHeld(t, a, id) })
+	})
+	t.Run("count", func(t *testing.T) {
+		dsn := freshSchema(t)
+		a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: time.Hour, keep: 1})
+		ctx := agentik.WithPrincipal(t.Context(), "alice")
+		first, c1 := sharedConversation(t, ctx, a)
+		second, c2 := sharedConversation(t, ctx, a)
+		s1, s2 := liveEvents(t, ctx, c1[0]), liveEvents(t, ctx, c2[0])
+		sendText(t, c1[0], "one")
+		answers(t, s1, 1)
+		eventually(t, "the first kept", func() bool { return kept(a, first) })
+		sendText(t, c2[0], "two")
+		answers(t, s2, 1)
+		eventually(t, "the second kept, the first given back", func() bool {
+			return kept(a, second) && !kept(a, first) && !leaseHeld(t, a, first)
+		})
+	})
+	t.Run("open turn", func(t *testing.T) {
+		dsn := freshSchema(t)
+		a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: time.Hour})
+		ctx := agentik.WithPrincipal(t.Context(), "alice")
+		id, cs := sharedConversation(t, ctx, a)
+		s := liveEvents(t, ctx, cs[0])
+		sendText(t, cs[0], "one")
+		answers(t, s, 1)
+		eventually(t, "kept by A", func() bool { return kept(a, id) })
+		// Another process stores a message A does not hear of (a store
+		// alone: no loop of its own tries the lease).
+		a.bus.foreign.Store(nil)
+		other := openDSN(t, dsn)
+		if _, _, err := other.Commit(ctx, agentik.Write{ConversationID: id, Events: []agentik.Event{userEvent(id, "two")}}); err != nil {
+			t.Fatal(err)
+		}
+		// A gives the lease back: it finds the open turn and runs it.
+		a.coord.giveBack(context.Background(), id)
+		if got := answers(t, s, 1); len(got) != 1 || got[0] != "A: two" {
+			t.Fatalf("a turn stored while the lease was kept, then given back: %q", got)
+		}
+	})
+}

@@ -131,9 +131,6 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 		return err
 	}
 	c.n = n
-	if n.HeadMoved {
-		batch.Queue(qSetHead, n.Head, w.ConversationID)
-	}
 	if w.Reopen != "" {
 		// Before the events: one of them may close the turn again.
 		batch.Queue(qReopenTurn, w.Reopen, w.ConversationID)
@@ -190,7 +187,7 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 	c.next.nextSeq, c.next.nextOrd, c.next.head = n.NextSeq, n.NextOrd, n.Head
 	touch := !w.Touch.IsZero()
 	batch.Queue(qUpdateAfterCommit, n.NextSeq, n.NextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID,
-		len(w.Events) > 0)
+		len(w.Events) > 0, n.Head)
 	if c.touched = storeutil.Touched(w, st.owner); c.touched != nil {
 		return queueAgentEvent(batch, st.agent, c.touched)
 	}

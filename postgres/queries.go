@@ -134,9 +134,6 @@ const (
 	// migrations/0014); both are NULL for one without.
 	qInsertMessage = `INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, images, parent, search, search_scope)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
-	// The head after a write that moved it (SPEC §18); a head move always
-	// comes with an event, so last_cursor moves with it (qCommitGuard).
-	qSetHead = `UPDATE conversations SET head = $1 WHERE id = $2`
 	// A regenerate opens the turn of a user message again.
 	qReopenTurn = `INSERT INTO open_turns (conversation_id, id, seq)
 		SELECT conversation_id, id, seq FROM messages WHERE id = $1 AND conversation_id = $2 AND type = 'user_message'
@@ -151,12 +148,17 @@ const (
 	qDropMemory   = `DELETE FROM memory WHERE conversation_id = $1 AND ord <= $2`
 	qInsertMemory = `INSERT INTO memory (conversation_id, ord, payload, images) VALUES ($1, $2, $3, $4)`
 	// After the events' inserts: currval is the last cursor this session
-	// drew, the write's last event ($8: the write has events).
+	// drew, the write's last event ($8: the write has events). $9 is the
+	// head after the write (SPEC §18), set here rather than by a statement
+	// of its own: one new version of the conversation's row per commit,
+	// not two. A head move always comes with an event, so last_cursor
+	// moves with it (qCommitGuard).
 	qUpdateAfterCommit = `UPDATE conversations SET
 		next_seq = $1, next_ord = $2,
 		tokens_in = tokens_in + $3, tokens_out = tokens_out + $4,
 		updated_at = CASE WHEN $5::boolean THEN $6::timestamptz ELSE updated_at END,
-		last_cursor = CASE WHEN $8::boolean THEN currval('event_cursors') ELSE last_cursor END
+		last_cursor = CASE WHEN $8::boolean THEN currval('event_cursors') ELSE last_cursor END,
+		head = $9
 		WHERE id = $7`
 
 	// qSequence numbers up to $1 committed agent events that have no cursor

@@ -276,6 +276,12 @@ func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQ
 			// the store, the queue is read with the lease given back (one
 			// round trip, not two per plain turn), or the lease is kept
 			// (keep); should another turn be open, the loop goes again.
+			// A kept lease reads nothing more: what other processes store
+			// from here on wakes the loop, but turns already open when the
+			// queue was read are read again now.
+			if !lost && len(q.Open) > 1 && c.keeps() {
+				continue
+			}
 			return false, !lost
 		}
 	}
@@ -616,16 +622,21 @@ func (c *conv) acquire(ctx context.Context) (agentik.Lease, *agentik.TurnQueue, 
 	return l, &q, nil
 }
 
+// keeps reports whether the loop may keep its lease (keep).
+func (c *conv) keeps() bool {
+	_, ok := c.coord.(agentik.LeaseKeeper)
+	return ok && c.shared
+}
+
 // keep keeps the lease, which the loop holds and leaves with no turn
 // waiting, when the Coordinator can (agentik.LeaseKeeper) and the store is
 // shared; it reports whether it did. Not while shutting down: the lease
 // is then given back for another process to take.
 func (c *conv) keep(ctx context.Context) bool {
-	k, ok := c.coord.(agentik.LeaseKeeper)
-	if !ok || !c.shared || ctx.Err() != nil || c.e.isDraining() {
+	if !c.keeps() || ctx.Err() != nil || c.e.isDraining() {
 		return false
 	}
-	return k.Keep(context.WithoutCancel(ctx), c.id)
+	return c.coord.(agentik.LeaseKeeper).Keep(context.WithoutCancel(ctx), c.id)
 }
 
 // releaseReads reports whether release reads the queue in the same round

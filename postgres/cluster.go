@@ -463,7 +463,8 @@ const qLeaseHolder = `SELECT a.application_name FROM pg_locks AS l JOIN pg_stat_
 	AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1, 0)`
 
 // Holder returns the Process (CoordinatorOptions) of the process holding
-// the conversation's lease — the one running or about to run its turns —
+// the conversation's lease — the one running or about to run its turns,
+// or keeping the lease after them (keep.go) —
 // and whether any session holds it ("" for a process that gave no name).
 // For administration: one query on pg_locks.
 func (c *Coordinator) Holder(ctx context.Context, conversationID string) (string, bool, error) {
@@ -490,8 +491,8 @@ func truncate(s string, n int) string {
 // running turn, as req says. It reports true when a process holds the lease
 // and, for a request that names no turn (req.ReplyTo empty), runs a turn
 // as its online events tell (working seen, end not yet): a lease held for a
-// moment by another process's scan, or still held after the turn's end
-// while its loop looks at the queue once more, cuts nothing, and the
+// moment by another process's scan, or kept after the turn's end
+// (keep.go), cuts nothing, and the
 // caller then looks for an open turn not started yet (the engine's
 // interruptUnstarted). A request naming a turn (a withdrawal) is the
 // holder's to answer: true once some process holds the lease.

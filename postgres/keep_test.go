@@ -116,6 +116,32 @@ func TestKeptLeaseAnswersMessagesPostedElsewhere(t *testing.T) {
 	}
 }
 
+// TestKeptLeaseAnswersEveryTurnOneWakeFound (issue 53): one wake for two
+// messages another process stored (the notifications of both heard before
+// the loop ran) has both answered, in order, with no scan: the turns open
+// when the loop read the queue are read again after the first.
+func TestKeptLeaseAnswersEveryTurnOneWakeFound(t *testing.T) {
+	dsn := freshSchema(t)
+	a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: time.Hour})
+	ctx := agentik.WithPrincipal(t.Context(), "alice")
+	id, cs := sharedConversation(t, ctx, a)
+	s := liveEvents(t, ctx, cs[0])
+	sendText(t, cs[0], "one")
+	answers(t, s, 1)
+	eventually(t, "kept by A", func() bool { return kept(a, id) })
+	a.bus.foreign.Store(nil)
+	other := openDSN(t, dsn)
+	for _, text := range []string{"two", "three"} {
+		if _, _, err := other.Commit(ctx, agentik.Write{ConversationID: id, Events: []agentik.Event{userEvent(id, text)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.coord.heardFrom(id, false)
+	if got := answers(t, s, 2); strings.Join(got, "|") != "A: two|A: three" {
+		t.Fatalf("two messages, one wake: %q", got)
+	}
+}
+
 // TestKeptLeaseScanFindsALostWake (issue 53): when the notification that
 // should wake the keeper is lost, its scan still finds the open turn of the
 // conversation whose lease it keeps, and runs it.

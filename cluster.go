@@ -71,6 +71,10 @@ type LeaseKeeper interface {
 	// was open). It reports whether the lease is kept; false: the loop
 	// gives it back, as without a LeaseKeeper.
 	Keep(ctx context.Context, conversationID string) bool
+	// GiveBackKept gives back every lease kept, and keeps none from then
+	// on: the engine is shutting down, and other processes take its
+	// conversations' next turns at once.
+	GiveBackKept(ctx context.Context)
 }
 
 // CoordinatorCallbacks are what a Coordinator calls into the engine with.

@@ -305,6 +305,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	e.draining = true
 	convs := slices.Collect(maps.Values(e.live))
 	e.mu.Unlock()
+	if k, ok := e.coord.(agentik.LeaseKeeper); ok {
+		k.GiveBackKept(ctx) // a draining loop keeps none (conv.keep)
+	}
 
 	drained := make(chan struct{})
 	go func() { e.turns.Wait(); close(drained) }()

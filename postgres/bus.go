@@ -1039,19 +1039,23 @@ func (b *Bus) pollOnce(conn *pgx.Conn) error {
 	if err != nil {
 		return err
 	}
-	b.heard(it.events)
+	b.heard(it.events, false)
 	b.enqueue(it, false)
 	return nil
 }
 
 // heard tells the store of conversations' newest cursors learnt from
 // outside this process: where another process wrote, a commit here reads
-// the row first. The Coordinator (foreign) hears of the news too: a
-// conversation whose lease this process keeps may have a new turn.
-func (b *Bus) heard(events []convCursor) {
+// the row first. The Coordinator (foreign) hears of them too: a
+// conversation whose lease this process keeps may have a new turn. It
+// hears of every notification (another process's commit), even one
+// whose cursor this process has passed meanwhile — a commit of its own
+// may have overtaken the notification, not the turn it opened — and of a
+// poll's cursor only when it is news.
+func (b *Bus) heard(events []convCursor, notified bool) {
 	f := b.foreign.Load()
 	for _, e := range events {
-		if b.s.states.outdated(e.conv, e.cursor) && f != nil {
+		if news := b.s.states.outdated(e.conv, e.cursor); (news || notified) && f != nil {
 			(*f)(e.conv)
 		}
 	}
@@ -1078,7 +1082,7 @@ func (b *Bus) handle(payload string) {
 func (b *Bus) handleOne(n notification) {
 	switch n.kind {
 	case kindEvents:
-		b.heard(n.events)
+		b.heard(n.events, true)
 		b.enqueue(item{kind: itemCatchUp, events: n.events}, false)
 	case kindAgent:
 		b.enqueue(item{kind: itemCatchUp, agents: n.cursor}, false)
@@ -1087,7 +1091,7 @@ func (b *Bus) handleOne(n notification) {
 			b.log.Debug("bus: ignoring a durable event with a bad signature", "conversation", n.event.ConversationID)
 			return
 		}
-		b.heard([]convCursor{{n.event.ConversationID, n.event.Cursor}})
+		b.heard([]convCursor{{n.event.ConversationID, n.event.Cursor}}, true)
 		b.enqueue(item{kind: itemDurable, ev: n.event, prev: n.prev}, false)
 	case kindOnline:
 		b.enqueue(item{kind: itemRemote, ev: n.event}, true)

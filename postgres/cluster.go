@@ -88,6 +88,8 @@ type Coordinator struct {
 	// concerns, for wakeLoops to tell the engine (Wake) off the listener.
 	woken map[string]struct{}
 	wakeC chan struct{}
+	// keepNone: the engine drains (GiveBackKept); Keep keeps nothing.
+	keepNone bool
 
 	// lost carries a lock session's failure to the goroutine that tells
 	// the engine (Lost): started by Start, joined by Close, and a burst of

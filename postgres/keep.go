@@ -41,7 +41,7 @@ func (c *Coordinator) Keep(ctx context.Context, conversationID string) bool {
 		return false
 	}
 	c.mu.Lock()
-	if _, ok := c.held[conversationID]; !ok {
+	if _, ok := c.held[conversationID]; !ok || c.keepNone {
 		c.mu.Unlock()
 		return false
 	}
@@ -60,6 +60,22 @@ func (c *Coordinator) Keep(ctx context.Context, conversationID string) bool {
 		c.giveBack(ctx, evict)
 	}
 	return true
+}
+
+// GiveBackKept gives back every lease kept and keeps none from then on
+// (the engine drains: other processes take these conversations' next
+// turns at once, not after KeepIdle).
+func (c *Coordinator) GiveBackKept(ctx context.Context) {
+	c.mu.Lock()
+	c.keepNone = true
+	ids := make([]string, 0, len(c.idle))
+	for id := range c.idle {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.giveBack(ctx, id)
+	}
 }
 
 // qUnlockOpen frees a conversation's lease and says whether it has open
@@ -120,9 +136,10 @@ func (c *Coordinator) expireKept(ctx context.Context) {
 }
 
 // heardFrom is told of another process's commit in a conversation (the
-// Bus, for every d and e entry it hears): if this process holds its
-// lease, kept or running, the loop is woken to read the queue. With any,
-// it wakes the loop whether or not the lease is held (giveBack).
+// Bus, for every d and e entry it hears, and for a poll's news): if this
+// process holds its lease, kept or running, the loop is woken to read the
+// queue. With any, it wakes the loop whether or not the lease is held
+// (giveBack).
 func (c *Coordinator) heardFrom(conversationID string, any bool) {
 	c.mu.Lock()
 	_, held := c.held[conversationID]

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,6 +140,66 @@ func TestKeptLeaseAnswersEveryTurnOneWakeFound(t *testing.T) {
 	a.coord.heardFrom(id, false)
 	if got := answers(t, s, 2); strings.Join(got, "|") != "A: two|A: three" {
 		t.Fatalf("two messages, one wake: %q", got)
+	}
+}
+
+// TestKeptLeaseWokenByANotificationItsCommitOvertook (issue 53): another
+// process stores a message while the keeper runs a turn, and the keeper's
+// answer commits before it handles that message's notification (its
+// cursor is then behind what the keeper knows): the notification still
+// wakes the keeper, which answers the message (no scan runs).
+func TestKeptLeaseWokenByANotificationItsCommitOvertook(t *testing.T) {
+	dsn := freshSchema(t)
+	gate := make(chan struct{})
+	var hold atomic.Pointer[chan struct{}]
+	a := newNode(t, dsn, answering(t, "A", gate), nodeOptions{scan: time.Hour, handling: func() {
+		if h := hold.Load(); h != nil {
+			<-*h
+		}
+	}})
+	b := newNode(t, dsn, answering(t, "B", nil), nodeOptions{scan: time.Hour})
+	ctx := agentik.WithPrincipal(t.Context(), "alice")
+	id, cs := sharedConversation(t, ctx, a, b)
+	s := liveEvents(t, ctx, cs[0])
+	sendText(t, cs[0], "one")
+	answers(t, s, 1)
+	eventually(t, "kept by A", func() bool { return kept(a, id) })
+
+	sendText(t, cs[0], "slow")
+	waitFor(t, s, "working", func(ev agentik.Event) bool { return ev.Type == agentik.EvWorking })
+	h := make(chan struct{})
+	hold.Store(&h) // A's listener waits before the next notification
+	sendText(t, cs[1], "two")
+	close(gate)
+	if got := answers(t, s, 1); len(got) != 1 || got[0] != "A: slow" {
+		t.Fatalf("the running turn: %q", got)
+	}
+	eventually(t, "kept by A after its turn", func() bool { return kept(a, id) })
+	close(h) // the notification of "two" is heard only now
+	if got := answers(t, s, 1); len(got) != 1 || got[0] != "A: two" {
+		t.Fatalf("a message whose notification came after the keeper's own commit: %q", got)
+	}
+}
+
+// TestDrainingGivesBackKeptLeases (issue 53): a process that shuts down
+// gives its kept leases back at the start of its drain, so that other
+// processes take the conversations' next turns at once.
+func TestDrainingGivesBackKeptLeases(t *testing.T) {
+	dsn := freshSchema(t)
+	a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: time.Hour, keepIdle: time.Hour})
+	ctx := agentik.WithPrincipal(t.Context(), "alice")
+	id, cs := sharedConversation(t, ctx, a)
+	s := liveEvents(t, ctx, cs[0])
+	sendText(t, cs[0], "one")
+	answers(t, s, 1)
+	eventually(t, "kept by A", func() bool { return kept(a, id) })
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.eng.Shutdown(sctx); err != nil {
+		t.Fatal(err)
+	}
+	if leaseHeld(t, a, id) || kept(a, id) {
+		t.Fatal("a drained process still keeps a lease")
 	}
 }
 

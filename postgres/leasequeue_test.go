@@ -103,10 +103,14 @@ func (q *queueReads) ReleasePending(ctx context.Context, id string) (agentik.Tur
 	return q.Coordinator.ReleasePending(ctx, id)
 }
 
+// Keep tells only a lease kept: one not kept is given back next.
 func (q *queueReads) Keep(ctx context.Context, id string) bool {
-	defer func() { q.ended <- struct{}{} }()
 	q.keep.Add(1)
-	return q.Coordinator.Keep(ctx, id)
+	if !q.Coordinator.Keep(ctx, id) {
+		return false
+	}
+	q.ended <- struct{}{}
+	return true
 }
 
 // TestPlainTurnReadsTheQueueWithTheLeaseOnly (issue 53): a plain turn reads

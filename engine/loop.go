@@ -174,19 +174,10 @@ func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQ
 		if last != "" && !c.shared && c.queueEmpty() {
 			return false, false // alone on the store, nothing else is open
 		}
-		q, known := c.nextSent()
-		if !known && first != nil {
-			q, known = *first, true // read with the lease
-		}
+		q, ok := c.queueNow(ctx, first)
 		first = nil
-		if !known {
-			var err error
-			if q, err = c.coord.Pending(ctx, c.id); err != nil {
-				if ctx.Err() == nil {
-					c.e.log.Warn("read open turns", "conversation", c.id, "err", err)
-				}
-				return false, false
-			}
+		if !ok {
+			return false, false
 		}
 		if len(q.Open) == 0 {
 			return false, true
@@ -286,6 +277,27 @@ func (c *conv) runPending(ctx context.Context, epoch int64, first *agentik.TurnQ
 		}
 	}
 	return false, false
+}
+
+// queueNow returns the conversation's open turns as the loop knows them
+// now: sent here (alone on the store), read with the lease (first), or
+// read from the Coordinator; false when the read failed (logged unless
+// the context ended).
+func (c *conv) queueNow(ctx context.Context, first *agentik.TurnQueue) (agentik.TurnQueue, bool) {
+	if q, known := c.nextSent(); known {
+		return q, true
+	}
+	if first != nil {
+		return *first, true // read with the lease
+	}
+	q, err := c.coord.Pending(ctx, c.id)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.e.log.Warn("read open turns", "conversation", c.id, "err", err)
+		}
+		return q, false
+	}
+	return q, true
 }
 
 // prepareTurn readies the open turn of item before it runs: it recovers

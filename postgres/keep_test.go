@@ -60,6 +60,23 @@ func answers(t *testing.T, s agentik.Stream[agentik.Event], want int) []string {
 	return got
 }
 
+// keeping starts a conversation on nodes, has nodes[0] answer a first
+// message and waits until it keeps the lease: how the tests here begin. It
+// returns alice's context, the conversation, its handle on each node and
+// a live stream of it on nodes[0].
+func keeping(t *testing.T, nodes ...*node) (context.Context, string, []agentik.Conversation, agentik.Stream[agentik.Event]) {
+	t.Helper()
+	ctx := agentik.WithPrincipal(t.Context(), "alice")
+	id, cs := sharedConversation(t, ctx, nodes...)
+	s := liveEvents(t, ctx, cs[0])
+	sendText(t, cs[0], "one")
+	if got := answers(t, s, 1); len(got) != 1 || !strings.HasSuffix(got[0], ": one") {
+		t.Fatalf("first turn: %q", got)
+	}
+	eventually(t, "the lease kept", func() bool { return kept(nodes[0], id) })
+	return ctx, id, cs, s
+}
+
 // eventually waits for cond, polled, until the test's deadline.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -83,15 +100,7 @@ func TestKeptLeaseAnswersMessagesPostedElsewhere(t *testing.T) {
 	gate := make(chan struct{})
 	a := newNode(t, dsn, answering(t, "A", gate), nodeOptions{scan: time.Hour})
 	b := newNode(t, dsn, answering(t, "B", nil), nodeOptions{scan: time.Hour})
-	ctx := agentik.WithPrincipal(t.Context(), "alice")
-	id, cs := sharedConversation(t, ctx, a, b)
-	s := liveEvents(t, ctx, cs[0])
-
-	sendText(t, cs[0], "one")
-	if got := answers(t, s, 1); len(got) != 1 || got[0] != "A: one" {
-		t.Fatalf("first turn: %q", got)
-	}
-	eventually(t, "kept by A", func() bool { return kept(a, id) })
+	_, id, cs, s := keeping(t, a, b)
 	if !leaseHeld(t, a, id) {
 		t.Fatal("a kept lease is not held in the database")
 	}
@@ -124,12 +133,7 @@ func TestKeptLeaseAnswersMessagesPostedElsewhere(t *testing.T) {
 func TestKeptLeaseAnswersEveryTurnOneWakeFound(t *testing.T) {
 	dsn := freshSchema(t)
 	a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: time.Hour})
-	ctx := agentik.WithPrincipal(t.Context(), "alice")
-	id, cs := sharedConversation(t, ctx, a)
-	s := liveEvents(t, ctx, cs[0])
-	sendText(t, cs[0], "one")
-	answers(t, s, 1)
-	eventually(t, "kept by A", func() bool { return kept(a, id) })
+	ctx, id, _, s := keeping(t, a)
 	a.bus.foreign.Store(nil)
 	other := openDSN(t, dsn)
 	for _, text := range []string{"two", "three"} {
@@ -158,12 +162,7 @@ func TestKeptLeaseWokenByANotificationItsCommitOvertook(t *testing.T) {
 		}
 	}})
 	b := newNode(t, dsn, answering(t, "B", nil), nodeOptions{scan: time.Hour})
-	ctx := agentik.WithPrincipal(t.Context(), "alice")
-	id, cs := sharedConversation(t, ctx, a, b)
-	s := liveEvents(t, ctx, cs[0])
-	sendText(t, cs[0], "one")
-	answers(t, s, 1)
-	eventually(t, "kept by A", func() bool { return kept(a, id) })
+	_, id, cs, s := keeping(t, a, b)
 
 	sendText(t, cs[0], "slow")
 	waitFor(t, s, "working", func(ev agentik.Event) bool { return ev.Type == agentik.EvWorking })
@@ -187,12 +186,7 @@ func TestKeptLeaseWokenByANotificationItsCommitOvertook(t *testing.T) {
 func TestDrainingGivesBackKeptLeases(t *testing.T) {
 	dsn := freshSchema(t)
 	a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: time.Hour, keepIdle: time.Hour})
-	ctx := agentik.WithPrincipal(t.Context(), "alice")
-	id, cs := sharedConversation(t, ctx, a)
-	s := liveEvents(t, ctx, cs[0])
-	sendText(t, cs[0], "one")
-	answers(t, s, 1)
-	eventually(t, "kept by A", func() bool { return kept(a, id) })
+	_, id, _, _ := keeping(t, a)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := a.eng.Shutdown(sctx); err != nil {
@@ -210,12 +204,7 @@ func TestKeptLeaseScanFindsALostWake(t *testing.T) {
 	dsn := freshSchema(t)
 	a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: 50 * time.Millisecond, keepIdle: time.Hour})
 	b := newNode(t, dsn, answering(t, "B", nil), nodeOptions{scan: time.Hour})
-	ctx := agentik.WithPrincipal(t.Context(), "alice")
-	id, cs := sharedConversation(t, ctx, a, b)
-	s := liveEvents(t, ctx, cs[0])
-	sendText(t, cs[0], "one")
-	answers(t, s, 1)
-	eventually(t, "kept by A", func() bool { return kept(a, id) })
+	_, _, cs, s := keeping(t, a, b)
 
 	a.bus.foreign.Store(nil) // A hears of no other process's commit
 	sendText(t, cs[1], "two")
@@ -257,12 +246,7 @@ func TestKeptLeasesAreBounded(t *testing.T) {
 	t.Run("open turn", func(t *testing.T) {
 		dsn := freshSchema(t)
 		a := newNode(t, dsn, answering(t, "A", nil), nodeOptions{scan: time.Hour})
-		ctx := agentik.WithPrincipal(t.Context(), "alice")
-		id, cs := sharedConversation(t, ctx, a)
-		s := liveEvents(t, ctx, cs[0])
-		sendText(t, cs[0], "one")
-		answers(t, s, 1)
-		eventually(t, "kept by A", func() bool { return kept(a, id) })
+		ctx, id, _, s := keeping(t, a)
 		// Another process stores a message A does not hear of (a store
 		// alone: no loop of its own tries the lease).
 		a.bus.foreign.Store(nil)

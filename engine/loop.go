@@ -132,10 +132,10 @@ func (c *conv) loop() {
 			// could not take it: the message is ours to see now — read
 			// with the lease given back, or, with the lease kept, told by
 			// the Coordinator (Wake).
-			if idle && c.keep(ctx) {
-				// kept: nothing to read
-			} else if q, read, err := c.release(ctx, stuck); read && err == nil && len(q.Open) > 0 && !c.waiting(q) {
-				again = true
+			if !idle || !c.keep(ctx) {
+				if q, read, err := c.release(ctx, stuck); read && err == nil && len(q.Open) > 0 && !c.waiting(q) {
+					again = true
+				}
 			}
 		}
 		c.mu.Lock()

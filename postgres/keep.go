@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agentik/agentik/storeutil"
@@ -68,10 +70,7 @@ func (c *Coordinator) Keep(ctx context.Context, conversationID string) bool {
 func (c *Coordinator) GiveBackKept(ctx context.Context) {
 	c.mu.Lock()
 	c.keepNone = true
-	ids := make([]string, 0, len(c.idle))
-	for id := range c.idle {
-		ids = append(ids, id)
-	}
+	ids := slices.Collect(maps.Keys(c.idle))
 	c.mu.Unlock()
 	for _, id := range ids {
 		c.giveBack(ctx, id)
@@ -168,10 +167,7 @@ func (c *Coordinator) wakeLoops() {
 		case <-c.wakeC:
 		}
 		c.mu.Lock()
-		ids := make([]string, 0, len(c.woken))
-		for id := range c.woken {
-			ids = append(ids, id)
-		}
+		ids := slices.Collect(maps.Keys(c.woken))
 		clear(c.woken)
 		wake := c.cb.Wake
 		if wake == nil {

@@ -1070,13 +1070,22 @@ func (b *Bus) handle(payload string) {
 	if len(payload) > len(b.s.node) && payload[len(b.s.node)] == ' ' && payload[:len(b.s.node)] == b.s.node {
 		return
 	}
-	ns, bad, err := decodePayload(payload)
+	ns, bad, err := decodePayload(payload, b.unfollowed)
 	if err != nil || bad > 0 {
 		b.log.Debug("bus: ignoring a malformed notification or entries of one", "len", strconv.Itoa(len(payload)), "entries", bad)
 	}
 	for _, n := range ns {
 		b.handleOne(n)
 	}
+}
+
+// unfollowed says whether no subscriber here follows the conversation. A
+// subscriber registered after it answered reads what it missed from the
+// store: its registration reads the conversation's last cursor first.
+func (b *Bus) unfollowed(conv string) bool {
+	b.subMu.Lock()
+	defer b.subMu.Unlock()
+	return b.convs[conv] == nil
 }
 
 func (b *Bus) handleOne(n notification) {

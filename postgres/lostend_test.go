@@ -219,7 +219,7 @@ func TestSequencerRunThatNumberedNothingSaysNothing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no end notification: %v", err)
 		}
-		ns, bad, err := decodePayload(n.Payload)
+		ns, bad, err := decodePayload(n.Payload, nil)
 		if err != nil || bad > 0 {
 			t.Fatalf("the Bus sent %q: %v, %d malformed entries", n.Payload, err, bad)
 		}

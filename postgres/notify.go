@@ -183,7 +183,11 @@ func packPayloads(node string, seq func() uint64, entries []string) []string {
 // whose header is malformed is refused whole. A malformed entry costs only
 // itself: the entries around it (in a packed payload, events of other
 // conversations) are each checked on their own and delivered.
-func decodePayload(p string) (ns []notification, bad int, err error) {
+//
+// A d entry of a conversation for which unfollowed (when not nil) is true
+// comes back as the e entry it also is (durableHead): its event is not
+// decoded, nor its signature checked.
+func decodePayload(p string, unfollowed func(conv string) bool) (ns []notification, bad int, err error) {
 	node, rest, ok := strings.Cut(p, " ")
 	if !ok || node == "" {
 		return nil, 0, errBadNotification
@@ -197,6 +201,12 @@ func decodePayload(p string) (ns []notification, bad int, err error) {
 		return nil, 0, errBadNotification
 	}
 	for line := range strings.SplitSeq(rest, "\n") {
+		if unfollowed != nil && line != "" && line[0] == kindDurable {
+			if h, ok := durableHead(line); ok && unfollowed(h.conv) {
+				ns = append(ns, notification{node: node, seq: seq, kind: kindEvents, events: []convCursor{h}})
+				continue
+			}
+		}
 		n, err := decodeEntry(line)
 		if err != nil {
 			bad++
@@ -210,7 +220,7 @@ func decodePayload(p string) (ns []notification, bad int, err error) {
 
 // decodeNotification parses a payload of one entry.
 func decodeNotification(p string) (notification, error) {
-	ns, bad, err := decodePayload(p)
+	ns, bad, err := decodePayload(p, nil)
 	if err != nil || bad > 0 || len(ns) != 1 {
 		return notification{}, errBadNotification
 	}
@@ -278,6 +288,46 @@ func decodeDurable(n *notification, rest string) bool {
 	}
 	return json.Unmarshal([]byte(j), &n.event) == nil &&
 		n.event.Cursor > n.prev && agentik.Durable(n.event.Type) && agentik.ValidID(n.event.ConversationID)
+}
+
+// durableHead reads a d entry's conversation and cursor without decoding
+// its event or checking its signature, from the first members of the
+// event's JSON as MarshalEvent writes them: {"cursor":…,"conversation_id":"…".
+// ok is false for an entry that does not start so; it is decoded whole.
+//
+// To a process that follows nothing of the conversation, the entry says no
+// more than an e entry would — the conversation's events up to the cursor
+// are committed — and an e entry is not signed either. Decoding the event
+// and checking its signature cost such a process most of what reading
+// other processes' notifications cost it (issue 53, twelfth session), and
+// with messages posted to any process, most conversations are followed by
+// one process of several.
+func durableHead(entry string) (convCursor, bool) {
+	body, ok := strings.CutPrefix(entry, "d ")
+	if !ok || len(body) <= macHex || body[macHex] != ' ' {
+		return convCursor{}, false
+	}
+	prevText, j, ok := strings.Cut(body[macHex+1:], " ")
+	prev, err := strconv.ParseInt(prevText, 10, 64)
+	if !ok || err != nil || prev < 0 {
+		return convCursor{}, false
+	}
+	if j, ok = strings.CutPrefix(j, `{"cursor":`); !ok {
+		return convCursor{}, false
+	}
+	cursorText, j, ok := strings.Cut(j, ",")
+	cursor, err := strconv.ParseInt(cursorText, 10, 64)
+	if !ok || err != nil || cursor <= prev {
+		return convCursor{}, false
+	}
+	if j, ok = strings.CutPrefix(j, `"conversation_id":"`); !ok {
+		return convCursor{}, false
+	}
+	conv, _, ok := strings.Cut(j, `"`)
+	if !ok || !agentik.ValidID(conv) {
+		return convCursor{}, false
+	}
+	return convCursor{conv, cursor}, true
 }
 
 // decodeOnline parses an o entry's body: what the event was sent before

@@ -74,7 +74,7 @@ func TestOnlinePayloadsFit(t *testing.T) {
 		if len(p) > maxPayload {
 			t.Fatalf("payload of %d bytes", len(p))
 		}
-		ns, bad, err := decodePayload(p)
+		ns, bad, err := decodePayload(p, nil)
 		if err != nil || bad > 0 {
 			t.Fatal(err, bad)
 		}
@@ -121,7 +121,7 @@ func TestPackPayloads(t *testing.T) {
 		if len(p) > maxPayload {
 			t.Fatalf("payload of %d bytes", len(p))
 		}
-		ns, bad, err := decodePayload(p)
+		ns, bad, err := decodePayload(p, nil)
 		if err != nil || bad > 0 {
 			t.Fatalf("%q: %v, %d malformed entries", p, err, bad)
 		}
@@ -146,13 +146,51 @@ func TestPackPayloads(t *testing.T) {
 	conv = agentik.NewID()
 	end := `o {"conversation_id":"` + conv + `","type":"end"}`
 	for _, bad := range []string{"z 1", "", "a 0", "o {}", "e x 1"} {
-		ns, n, err := decodePayload(node + " 1 a 3\n" + bad + "\n" + end)
+		ns, n, err := decodePayload(node+" 1 a 3\n"+bad+"\n"+end, nil)
 		if err != nil || n != 1 || len(ns) != 2 || ns[0].cursor != 3 || ns[1].event.Type != agentik.EvEnd || ns[1].event.ConversationID != conv {
 			t.Fatalf("with %q between: %+v, %d malformed, %v", bad, ns, n, err)
 		}
 	}
-	if _, _, err := decodePayload("x"); err == nil {
+	if _, _, err := decodePayload("x", nil); err == nil {
 		t.Fatal("a payload without a header decoded")
+	}
+}
+
+// TestUnfollowedDurableEntries: a d entry of a conversation this process
+// follows nothing of is read as the e entry it also is, without decoding
+// its event or checking its signature (durableHead); one of a followed
+// conversation, or one whose JSON does not start as MarshalEvent writes
+// it, is decoded whole.
+func TestUnfollowedDurableEntries(t *testing.T) {
+	node, conv, other := agentik.NewID(), agentik.NewID(), agentik.NewID()
+	key := []byte("0123456789abcdef0123456789abcdef")
+	msg := &agentik.Message{ID: node, ConversationID: conv, Seq: 3, Date: agentik.Now(), Type: agentik.MsgUser, Content: []agentik.Content{agentik.Text("hi")}}
+	d := durableEntry(key, agentik.Event{ConversationID: conv, Cursor: 42, Date: agentik.Now(), Type: agentik.EvUserMessage, Message: msg}, 41)
+	forged := "d " + strings.Repeat("0", macHex) + d[2+macHex:] // the same event, a bad signature
+	reordered := "d " + strings.Repeat("0", macHex) + ` 41 {"conversation_id":"` + conv + `","cursor":42,"type":"user_message"}`
+	p := header(node, 1) + strings.Join([]string{d, forged, reordered, "e " + other + " 7"}, "\n")
+	onlyOther := func(c string) bool { return c != other }
+	ns, bad, err := decodePayload(p, onlyOther)
+	asE := notification{node: node, seq: 1, kind: kindEvents, events: []convCursor{{conv, 42}}}
+	if err != nil || bad != 0 || len(ns) != 4 || !reflect.DeepEqual(ns[0], asE) || !reflect.DeepEqual(ns[1], asE) ||
+		ns[2].kind != kindDurable || ns[3].kind != kindEvents {
+		t.Fatalf("unfollowed: %+v, %d malformed, %v", ns, bad, err)
+	}
+	ns, bad, err = decodePayload(p, func(string) bool { return false })
+	if err != nil || bad != 0 || len(ns) != 4 || ns[0].kind != kindDurable || ns[0].event.Message == nil || ns[0].event.Message.Content[0].Text != "hi" ||
+		!signedBy(key, ns[0]) || signedBy(key, ns[1]) {
+		t.Fatalf("followed: %+v, %d malformed, %v", ns, bad, err)
+	}
+	for _, e := range []string{
+		"d " + strings.Repeat("0", macHex) + ` 42 {"cursor":42,"conversation_id":"` + conv + `"}`, // not after its predecessor
+		"d " + strings.Repeat("0", macHex) + ` 1 {"cursor":42,"conversation_id":"nope"}`,
+		"d " + strings.Repeat("0", macHex) + ` 1 {"cursor":x,"conversation_id":"` + conv + `"}`,
+		"d " + strings.Repeat("0", macHex) + ` {"cursor":42,"conversation_id":"` + conv + `"}`,
+		"d abc 1 " + `{"cursor":42,"conversation_id":"` + conv + `"}`,
+	} {
+		if h, ok := durableHead(e); ok {
+			t.Errorf("%q read as %+v", e, h)
+		}
 	}
 }
 
@@ -171,7 +209,7 @@ func FuzzDecodeNotification(f *testing.F) {
 	}
 	f.Add(node + " 8 a 7\ne " + conv + " 3\ni " + conv + " user -")
 	f.Fuzz(func(t *testing.T, p string) {
-		ns, _, err := decodePayload(p)
+		ns, _, err := decodePayload(p, nil)
 		if err != nil || len(ns) == 0 {
 			return
 		}
@@ -184,14 +222,30 @@ func FuzzDecodeNotification(f *testing.F) {
 			entries = append(entries, e)
 		}
 		again := header(ns[0].node, ns[0].seq) + strings.Join(entries, "\n")
-		ms, bad, err := decodePayload(again)
-		for i := range ms {
-			// What a d entry's signature covers is kept as it came: the
-			// JSON encoded again may differ in its spelling.
-			ms[i].signed = ns[i].signed
-		}
-		if err != nil || bad > 0 || !reflect.DeepEqual(ms, ns) {
+		// Encoded, decoded and encoded again, each entry is what it was
+		// encoded as the first time. (The decoded values themselves may
+		// differ where the encoding leaves something out: an empty list
+		// an entry spelled out comes back as none.)
+		ms, bad, err := decodePayload(again, nil)
+		if err != nil || bad > 0 || len(ms) != len(ns) {
 			t.Fatalf("%q -> %+v -> %q -> %+v, %v", p, ns, again, ms, err)
+		}
+		for i, m := range ms {
+			if e, err := encodeEntry(m); err != nil || e != entries[i] || m.node != ns[i].node || m.seq != ns[i].seq {
+				t.Fatalf("%q -> %q -> %q, %v", p, entries[i], e, err)
+			}
+		}
+		// Read by a process that follows none of the conversations, a d
+		// entry that decodes whole is read whole or as the e entry of its
+		// event (an entry durableHead reads may be one that does not
+		// decode whole: then the counts differ).
+		if cs, _, _ := decodePayload(p, func(string) bool { return true }); len(cs) == len(ns) {
+			for i, c := range cs {
+				n := ns[i]
+				if n.kind == kindDurable && !reflect.DeepEqual(c, n) && (c.kind != kindEvents || c.events[0] != convCursor{n.event.ConversationID, n.event.Cursor}) {
+					t.Fatalf("%q: d entry %+v read as %+v", p, n, c)
+				}
+			}
 		}
 	})
 }

@@ -206,6 +206,10 @@ func (r *runner) startCluster(ctx context.Context, n int, dsn string) ([]*cluste
 		sc := r.server
 		sc.pgDSN = dsn
 		sc.env = append(sc.env, "AGENTIK_DB_POOL_SIZE=8")
+		if sc.cpuProfile != "" {
+			// One profile per process: <path>.<n>p.<i>, n processes, the i-th.
+			sc.cpuProfile = fmt.Sprintf("%s.%dp.%d", sc.cpuProfile, n, i)
+		}
 		cg := ""
 		if cp.Quota > 0 {
 			var err error

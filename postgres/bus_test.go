@@ -211,6 +211,64 @@ func TestBusRefusesForgedDurableEvents(t *testing.T) {
 	}
 }
 
+// TestBusReadsUnfollowedDurableEntriesAsCursors: a process that follows
+// nothing of a conversation reads another process's d entry of it as the
+// e entry it also is (durableHead): it hears that the conversation moved
+// (its Coordinator's wake of a kept lease) without decoding the event or
+// checking its signature, which an e entry does not have either. A
+// subscriber that comes later reads the event from the store.
+func TestBusReadsUnfollowedDurableEntriesAsCursors(t *testing.T) {
+	p := newPair(t)
+	other := createConv(t, p.sa)
+	heard := make(chan string, 16)
+	h := func(conv string) { heard <- conv }
+	p.bb.foreign.Store(&h)
+	wantHeard := func(conv string) {
+		t.Helper()
+		select {
+		case got := <-heard:
+			if got != conv {
+				t.Fatalf("heard of %s, want %s", got, conv)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("nothing heard of %s within 10s", conv)
+		}
+	}
+	before := p.bb.eventReads.Load()
+	ev := commitPublish(t, p.sa, p.ba, other, "nobody follows this on B")
+	wantHeard(other)
+
+	// Signed or not, such an entry moves nothing a subscriber sees: nobody
+	// follows the conversation here.
+	forged := userEvent(other, "forged")
+	forged.Cursor = ev.Cursor + 1
+	j, err := agentik.MarshalEvent(&forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.sa.pool.Exec(t.Context(), "SELECT pg_notify($1, $2)", p.ba.channel,
+		"mallory 1 d "+strings.Repeat("0", macHex)+" "+strconv.FormatInt(ev.Cursor, 10)+" "+string(j)); err != nil {
+		t.Fatal(err)
+	}
+	wantHeard(other)
+	if after := p.bb.eventReads.Load(); after != before {
+		t.Fatalf("%d reads of the store for a conversation nobody follows", after-before)
+	}
+
+	// The followed conversation's events still come whole.
+	real := commitPublish(t, p.sa, p.ba, p.conv, "followed")
+	wantHeard(p.conv)
+	if got := next(t, p.sub); got.Cursor != real.Cursor || got.Message.ID != real.Message.ID {
+		t.Fatalf("got %+v, want %+v", got, real)
+	}
+	late := p.bb.Subscribe(other)
+	defer late.Close()
+	last := commitPublish(t, p.sa, p.ba, other, "now followed")
+	if got := next(t, late); got.Cursor != last.Cursor || got.Message.ID != last.Message.ID {
+		t.Fatalf("the late subscriber got %+v, want %+v", got, last)
+	}
+}
+
 // TestBusListensWhenStarted: a Bus listens once NewBus returned, so an
 // online event another process sends right after is heard. Online events
 // travel only in notifications (the poll, here an hour, catches up durable

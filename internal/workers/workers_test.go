@@ -2,6 +2,7 @@ package workers
 
 import (
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,23 @@ func goid() string {
 	return string(b)
 }
 
+// parked waits until goroutine id (as goid names it) is parked in a select.
+func parked(t *testing.T, id string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := runtime.Stack(buf, true)
+		if strings.Contains(string(buf[:n]), id+" [select") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never parked in a select", id)
+		}
+		runtime.Gosched()
+	}
+}
+
 // TestReuse: a task started once a worker waits runs on that worker.
 func TestReuse(t *testing.T) {
 	p := New(time.Hour)
@@ -29,6 +47,10 @@ func TestReuse(t *testing.T) {
 	p.Go(func() { ids <- goid() })
 	first := <-ids
 	<-idle
+	// onIdle runs before the worker's select: a Go in between finds no
+	// receiver and starts a worker (a flake seen in CI). Wait until the
+	// worker is parked in it.
+	parked(t, first)
 	p.Go(func() { ids <- goid() })
 	if second := <-ids; second != first {
 		t.Fatalf("the second task ran on %s, not on the idle worker %s", second, first)

@@ -158,6 +158,7 @@ type item struct {
 	kind  itemKind
 	ev    agentik.Event
 	prev  int64 // itemDurable: the cursor before ev in its conversation
+	raw   string // itemRemote read by its head: the entry (notification.raw)
 	agent agentik.AgentEvent
 	// itemCatchUp: events of these conversations up to these cursors, and
 	// agent events up to agents.
@@ -618,7 +619,7 @@ func (b *Bus) deliverItem(it item) {
 	case itemEvent:
 		if it.ev.Cursor == 0 {
 			b.turnMu.Lock()
-			b.trackLocked(it.ev, true)
+			b.trackLocked(it.ev, true, "")
 			b.turnMu.Unlock()
 			return
 		}
@@ -632,9 +633,7 @@ func (b *Bus) deliverItem(it item) {
 		b.local.PublishAgent(it.agent)
 		b.agentDelivered = c
 	case itemRemote:
-		b.turnMu.Lock()
-		b.trackLocked(it.ev, false)
-		b.turnMu.Unlock()
+		b.deliverRemote(it)
 	case itemDurable:
 		b.deliverAfter(it.ev, it.prev, true)
 	case itemCatchUp: // of one lane: conversations', or agent events
@@ -1103,7 +1102,7 @@ func (b *Bus) handleOne(n notification) {
 		b.heard([]convCursor{{n.event.ConversationID, n.event.Cursor}}, true)
 		b.enqueue(item{kind: itemDurable, ev: n.event, prev: n.prev}, false)
 	case kindOnline:
-		b.enqueue(item{kind: itemRemote, ev: n.event}, true)
+		b.enqueue(item{kind: itemRemote, ev: n.event, raw: n.raw}, true)
 	case kindInterrupt:
 		if f := b.control.Load(); f != nil {
 			(*f)(n)

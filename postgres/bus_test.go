@@ -269,6 +269,71 @@ func TestBusReadsUnfollowedDurableEntriesAsCursors(t *testing.T) {
 	}
 }
 
+// TestBusTracksUnfollowedTurnsFromTheirEntries: B follows nothing of a
+// conversation whose turn A runs, so it keeps A's online events as their
+// entries (onlineHead) and reads them when asked: what the turn answers,
+// its phase and its text so far, for an interrupt or a subscriber that
+// joins. After the join, A's events reach the subscriber decoded whole.
+func TestBusTracksUnfollowedTurnsFromTheirEntries(t *testing.T) {
+	p := newPair(t)
+	other := createConv(t, p.sa)
+	ev := func(typ, replyTo, text string) agentik.Event {
+		return agentik.Event{ConversationID: other, Type: typ, ReplyTo: replyTo, Text: text}
+	}
+	p.ba.Publish(ev(agentik.EvWorking, "u1", ""))
+	p.ba.Publish(ev(agentik.EvStartReasoning, "", ""))
+	p.ba.Publish(ev(agentik.EvAppendText, "", "think"))
+	p.ba.Publish(ev(agentik.EvStartResponse, "", ""))
+	p.ba.Publish(ev(agentik.EvAppendText, "", "partial "))
+	p.ba.Publish(ev(agentik.EvAppendText, "", "text"))
+	// What B holds of the turn, without reading it: whether it still keeps
+	// entries, and the text they and what it read make.
+	peek := func() (kept bool, text string) {
+		p.bb.turnMu.Lock()
+		defer p.bb.turnMu.Unlock()
+		tr := p.bb.turns[other]
+		if tr == nil {
+			return false, ""
+		}
+		text = tr.partial.String()
+		for _, e := range tr.texts {
+			n, err := decodeEntry(e)
+			if err != nil {
+				t.Errorf("kept entry %q: %v", e, err)
+			}
+			text += n.event.Text
+		}
+		return tr.working != "" && len(tr.texts) > 0, text
+	}
+	eventually(t, "A's turn kept as entries on B", func() bool {
+		kept, text := peek()
+		return kept && text == "partial text"
+	})
+	want := agentik.RemoteTurn{ReplyTo: "u1", Phase: agentik.DeltaText, Partial: "partial text"}
+	if got, ok := p.bb.running(other); !ok || got != want {
+		t.Fatalf("running on B: %+v %v, want %+v", got, ok, want)
+	}
+	if kept, _ := peek(); kept {
+		t.Fatal("the entries are kept after the turn was read")
+	}
+	sub, joined := p.bb.join(other)
+	defer sub.Close()
+	if joined != want {
+		t.Fatalf("joined %+v, want %+v", joined, want)
+	}
+	p.ba.Publish(ev(agentik.EvAppendText, "", " more"))
+	p.ba.Publish(agentik.Event{ConversationID: other, Type: agentik.EvEnd, ReplyTo: "u1", Reason: agentik.EndCompleted})
+	if got := next(t, sub); got.Type != agentik.EvAppendText || got.Text != " more" {
+		t.Fatalf("after the join: %+v", got)
+	}
+	if got := next(t, sub); got.Type != agentik.EvEnd || got.ReplyTo != "u1" {
+		t.Fatalf("after the join: %+v", got)
+	}
+	if got, ok := p.bb.running(other); ok {
+		t.Fatalf("running after the end: %+v", got)
+	}
+}
+
 // TestBusListensWhenStarted: a Bus listens once NewBus returned, so an
 // online event another process sends right after is heard. Online events
 // travel only in notifications (the poll, here an hour, catches up durable

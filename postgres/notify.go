@@ -71,6 +71,7 @@ type notification struct {
 	cursor  int64         // a
 	events  []convCursor  // e
 	event   agentik.Event // o, d
+	raw     string        // o, read by its head (onlineHead): the entry; event has its conversation and type only
 	prev    int64         // d
 	mac     string        // d: the signature, hex
 	signed  string        // d, decoded: what mac signs, as received
@@ -186,7 +187,10 @@ func packPayloads(node string, seq func() uint64, entries []string) []string {
 //
 // A d entry of a conversation for which unfollowed (when not nil) is true
 // comes back as the e entry it also is (durableHead): its event is not
-// decoded, nor its signature checked.
+// decoded, nor its signature checked. An o entry of such a conversation
+// whose type onlineHead reads comes back with only its conversation and
+// type decoded, and the entry in raw: the rest is decoded when needed
+// (Bus.deliverRemote).
 func decodePayload(p string, unfollowed func(conv string) bool) (ns []notification, bad int, err error) {
 	node, rest, ok := strings.Cut(p, " ")
 	if !ok || node == "" {
@@ -204,6 +208,13 @@ func decodePayload(p string, unfollowed func(conv string) bool) (ns []notificati
 		if unfollowed != nil && line != "" && line[0] == kindDurable {
 			if h, ok := durableHead(line); ok && unfollowed(h.conv) {
 				ns = append(ns, notification{node: node, seq: seq, kind: kindEvents, events: []convCursor{h}})
+				continue
+			}
+		}
+		if unfollowed != nil && line != "" && line[0] == kindOnline {
+			if conv, typ, ok := onlineHead(line); ok && unfollowed(conv) {
+				ns = append(ns, notification{node: node, seq: seq, kind: kindOnline, raw: line,
+					event: agentik.Event{ConversationID: conv, Type: typ}})
 				continue
 			}
 		}
@@ -328,6 +339,61 @@ func durableHead(entry string) (convCursor, bool) {
 		return convCursor{}, false
 	}
 	return convCursor{conv, cursor}, true
+}
+
+// onlineHead reads an o entry's conversation and type without decoding
+// its event, from the first members of the event's JSON as MarshalEvent
+// writes an online event: {"conversation_id":"…","date":"…","type":"…".
+// ok is false for an entry that does not start so, and for a type whose
+// other fields a process that follows nothing of the conversation needs
+// at once (lazyOnline): it is decoded whole.
+//
+// Such a process only keeps track of the turn (Bus.trackLocked): which
+// message it answers and its text so far, read when someone asks
+// (remoteTurn.settle). Decoding every online event of every turn the
+// other processes run was most of what reading their notifications still
+// cost (issue 53, thirteenth session).
+func onlineHead(entry string) (conv, typ string, ok bool) {
+	body, ok := strings.CutPrefix(entry, "o ")
+	if !ok {
+		return "", "", false
+	}
+	if !strings.HasPrefix(body, "{") {
+		before, j, ok := strings.Cut(body, " ")
+		if n, err := strconv.ParseInt(before, 10, 64); !ok || err != nil || n < 1 {
+			return "", "", false
+		}
+		body = j
+	}
+	if body, ok = strings.CutPrefix(body, `{"conversation_id":"`); !ok {
+		return "", "", false
+	}
+	if conv, body, ok = strings.Cut(body, `"`); !ok || !agentik.ValidID(conv) {
+		return "", "", false
+	}
+	if body, ok = strings.CutPrefix(body, `,"date":"`); !ok {
+		return "", "", false
+	}
+	if _, body, ok = strings.Cut(body, `"`); !ok {
+		return "", "", false
+	}
+	if body, ok = strings.CutPrefix(body, `,"type":"`); !ok {
+		return "", "", false
+	}
+	if typ, _, ok = strings.Cut(body, `"`); !ok || !lazyOnline(typ) {
+		return "", "", false
+	}
+	return conv, typ, true
+}
+
+// lazyOnline tells the online event types onlineHead reads: those whose
+// other fields a process tracking the turn reads only when asked.
+func lazyOnline(typ string) bool {
+	switch typ {
+	case agentik.EvWorking, agentik.EvStartReasoning, agentik.EvStartResponse, agentik.EvAppendText, agentik.EvEnd:
+		return true
+	}
+	return false
 }
 
 // decodeOnline parses an o entry's body: what the event was sent before

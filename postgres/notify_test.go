@@ -202,6 +202,8 @@ func FuzzDecodeNotification(f *testing.F) {
 		node + " 1 e " + conv + " 42", node + " 1 e " + conv + " 42 " + node + " 3", node + " 2 a 7", node + " 3 i " + conv + " user -", node + " 4 i " + conv + " busy_policy " + node, node + " 7 i " + conv + " user - " + node,
 		node + ` 5 o {"conversation_id":"` + conv + `","date":"2025-01-01T00:00:00.000Z","type":"append_text","text":"hi"}`,
 		node + ` 6 o {"conversation_id":"` + conv + `","type":"end","tokens":{"input":1,"output":2}}`,
+		node + ` 6 o 3 {"conversation_id":"` + conv + `","date":"2025-01-01T00:00:00.000Z","type":"working","reply_to":"` + node + `"}`,
+		node + ` 6 o {"conversation_id":"` + conv + `","date":"x","type":"append_text","type":"end"}`,
 		node + " 9 d " + strings.Repeat("ab", 16) + ` 4 {"conversation_id":"` + conv + `","type":"user_message","cursor":7,"message":{"id":"` + node + `","type":"user_message","content":[{"type":"text","text":"x"}]}}`,
 		node + " 9 d " + strings.Repeat("ab", 16) + ` 4 {"cursor":7,"conversation_id":"` + conv + `","type":"user_message","conversation_id":"` + node + `"}`,
 		"", "x 1 e 1", node + " 99999999999999999999 e 1",
@@ -257,7 +259,87 @@ func FuzzDecodeNotification(f *testing.F) {
 				}
 			}
 		}
+		// An o entry read by its head names its conversation and type, and
+		// keeps the entry: decoded whole, it is what it was read as whole
+		// without the hint, and when spelled as MarshalEvent spells it, its
+		// head names the event's own conversation and type.
+		if cs, _, _ := decodePayload(p, func(string) bool { return true }); len(cs) == len(ns) {
+			for i, c := range cs {
+				if c.raw == "" {
+					continue
+				}
+				n := ns[i]
+				if c.kind != kindOnline || !agentik.ValidID(c.event.ConversationID) || !lazyOnline(c.event.Type) {
+					t.Fatalf("%q: o entry read as %+v", p, c)
+				}
+				w, err := decodeEntry(c.raw)
+				if err != nil || !reflect.DeepEqual(w, notification{kind: n.kind, event: n.event}) {
+					t.Fatalf("%q: entry %q decoded later as %+v, %v; whole %+v", p, c.raw, w, err, n)
+				}
+				if e, err := encodeEntry(n); err == nil && e == c.raw && (c.event.ConversationID != n.event.ConversationID || c.event.Type != n.event.Type) {
+					t.Fatalf("%q: o entry %+v read as %+v", p, n, c)
+				}
+			}
+		}
 	})
+}
+
+// TestUnfollowedOnlineEntries: an o entry of a conversation this process
+// follows nothing of comes back with its conversation and type and the
+// entry itself (onlineHead), for the types a tracked turn reads later;
+// one of a followed conversation, of another type, or whose JSON does not
+// start as MarshalEvent writes it, is decoded whole.
+func TestUnfollowedOnlineEntries(t *testing.T) {
+	node, conv, other := agentik.NewID(), agentik.NewID(), agentik.NewID()
+	onlyOther := func(c string) bool { return c != other }
+	for _, ev := range []agentik.Event{
+		{Type: agentik.EvWorking, ReplyTo: node},
+		{Type: agentik.EvStartReasoning},
+		{Type: agentik.EvStartResponse, SentBefore: 7},
+		{Type: agentik.EvAppendText, Text: `"quoted", {"type":"end"}`},
+		{Type: agentik.EvEnd, ReplyTo: node, Reason: agentik.EndCompleted, Tokens: &agentik.TurnTokens{Input: 1}},
+	} {
+		ev.ConversationID, ev.Date = conv, agentik.Now()
+		e, err := encodeEntry(notification{kind: kindOnline, event: ev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, bad, err := decodePayload(header(node, 1)+e, onlyOther)
+		want := notification{node: node, seq: 1, kind: kindOnline, raw: e, event: agentik.Event{ConversationID: conv, Type: ev.Type}}
+		if err != nil || bad != 0 || len(ns) != 1 || !reflect.DeepEqual(ns[0], want) {
+			t.Fatalf("unfollowed %s: %+v, %d malformed, %v", ev.Type, ns, bad, err)
+		}
+		whole, err := decodeEntry(e)
+		if err != nil || whole.event.Text != ev.Text || whole.event.ReplyTo != ev.ReplyTo || whole.event.SentBefore != ev.SentBefore {
+			t.Fatalf("%s decoded whole later: %+v, %v", ev.Type, whole, err)
+		}
+		ns, _, _ = decodePayload(header(node, 1)+e, func(string) bool { return false })
+		if len(ns) != 1 || ns[0].raw != "" || ns[0].event.Date.IsZero() {
+			t.Fatalf("followed %s: %+v", ev.Type, ns)
+		}
+	}
+	approval, err := encodeEntry(notification{kind: kindOnline, event: agentik.Event{ConversationID: conv, Date: agentik.Now(), Type: agentik.EvAwaitingApproval}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []string{
+		approval, // decoded whole: not a type onlineHead reads
+		`o {"conversation_id":"` + conv + `","date":"2026-01-01T00:00:00Z","type":"working"}`[:40],
+		`o {"date":"2026-01-01T00:00:00Z","conversation_id":"` + conv + `","type":"working"}`,
+		`o {"conversation_id":"nope","date":"2026-01-01T00:00:00Z","type":"working"}`,
+		`o 0 {"conversation_id":"` + conv + `","date":"2026-01-01T00:00:00Z","type":"working"}`,
+		`o x {"conversation_id":"` + conv + `","date":"2026-01-01T00:00:00Z","type":"working"}`,
+		`o {"conversation_id":"` + conv + `","type":"working"}`,
+		`o {"conversation_id":"` + conv + `","date":"2026-01-01T00:00:00Z","type":"user_message"}`,
+		`d {"conversation_id":"` + conv + `","date":"2026-01-01T00:00:00Z","type":"working"}`,
+	} {
+		if c, typ, ok := onlineHead(e); ok {
+			t.Errorf("%q read as %s %s", e, c, typ)
+		}
+	}
+	if c, typ, ok := onlineHead(`o {"conversation_id":"` + conv + `","date":"2026-01-01T00:00:00Z","type":"end"}`); !ok || c != conv || typ != agentik.EvEnd {
+		t.Errorf("an older process's entry (no before): %q %q %v", c, typ, ok)
+	}
 }
 
 // TestFoldCatchUps: neighbouring catch-ups merge into one read; others

@@ -20,6 +20,29 @@ type remoteTurn struct {
 	phase   string
 	partial strings.Builder
 	at      time.Time // last update, for expireTurns
+	// Heard while nobody here followed the conversation (item.raw): the
+	// working entry and the current phase's append_text entries, not
+	// decoded yet (settle).
+	working string
+	texts   []string
+}
+
+// deliverRemote tracks and delivers another process's online event. One
+// read by its head only (it.raw; onlineHead) is decoded whole first when
+// someone here follows its conversation by now; else it is tracked as it
+// is, and its fields are read if the turn ever is (settle). The choice is
+// made under turnMu, which join holds while it subscribes.
+func (b *Bus) deliverRemote(it item) {
+	b.turnMu.Lock()
+	defer b.turnMu.Unlock()
+	if it.raw != "" && !b.unfollowed(it.ev.ConversationID) {
+		n, err := decodeEntry(it.raw)
+		if err != nil {
+			return // only its head was checked
+		}
+		it.ev, it.raw = n.event, ""
+	}
+	b.trackLocked(it.ev, false, it.raw)
 }
 
 // trackLocked updates the turns other processes run with one online event
@@ -36,7 +59,11 @@ type remoteTurn struct {
 // turn's text, and a late working or phase start would take the local
 // turn's phase away from a door that follows it. The late end is still
 // delivered: a client waiting for that turn's end gets it.
-func (b *Bus) trackLocked(ev agentik.Event, local bool) {
+//
+// A remote event given with its entry (raw: nobody here follows the
+// conversation; deliverRemote) is not delivered, and is kept as it is
+// where its fields matter.
+func (b *Bus) trackLocked(ev agentik.Event, local bool, raw string) {
 	id := ev.ConversationID
 	switch _, running := b.mine[id]; {
 	case local && ev.Type == agentik.EvWorking:
@@ -46,7 +73,9 @@ func (b *Bus) trackLocked(ev agentik.Event, local bool) {
 	case !local && running && ev.Type != agentik.EvEnd && ev.Type != agentik.EvConversationClosing:
 		return
 	}
-	defer b.local.Publish(ev)
+	if raw == "" {
+		defer b.local.Publish(ev)
+	}
 	t := b.turns[id]
 	switch {
 	case ev.Type == agentik.EvEnd || ev.Type == agentik.EvConversationClosing:
@@ -58,23 +87,49 @@ func (b *Bus) trackLocked(ev agentik.Event, local bool) {
 		}
 		return
 	case ev.Type == agentik.EvWorking:
-		t = &remoteTurn{replyTo: ev.ReplyTo}
+		t = &remoteTurn{replyTo: ev.ReplyTo, working: raw}
 		b.turns[id] = t
 	case t == nil:
 		return // a turn that started before this process listened
 	case ev.Type == agentik.EvStartReasoning:
-		t.phase = agentik.DeltaReasoning
-		t.partial.Reset()
+		t.newPhase(agentik.DeltaReasoning)
 	case ev.Type == agentik.EvStartResponse:
-		t.phase = agentik.DeltaText
-		t.partial.Reset()
+		t.newPhase(agentik.DeltaText)
+	case ev.Type == agentik.EvAppendText && raw != "":
+		t.texts = append(t.texts, raw)
 	case ev.Type == agentik.EvAppendText:
+		t.settle()
 		t.partial.WriteString(ev.Text)
 	}
 	t.at = time.Now()
 }
 
+func (t *remoteTurn) newPhase(phase string) {
+	t.phase = phase
+	t.partial.Reset()
+	t.texts = nil
+}
+
+// settle decodes the entries the turn was heard with while nobody here
+// followed its conversation. An entry that does not decode whole (only
+// its head was checked) adds nothing.
+func (t *remoteTurn) settle() {
+	if t.working != "" {
+		if n, err := decodeEntry(t.working); err == nil {
+			t.replyTo = n.event.ReplyTo
+		}
+		t.working = ""
+	}
+	for _, e := range t.texts {
+		if n, err := decodeEntry(e); err == nil {
+			t.partial.WriteString(n.event.Text)
+		}
+	}
+	t.texts = nil
+}
+
 func (t *remoteTurn) snapshot() agentik.RemoteTurn {
+	t.settle()
 	return agentik.RemoteTurn{ReplyTo: t.replyTo, Phase: t.phase, Partial: t.partial.String()}
 }
 

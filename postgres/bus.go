@@ -157,7 +157,7 @@ const (
 type item struct {
 	kind  itemKind
 	ev    agentik.Event
-	prev  int64 // itemDurable: the cursor before ev in its conversation
+	prev  int64  // itemDurable: the cursor before ev in its conversation
 	raw   string // itemRemote read by its head: the entry (notification.raw)
 	agent agentik.AgentEvent
 	// itemCatchUp: events of these conversations up to these cursors, and

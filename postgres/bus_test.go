@@ -334,6 +334,78 @@ func TestBusTracksUnfollowedTurnsFromTheirEntries(t *testing.T) {
 	}
 }
 
+// TestBusDecodesKeptEntriesOnceFollowed: an online event read by its head
+// while nobody followed its conversation, and delivered after someone
+// subscribed, reaches the subscriber decoded whole; the turn's text keeps
+// its order when entries kept and events decoded mix in one phase; an
+// entry whose whole decode names another conversation or type than its
+// head is dropped.
+func TestBusDecodesKeptEntriesOnceFollowed(t *testing.T) {
+	p := newPair(t)
+	other, third := createConv(t, p.sa), createConv(t, p.sa)
+	items := func(evs ...agentik.Event) []item {
+		t.Helper()
+		var es []string
+		for _, ev := range evs {
+			ev.ConversationID, ev.Date = other, agentik.Now()
+			e, err := encodeEntry(notification{kind: kindOnline, event: ev})
+			if err != nil {
+				t.Fatal(err)
+			}
+			es = append(es, e)
+		}
+		ns, bad, err := decodePayload(header("a", 1)+strings.Join(es, "\n"), func(string) bool { return true })
+		if err != nil || bad != 0 || len(ns) != len(evs) {
+			t.Fatalf("%+v, %d, %v", ns, bad, err)
+		}
+		var its []item
+		for _, n := range ns {
+			if n.raw == "" {
+				t.Fatalf("%+v not read by its head", n)
+			}
+			its = append(its, item{kind: itemRemote, ev: n.event, raw: n.raw})
+		}
+		return its
+	}
+	kept := items(
+		agentik.Event{Type: agentik.EvWorking, ReplyTo: "u1"},
+		agentik.Event{Type: agentik.EvStartResponse},
+		agentik.Event{Type: agentik.EvAppendText, Text: "a"},
+		agentik.Event{Type: agentik.EvAppendText, Text: "b"},
+		agentik.Event{Type: agentik.EvAppendText, Text: "d"})
+	for _, it := range kept[:3] {
+		p.bb.deliverRemote(it)
+	}
+	sub := p.bb.Subscribe(other)
+	defer sub.Close()
+	p.bb.deliverRemote(kept[3]) // read by its head before the subscription
+	if got := next(t, sub); got.Type != agentik.EvAppendText || got.Text != "b" || got.Date.IsZero() {
+		t.Fatalf("got %+v, want append_text b decoded whole", got)
+	}
+	p.bb.deliverRemote(item{kind: itemRemote, ev: agentik.Event{ConversationID: other, Type: agentik.EvAppendText, Text: "c"}})
+	if got := next(t, sub); got.Text != "c" {
+		t.Fatalf("got %+v, want append_text c", got)
+	}
+	// Its head says an append_text of other; whole, it is a working of
+	// third (a key given twice).
+	forged := `o {"conversation_id":"` + other + `","date":"2026-01-01T00:00:00.000Z","type":"append_text","text":"x","conversation_id":"` + third + `","type":"working"}`
+	if conv, typ, ok := onlineHead(forged); !ok || conv != other || typ != agentik.EvAppendText {
+		t.Fatalf("head of the forged entry: %s %s %v", conv, typ, ok)
+	}
+	p.bb.deliverRemote(item{kind: itemRemote, ev: agentik.Event{ConversationID: other, Type: agentik.EvAppendText}, raw: forged})
+	p.bb.deliverRemote(kept[4])
+	if got := next(t, sub); got.Text != "d" {
+		t.Fatalf("got %+v, want append_text d (the forged entry dropped)", got)
+	}
+	want := agentik.RemoteTurn{ReplyTo: "u1", Phase: agentik.DeltaText, Partial: "abcd"}
+	if got, ok := p.bb.running(other); !ok || got != want {
+		t.Fatalf("running: %+v %v, want %+v", got, ok, want)
+	}
+	if got, ok := p.bb.running(third); ok {
+		t.Fatalf("the forged entry started a turn of another conversation: %+v", got)
+	}
+}
+
 // TestBusListensWhenStarted: a Bus listens once NewBus returned, so an
 // online event another process sends right after is heard. Online events
 // travel only in notifications (the poll, here an hour, catches up durable

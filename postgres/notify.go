@@ -213,7 +213,9 @@ func decodePayload(p string, unfollowed func(conv string) bool) (ns []notificati
 		}
 		if unfollowed != nil && line != "" && line[0] == kindOnline {
 			if conv, typ, ok := onlineHead(line); ok && unfollowed(conv) {
-				ns = append(ns, notification{node: node, seq: seq, kind: kindOnline, raw: line,
+				// A copy: line shares the payload's memory, which a turn
+				// kept as entries would otherwise hold whole.
+				ns = append(ns, notification{node: node, seq: seq, kind: kindOnline, raw: strings.Clone(line),
 					event: agentik.Event{ConversationID: conv, Type: typ}})
 				continue
 			}
@@ -384,6 +386,18 @@ func onlineHead(entry string) (conv, typ string, ok bool) {
 		return "", "", false
 	}
 	return conv, typ, true
+}
+
+// decodeRaw decodes an entry onlineHead read as an online event of conv
+// of type typ. An entry whose whole decode fails or names another
+// conversation or type (hand-made JSON that gives a key twice) is refused:
+// only its head was checked.
+func decodeRaw(entry, conv, typ string) (agentik.Event, bool) {
+	n, err := decodeEntry(entry)
+	if err != nil || n.kind != kindOnline || n.event.ConversationID != conv || n.event.Type != typ {
+		return agentik.Event{}, false
+	}
+	return n.event, true
 }
 
 // lazyOnline tells the online event types onlineHead reads: those whose

@@ -259,26 +259,27 @@ func FuzzDecodeNotification(f *testing.F) {
 				}
 			}
 		}
-		// An o entry read by its head names its conversation and type, and
-		// keeps the entry: decoded whole, it is what it was read as whole
-		// without the hint, and when spelled as MarshalEvent spells it, its
-		// head names the event's own conversation and type.
-		if cs, _, _ := decodePayload(p, func(string) bool { return true }); len(cs) == len(ns) {
-			for i, c := range cs {
-				if c.raw == "" {
-					continue
-				}
-				n := ns[i]
-				if c.kind != kindOnline || !agentik.ValidID(c.event.ConversationID) || !lazyOnline(c.event.Type) {
-					t.Fatalf("%q: o entry read as %+v", p, c)
-				}
-				w, err := decodeEntry(c.raw)
-				if err != nil || !reflect.DeepEqual(w, notification{kind: n.kind, event: n.event}) {
-					t.Fatalf("%q: entry %q decoded later as %+v, %v; whole %+v", p, c.raw, w, err, n)
-				}
-				if e, err := encodeEntry(n); err == nil && e == c.raw && (c.event.ConversationID != n.event.ConversationID || c.event.Type != n.event.Type) {
-					t.Fatalf("%q: o entry %+v read as %+v", p, n, c)
-				}
+		// An o entry read by its head names a valid conversation and one of
+		// the types read so, and keeps the entry. Decoded later, it is its
+		// whole decode, or refused when that names another conversation or
+		// type. When it is spelled as MarshalEvent spells it, it is never
+		// refused.
+		cs, _, _ := decodePayload(p, func(string) bool { return true })
+		for _, c := range cs {
+			if c.raw == "" {
+				continue
+			}
+			if c.kind != kindOnline || !agentik.ValidID(c.event.ConversationID) || !lazyOnline(c.event.Type) {
+				t.Fatalf("%q: o entry read as %+v", p, c)
+			}
+			whole, err := decodeEntry(c.raw)
+			ev, ok := decodeRaw(c.raw, c.event.ConversationID, c.event.Type)
+			if ok != (err == nil && whole.event.ConversationID == c.event.ConversationID && whole.event.Type == c.event.Type) ||
+				ok && !reflect.DeepEqual(ev, whole.event) {
+				t.Fatalf("%q: entry %q decoded later as %+v %v; whole %+v, %v", p, c.raw, ev, ok, whole, err)
+			}
+			if e, err := encodeEntry(whole); err == nil && e == c.raw && !ok {
+				t.Fatalf("%q: entry %q as MarshalEvent spells it refused", p, c.raw)
 			}
 		}
 	})

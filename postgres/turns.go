@@ -36,11 +36,11 @@ func (b *Bus) deliverRemote(it item) {
 	b.turnMu.Lock()
 	defer b.turnMu.Unlock()
 	if it.raw != "" && !b.unfollowed(it.ev.ConversationID) {
-		n, err := decodeEntry(it.raw)
-		if err != nil {
-			return // only its head was checked
+		ev, ok := decodeRaw(it.raw, it.ev.ConversationID, it.ev.Type)
+		if !ok {
+			return
 		}
-		it.ev, it.raw = n.event, ""
+		it.ev, it.raw = ev, ""
 	}
 	b.trackLocked(it.ev, false, it.raw)
 }
@@ -98,7 +98,7 @@ func (b *Bus) trackLocked(ev agentik.Event, local bool, raw string) {
 	case ev.Type == agentik.EvAppendText && raw != "":
 		t.texts = append(t.texts, raw)
 	case ev.Type == agentik.EvAppendText:
-		t.settle()
+		t.settle(id)
 		t.partial.WriteString(ev.Text)
 	}
 	t.at = time.Now()
@@ -110,26 +110,28 @@ func (t *remoteTurn) newPhase(phase string) {
 	t.texts = nil
 }
 
-// settle decodes the entries the turn was heard with while nobody here
-// followed its conversation. An entry that does not decode whole (only
-// its head was checked) adds nothing.
-func (t *remoteTurn) settle() {
+// settle decodes the entries the turn of conversation conv was heard with
+// while nobody here followed it. An entry that does not decode whole as
+// what its head said (decodeRaw) adds nothing.
+func (t *remoteTurn) settle(conv string) {
 	if t.working != "" {
-		if n, err := decodeEntry(t.working); err == nil {
-			t.replyTo = n.event.ReplyTo
+		if ev, ok := decodeRaw(t.working, conv, agentik.EvWorking); ok {
+			t.replyTo = ev.ReplyTo
 		}
 		t.working = ""
 	}
 	for _, e := range t.texts {
-		if n, err := decodeEntry(e); err == nil {
-			t.partial.WriteString(n.event.Text)
+		if ev, ok := decodeRaw(e, conv, agentik.EvAppendText); ok {
+			t.partial.WriteString(ev.Text)
 		}
 	}
 	t.texts = nil
 }
 
-func (t *remoteTurn) snapshot() agentik.RemoteTurn {
-	t.settle()
+// snapshot returns what is known of the turn of conversation conv,
+// decoding the entries it was heard with first (settle).
+func (t *remoteTurn) snapshot(conv string) agentik.RemoteTurn {
+	t.settle(conv)
 	return agentik.RemoteTurn{ReplyTo: t.replyTo, Phase: t.phase, Partial: t.partial.String()}
 }
 
@@ -140,7 +142,7 @@ func (b *Bus) join(conversationID string) (agentik.Subscriber[agentik.Event], ag
 	defer b.turnMu.Unlock()
 	sub := b.Subscribe(conversationID)
 	if t := b.turns[conversationID]; t != nil {
-		return sub, t.snapshot()
+		return sub, t.snapshot(conversationID)
 	}
 	return sub, agentik.RemoteTurn{}
 }
@@ -150,7 +152,7 @@ func (b *Bus) running(conversationID string) (agentik.RemoteTurn, bool) {
 	b.turnMu.Lock()
 	defer b.turnMu.Unlock()
 	if t := b.turns[conversationID]; t != nil {
-		return t.snapshot(), true
+		return t.snapshot(conversationID), true
 	}
 	return agentik.RemoteTurn{}, false
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +75,7 @@ type Coordinator struct {
 	cfg      *pgx.ConnConfig
 	sessions []*leaseSession
 
-	mu   sync.Mutex       // guards held, idle, last, woken and cb; never held across I/O
+	mu   sync.Mutex       // guards held, idle, last, woken, elsewhere and cb; never held across I/O
 	held map[string]int64 // lease epochs of the leases held
 	last map[string]int64 // the epoch this process last held, by conversation
 	cb   agentik.CoordinatorCallbacks
@@ -88,6 +89,10 @@ type Coordinator struct {
 	// concerns, for wakeLoops to tell the engine (Wake) off the listener.
 	woken map[string]struct{}
 	wakeC chan struct{}
+	// Conversations whose lease this process does not hold and in which
+	// another process was heard committing, when last (heardFrom); the
+	// scan leaves them alone for an interval and forgets older ones.
+	elsewhere map[string]time.Time
 	// keepNone: the engine drains (GiveBackKept); Keep keeps nothing.
 	keepNone bool
 
@@ -131,7 +136,8 @@ func NewCoordinator(s *Store, b *Bus, opts CoordinatorOptions) *Coordinator {
 		opts.KeepIdle = DefaultKeepIdle
 	}
 	c := &Coordinator{s: s, b: b, scan: opts.ScanInterval, log: opts.Logger, held: map[string]int64{}, last: map[string]int64{}, lost: make(chan struct{}, 1),
-		idle: map[string]time.Time{}, keepMax: opts.KeepLeases, keepIdle: opts.KeepIdle, woken: map[string]struct{}{}, wakeC: make(chan struct{}, 1)}
+		idle: map[string]time.Time{}, keepMax: opts.KeepLeases, keepIdle: opts.KeepIdle, woken: map[string]struct{}{}, wakeC: make(chan struct{}, 1),
+		elsewhere: map[string]time.Time{}}
 	for range opts.LeaseSessions {
 		c.sessions = append(c.sessions, &leaseSession{})
 	}
@@ -589,6 +595,17 @@ const qOpenConversations = `SELECT DISTINCT o.conversation_id FROM open_turns o 
 // scanOpenTurns kicks every conversation with open turns whose lease this
 // process does not hold, or keeps (keep.go); the engine's loop takes the
 // lease if it is free, or runs the turns under the one kept.
+//
+// A conversation in which another process was heard committing, or whose
+// turn another process was heard running, within the last scan interval
+// is not kicked. That process holds its lease (the turn's writes, or a kept
+// lease's user message), or just stored a message there and took or tried
+// the lease itself, as every process does after storing one. Kicked here,
+// the loop would only be refused the lease, having loaded the conversation
+// for nothing: with three processes that was most of what the scans did.
+// Heard nothing of for an interval — that process died, or its turn waits
+// for approvals or client tools — the conversation is kicked as before, so
+// a turn left by a dead process is taken up one interval later at most.
 func (c *Coordinator) scanOpenTurns() {
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(c.ctx, c.budget())
@@ -613,14 +630,21 @@ func (c *Coordinator) scanOpenTurns() {
 	c.mu.Lock()
 	cb := c.cb
 	var free []string
+	since := started.Add(-c.scan)
+	var elsewhere []string
 	for _, id := range ids {
 		_, held := c.held[id]
 		_, kept := c.idle[id]
-		if !held || kept {
+		switch at, heard := c.elsewhere[id]; {
+		case kept:
 			free = append(free, id)
+		case !held && (!heard || at.Before(since)):
+			elsewhere = append(elsewhere, id)
 		}
 	}
+	maps.DeleteFunc(c.elsewhere, func(_ string, at time.Time) bool { return at.Before(since) })
 	c.mu.Unlock()
+	free = append(free, c.b.notHeardRunning(elsewhere, since)...)
 	for _, id := range free {
 		if c.ctx.Err() != nil {
 			return

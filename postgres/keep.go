@@ -146,6 +146,9 @@ func (c *Coordinator) heardFrom(conversationID string, any bool) {
 	if wake {
 		c.woken[conversationID] = struct{}{}
 	}
+	if !held && !any {
+		c.elsewhere[conversationID] = time.Now() // the scan leaves it to that process a while
+	}
 	c.mu.Unlock()
 	if wake {
 		select {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -260,4 +261,65 @@ func TestKeptLeasesAreBounded(t *testing.T) {
 			t.Fatalf("a turn stored while the lease was kept, then given back: %q", got)
 		}
 	})
+}
+
+// TestScanLeavesTurnsHeardRunningElsewhere: the scan does not kick a
+// conversation in which another process was heard committing, or whose
+// open turn another process was heard running, within the last scan
+// interval (its lease is held there); once nothing was heard of it for an
+// interval, it kicks it as it kicks any open turn whose lease it does not
+// hold.
+func TestScanLeavesTurnsHeardRunningElsewhere(t *testing.T) {
+	p := newPair(t)
+	other := createConv(t, p.sa)
+	commitPublish(t, p.sa, p.ba, other, "an open turn")
+	c := NewCoordinator(p.sb, p.bb, CoordinatorOptions{ScanInterval: time.Hour})
+	defer c.Close()
+	var kicked []string // by the scans this test runs (the Coordinator's own are an hour apart)
+	c.cb = agentik.CoordinatorCallbacks{Kick: func(id string) { kicked = append(kicked, id) }, Wake: func(string) {}}
+	scan := func() []string {
+		kicked = nil
+		c.scanOpenTurns()
+		return kicked
+	}
+	if got := scan(); !slices.Equal(got, []string{other}) {
+		t.Fatalf("kicked %v, want the open turn's conversation", got)
+	}
+	p.ba.Publish(agentik.Event{ConversationID: other, Type: agentik.EvWorking, ReplyTo: "u1"})
+	eventually(t, "A's turn heard on B", func() bool {
+		_, ok := p.bb.running(other)
+		return ok
+	})
+	if got := scan(); len(got) != 0 {
+		t.Fatalf("kicked %v while another process runs the turn", got)
+	}
+	p.bb.turnMu.Lock()
+	p.bb.turns[other].at = time.Now().Add(-2 * time.Hour) // silent for two scan intervals
+	p.bb.turnMu.Unlock()
+	if got := scan(); !slices.Equal(got, []string{other}) {
+		t.Fatalf("kicked %v once nothing was heard for an interval, want the conversation", got)
+	}
+
+	// A commit heard from A (a message A stored, or its turn's write).
+	c.Start(c.cb) // B hears A's commits
+	commitPublish(t, p.sa, p.ba, other, "another")
+	eventually(t, "A's commit heard on B", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !c.elsewhere[other].IsZero()
+	})
+	if got := scan(); len(got) != 0 {
+		t.Fatalf("kicked %v after another process committed there", got)
+	}
+	c.mu.Lock()
+	c.elsewhere[other] = time.Now().Add(-2 * time.Hour)
+	c.mu.Unlock()
+	if got := scan(); !slices.Equal(got, []string{other}) {
+		t.Fatalf("kicked %v once nothing was heard for an interval, want the conversation", got)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.elsewhere[other]; ok {
+		t.Fatal("an entry older than the interval is kept")
+	}
 }

@@ -157,6 +157,20 @@ func (b *Bus) running(conversationID string) (agentik.RemoteTurn, bool) {
 	return agentik.RemoteTurn{}, false
 }
 
+// notHeardRunning returns the conversations of ids whose turn no other
+// process was heard running (an online event of it) since the given time.
+func (b *Bus) notHeardRunning(ids []string, since time.Time) []string {
+	b.turnMu.Lock()
+	defer b.turnMu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if t := b.turns[id]; t == nil || t.at.Before(since) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // expireTurns forgets the turns of conversations that have no open turn
 // (open lists those that have, as read by a query started at since) and
 // that heard nothing since: their end was lost.

@@ -70,7 +70,7 @@ type Bus struct {
 	poll     time.Duration
 	log      *slog.Logger
 	control  atomic.Pointer[func(notification)] // set by a Coordinator
-	foreign  atomic.Pointer[func(string)]       // set by a Coordinator: another process committed in a conversation
+	foreign  atomic.Pointer[func(string, bool)] // set by a Coordinator: another process committed in a conversation (notified: heard now, not polled)
 	seq      atomic.Uint64
 	number   func(context.Context, querier) (int, int64, bool, error) // the sequencer's statement
 	handling func()                                                   // BusOptions.handling
@@ -1050,12 +1050,14 @@ func (b *Bus) pollOnce(conn *pgx.Conn) error {
 // hears of every notification (another process's commit), even one
 // whose cursor this process has passed meanwhile — a commit of its own
 // may have overtaken the notification, not the turn it opened — and of a
-// poll's cursor only when it is news.
+// poll's cursor only when it is news. It is told which: a poll's cursor
+// may be old news again (the counters a commit remembers move only with
+// this process's own reads and commits).
 func (b *Bus) heard(events []convCursor, notified bool) {
 	f := b.foreign.Load()
 	for _, e := range events {
 		if news := b.s.states.outdated(e.conv, e.cursor); (news || notified) && f != nil {
-			(*f)(e.conv)
+			(*f)(e.conv, notified)
 		}
 	}
 }

@@ -221,7 +221,7 @@ func TestBusReadsUnfollowedDurableEntriesAsCursors(t *testing.T) {
 	p := newPair(t)
 	other := createConv(t, p.sa)
 	heard := make(chan string, 16)
-	h := func(conv string) { heard <- conv }
+	h := func(conv string, _ bool) { heard <- conv }
 	p.bb.foreign.Store(&h)
 	wantHeard := func(conv string) {
 		t.Helper()

@@ -162,7 +162,7 @@ func (c *Coordinator) Start(cb agentik.CoordinatorCallbacks) error {
 	c.mu.Unlock()
 	f := c.onNotification
 	c.b.control.Store(&f)
-	h := func(id string) { c.heardFrom(id, false) }
+	h := func(id string, notified bool) { c.heardFrom(id, false, notified) }
 	c.b.foreign.Store(&h)
 	c.wg.Add(3)
 	go c.run()
@@ -610,6 +610,11 @@ func (c *Coordinator) scanOpenTurns() {
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(c.ctx, c.budget())
 	defer cancel()
+	// Notes older than an interval are forgotten first, whatever the scan
+	// finds: they would be ignored anyway.
+	c.mu.Lock()
+	maps.DeleteFunc(c.elsewhere, func(_ string, at time.Time) bool { return at.Before(started.Add(-c.scan)) })
+	c.mu.Unlock()
 	var ids []string
 	err := queryEach(ctx, c.s.pool, func(rows pgx.Rows) error {
 		var id string
@@ -642,7 +647,6 @@ func (c *Coordinator) scanOpenTurns() {
 			elsewhere = append(elsewhere, id)
 		}
 	}
-	maps.DeleteFunc(c.elsewhere, func(_ string, at time.Time) bool { return at.Before(since) })
 	c.mu.Unlock()
 	free = append(free, c.b.notHeardRunning(elsewhere, since)...)
 	for _, id := range free {

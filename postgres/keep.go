@@ -112,7 +112,7 @@ func (c *Coordinator) giveBack(ctx context.Context, conversationID string) {
 		return
 	}
 	if open {
-		c.heardFrom(conversationID, true)
+		c.heardFrom(conversationID, true, false)
 	}
 }
 
@@ -138,15 +138,17 @@ func (c *Coordinator) expireKept(ctx context.Context) {
 // Bus, for every d and e entry it hears, and for a poll's news): if this
 // process holds its lease, kept or running, the loop is woken to read the
 // queue. With any, it wakes the loop whether or not the lease is held
-// (giveBack).
-func (c *Coordinator) heardFrom(conversationID string, any bool) {
+// (giveBack). A notification (notified) of a conversation whose lease is
+// not held here is noted for the scan (elsewhere); a poll's is not, as
+// the same old cursor may come back at every poll.
+func (c *Coordinator) heardFrom(conversationID string, any, notified bool) {
 	c.mu.Lock()
 	_, held := c.held[conversationID]
 	wake := held || any
 	if wake {
 		c.woken[conversationID] = struct{}{}
 	}
-	if !held && !any {
+	if notified && !held {
 		c.elsewhere[conversationID] = time.Now() // the scan leaves it to that process a while
 	}
 	c.mu.Unlock()

@@ -142,7 +142,7 @@ func TestKeptLeaseAnswersEveryTurnOneWakeFound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a.coord.heardFrom(id, false)
+	a.coord.heardFrom(id, false, true)
 	if got := answers(t, s, 2); strings.Join(got, "|") != "A: two|A: three" {
 		t.Fatalf("two messages, one wake: %q", got)
 	}
@@ -317,9 +317,23 @@ func TestScanLeavesTurnsHeardRunningElsewhere(t *testing.T) {
 	if got := scan(); !slices.Equal(got, []string{other}) {
 		t.Fatalf("kicked %v once nothing was heard for an interval, want the conversation", got)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.elsewhere[other]; ok {
+	noted := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.elsewhere[other]
+		return ok
+	}
+	if noted() {
 		t.Fatal("an entry older than the interval is kept")
+	}
+	// A poll's cursor is not noted: the same old cursor comes back at every
+	// poll, and would keep a dead process's turn from the scan.
+	p.bb.heard([]convCursor{{other, 1}}, false)
+	if noted() {
+		t.Fatal("a poll's cursor noted")
+	}
+	p.bb.heard([]convCursor{{other, 1}}, true)
+	if !noted() {
+		t.Fatal("a notification not noted")
 	}
 }

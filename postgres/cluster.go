@@ -75,7 +75,7 @@ type Coordinator struct {
 	cfg      *pgx.ConnConfig
 	sessions []*leaseSession
 
-	mu   sync.Mutex       // guards held, idle, last, woken, elsewhere and cb; never held across I/O
+	mu   sync.Mutex       // guards held, idle, last, woken, elsewhere, closed and cb; never held across I/O
 	held map[string]int64 // lease epochs of the leases held
 	last map[string]int64 // the epoch this process last held, by conversation
 	cb   agentik.CoordinatorCallbacks
@@ -93,6 +93,7 @@ type Coordinator struct {
 	// another process was heard committing, when last (heardFrom); the
 	// scan leaves them alone for an interval and forgets older ones.
 	elsewhere map[string]time.Time
+	closed    bool // by Close
 	// keepNone: the engine drains (GiveBackKept); Keep keeps nothing.
 	keepNone bool
 
@@ -206,6 +207,8 @@ func (c *Coordinator) Close() {
 	c.mu.Lock()
 	clear(c.held)
 	clear(c.idle)
+	clear(c.elsewhere)
+	c.closed = true // a Bus that outlives it notes nothing more (heardFrom)
 	c.mu.Unlock()
 }
 

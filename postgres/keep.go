@@ -143,6 +143,10 @@ func (c *Coordinator) expireKept(ctx context.Context) {
 // the same old cursor may come back at every poll.
 func (c *Coordinator) heardFrom(conversationID string, any, notified bool) {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
 	_, held := c.held[conversationID]
 	wake := held || any
 	if wake {

@@ -269,6 +269,13 @@ func TestBusReadsUnfollowedDurableEntriesAsCursors(t *testing.T) {
 	}
 }
 
+// onlineOf makes online events of conversation conv.
+func onlineOf(conv string) func(typ, replyTo, text string) agentik.Event {
+	return func(typ, replyTo, text string) agentik.Event {
+		return agentik.Event{ConversationID: conv, Type: typ, ReplyTo: replyTo, Text: text}
+	}
+}
+
 // TestBusTracksUnfollowedTurnsFromTheirEntries: B follows nothing of a
 // conversation whose turn A runs, so it keeps A's online events as their
 // entries (onlineHead) and reads them when asked: what the turn answers,
@@ -277,9 +284,7 @@ func TestBusReadsUnfollowedDurableEntriesAsCursors(t *testing.T) {
 func TestBusTracksUnfollowedTurnsFromTheirEntries(t *testing.T) {
 	p := newPair(t)
 	other := createConv(t, p.sa)
-	ev := func(typ, replyTo, text string) agentik.Event {
-		return agentik.Event{ConversationID: other, Type: typ, ReplyTo: replyTo, Text: text}
-	}
+	ev := onlineOf(other)
 	p.ba.Publish(ev(agentik.EvWorking, "u1", ""))
 	p.ba.Publish(ev(agentik.EvStartReasoning, "", ""))
 	p.ba.Publish(ev(agentik.EvAppendText, "", "think"))
@@ -624,9 +629,7 @@ func TestBusLocalOrder(t *testing.T) {
 func TestLateRemoteOnlineEventsDuringALocalTurn(t *testing.T) {
 	p := newPair(t)
 	conv, sub := p.conv, p.sub
-	ev := func(typ, replyTo, text string) agentik.Event {
-		return agentik.Event{ConversationID: conv, Type: typ, ReplyTo: replyTo, Text: text}
-	}
+	ev := onlineOf(conv)
 	p.bb.Publish(ev(agentik.EvWorking, "u2", ""))
 	p.bb.Publish(ev(agentik.EvStartResponse, "u2", ""))
 	p.ba.Publish(ev(agentik.EvWorking, "u1", ""))

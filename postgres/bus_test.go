@@ -381,6 +381,10 @@ func TestBusDecodesKeptEntriesOnceFollowed(t *testing.T) {
 	for _, it := range kept[:3] {
 		p.bb.deliverRemote(it)
 	}
+	// Kept before the subscription, a delta whose whole decode names
+	// another conversation adds nothing when the turn is read (settle).
+	p.bb.deliverRemote(item{kind: itemRemote, ev: agentik.Event{ConversationID: other, Type: agentik.EvAppendText},
+		raw: `o {"conversation_id":"` + other + `","date":"2026-01-01T00:00:00.000Z","type":"append_text","text":"y","conversation_id":"` + third + `"}`})
 	sub := p.bb.Subscribe(other)
 	defer sub.Close()
 	p.bb.deliverRemote(kept[3]) // read by its head before the subscription

@@ -611,12 +611,13 @@ const qOpenConversations = `SELECT DISTINCT o.conversation_id FROM open_turns o 
 // a turn left by a dead process is taken up one interval later at most.
 func (c *Coordinator) scanOpenTurns() {
 	started := time.Now()
+	since := started.Add(-c.scan) // what was heard after it is recent
 	ctx, cancel := context.WithTimeout(c.ctx, c.budget())
 	defer cancel()
 	// Notes older than an interval are forgotten first, whatever the scan
 	// finds: they would be ignored anyway.
 	c.mu.Lock()
-	maps.DeleteFunc(c.elsewhere, func(_ string, at time.Time) bool { return at.Before(started.Add(-c.scan)) })
+	maps.DeleteFunc(c.elsewhere, func(_ string, at time.Time) bool { return at.Before(since) })
 	c.mu.Unlock()
 	var ids []string
 	err := queryEach(ctx, c.s.pool, func(rows pgx.Rows) error {
@@ -637,9 +638,7 @@ func (c *Coordinator) scanOpenTurns() {
 	c.b.expireTurns(ids, started)
 	c.mu.Lock()
 	cb := c.cb
-	var free []string
-	since := started.Add(-c.scan)
-	var elsewhere []string
+	var free, elsewhere []string
 	for _, id := range ids {
 		_, held := c.held[id]
 		_, kept := c.idle[id]

@@ -360,12 +360,8 @@ func onlineHead(entry string) (conv, typ string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
-	if !strings.HasPrefix(body, "{") {
-		before, j, ok := strings.Cut(body, " ")
-		if n, err := strconv.ParseInt(before, 10, 64); !ok || err != nil || n < 1 {
-			return "", "", false
-		}
-		body = j
+	if _, body, ok = cutBefore(body); !ok {
+		return "", "", false
 	}
 	if body, ok = strings.CutPrefix(body, `{"conversation_id":"`); !ok {
 		return "", "", false
@@ -413,20 +409,23 @@ func lazyOnline(typ string) bool {
 // decodeOnline parses an o entry's body: what the event was sent before
 // (absent from an older process's entries), then the event.
 func decodeOnline(n *notification, rest string) bool {
-	var before int64
-	if !strings.HasPrefix(rest, "{") {
-		b, j, ok := strings.Cut(rest, " ")
-		var err error
-		if before, err = strconv.ParseInt(b, 10, 64); !ok || err != nil || before < 1 {
-			return false
-		}
-		rest = j
-	}
-	if json.Unmarshal([]byte(rest), &n.event) != nil {
+	before, rest, ok := cutBefore(rest)
+	if !ok || json.Unmarshal([]byte(rest), &n.event) != nil {
 		return false
 	}
 	n.event.SentBefore = before
 	return n.event.Cursor == 0 && n.event.Type != "" && !agentik.Durable(n.event.Type) && agentik.ValidID(n.event.ConversationID)
+}
+
+// cutBefore splits an o entry's body into what its event was sent before
+// (0 when absent, as an older process writes it) and the event's JSON.
+func cutBefore(body string) (before int64, event string, ok bool) {
+	if strings.HasPrefix(body, "{") {
+		return 0, body, true
+	}
+	b, j, ok := strings.Cut(body, " ")
+	before, err := strconv.ParseInt(b, 10, 64)
+	return before, j, ok && err == nil && before >= 1
 }
 
 // decodeInterrupt parses an i entry's body.

@@ -239,7 +239,9 @@ func TestSchedulesAndWebhooksThroughTheAPI(t *testing.T) {
 	}
 
 	// The receiver failed twice per delivery, then took it: one
-	// schedule.run per run, each signed.
+	// schedule.run per run, each signed. The receiver notes a 204 before
+	// the server hears it, so the wait is for the server's log too.
+	var log deliveriesPage
 	waitUntil(t, "every run delivered", 60*time.Second, func() bool {
 		n := 0
 		for _, d := range recv.deliveries() {
@@ -247,7 +249,15 @@ func TestSchedulesAndWebhooksThroughTheAPI(t *testing.T) {
 				n++
 			}
 		}
-		return n == len(runs.Runs)
+		log = deliveriesPage{}
+		api(t, "GET", base+"/webhooks/"+hook.ID+"/deliveries", alice, nil, &log)
+		done := 0
+		for _, d := range log.Deliveries {
+			if d.Status != agentik.DeliveryPending {
+				done++
+			}
+		}
+		return n == len(runs.Runs) && done == len(log.Deliveries)
 	})
 	seen := map[string]bool{}
 	for _, d := range recv.deliveries() {
@@ -275,8 +285,6 @@ func TestSchedulesAndWebhooksThroughTheAPI(t *testing.T) {
 			t.Errorf("run %s was not delivered", r.ID)
 		}
 	}
-	var log deliveriesPage
-	api(t, "GET", base+"/webhooks/"+hook.ID+"/deliveries", alice, nil, &log)
 	for _, d := range log.Deliveries {
 		if d.Status != agentik.DeliveryDelivered || d.Attempts != 3 || d.LastStatus != 204 {
 			t.Errorf("delivery log: %+v", d)

@@ -71,12 +71,19 @@ func BenchmarkTurnCommits(b *testing.B) {
 		turn(i)
 	}
 	db0, seq0, self0 := backendCPU(pid), backendCPU(seqPid), processCPU(os.Getpid())
+	rec0, bytes0, walOK := walSoFar(seq, s)
 	b.ResetTimer()
 	for i := range b.N {
 		turn(i)
 	}
 	b.StopTimer()
 	db, seqCPU, self := backendCPU(pid)-db0, backendCPU(seqPid)-seq0, processCPU(os.Getpid())-self0
+	if rec, bytes, ok := walSoFar(seq, s); ok && walOK {
+		// The whole server's WAL: this benchmark's, unless something else
+		// writes meanwhile.
+		b.ReportMetric(float64(rec-rec0)/float64(b.N), "wal-records/turn")
+		b.ReportMetric(float64(bytes-bytes0)/float64(b.N), "wal-bytes/turn")
+	}
 	b.ReportMetric(float64(db.Microseconds())/float64(b.N), "db-µs/turn")
 	b.ReportMetric(float64(seqCPU.Microseconds())/float64(b.N), "seq-µs/turn")
 	b.ReportMetric(float64(self.Microseconds())/float64(b.N), "client-µs/turn")
@@ -103,6 +110,25 @@ func commitTurn(b *testing.B, s *Store, id, user, answer string) {
 			{Message: agentik.ModelMessage{Role: agentik.RoleAssistant, Content: a.Content}}}}); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// walSoFar is the WAL the server has written so far, in records and
+// bytes (pg_stat_wal and pg_stat_force_next_flush, PostgreSQL 15 and
+// later; ok false before). Each of conns' backends is made to report its
+// counts first: a backend adds them to pg_stat_wal when it next waits for
+// a statement, and otherwise at most once a second.
+func walSoFar(conns ...*Store) (records, bytes int64, ok bool) {
+	ctx := context.Background()
+	for _, c := range conns {
+		if _, err := c.pool.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+			return 0, 0, false
+		}
+		if _, err := c.pool.Exec(ctx, "SELECT 1"); err != nil {
+			return 0, 0, false
+		}
+	}
+	err := conns[0].pool.QueryRow(ctx, "SELECT wal_records, (pg_current_wal_insert_lsn() - '0/0')::bigint FROM pg_stat_wal").Scan(&records, &bytes)
+	return records, bytes, err == nil
 }
 
 // backendPid is the process id of the database backend of s's one

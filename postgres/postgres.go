@@ -92,7 +92,10 @@ func (s *Store) AdoptConversations(ctx context.Context, id string) (int64, error
 			return err
 		}
 		n = tag.RowsAffected()
-		_, err = tx.Exec(ctx, qAdoptAgentEvents, id)
+		if _, err = tx.Exec(ctx, qAdoptAgentEvents, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, qAdoptUnnumbered, id)
 		return err
 	})
 	s.states.clear() // the agents remembered for the next commits moved

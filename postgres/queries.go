@@ -128,7 +128,11 @@ const (
 	// The conversations and agent events of before agents (agent_id '')
 	// go to the default agent.
 	qAdoptConversations = `UPDATE conversations SET agent_id = $1 WHERE agent_id = ''`
-	qAdoptAgentEvents   = `UPDATE agent_events SET agent_id = $1 WHERE agent_id = ''`
+	// The two halves of qAdoptAgentEvents each read an index: numbered
+	// events agent_events_agent_cursor, unnumbered ones
+	// agent_events_unnumbered.
+	qAdoptAgentEvents = `UPDATE agent_events SET agent_id = $1 WHERE agent_id = '' AND cursor IS NOT NULL`
+	qAdoptUnnumbered  = `UPDATE agent_events SET agent_id = $1 WHERE agent_id = '' AND cursor IS NULL`
 	// A message with text has its search vector ($10, searchVector),
 	// filed under its owner's scope token ($11; search.go,
 	// migrations/0014); both are NULL for one without.

@@ -21,7 +21,8 @@ func (s *Store) Stats(ctx context.Context) (agentik.StoreStats, error) {
 			(SELECT count(*) FROM conversations WHERE agent_id = $1),
 			(SELECT coalesce(sum(next_seq - 1), 0)::bigint FROM conversations WHERE agent_id = $1),
 			(SELECT count(*) FROM conversations AS c JOIN events AS e ON e.conversation_id = c.id WHERE c.agent_id = $1),
-			(SELECT count(*) FROM agent_events WHERE agent_id = $1),
+			(SELECT count(*) FROM agent_events WHERE agent_id = $1 AND cursor IS NOT NULL) +
+				(SELECT count(*) FROM agent_events WHERE agent_id = $1 AND cursor IS NULL),
 			(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class AS c
 				JOIN pg_namespace AS n ON n.oid = c.relnamespace
 				WHERE n.nspname = current_schema() AND c.relkind = 'r')`, s.agent).

@@ -186,11 +186,17 @@ func (c *commit) queue(batch *pgx.Batch, st commitState) error {
 	c.next = st
 	c.next.nextSeq, c.next.nextOrd, c.next.head = n.NextSeq, n.NextOrd, n.Head
 	touch := !w.Touch.IsZero()
-	batch.Queue(qUpdateAfterCommit, n.NextSeq, n.NextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID,
-		len(w.Events) > 0, n.Head)
-	if c.touched = storeutil.Touched(w, st.owner); c.touched != nil {
-		return queueAgentEvent(batch, st.agent, c.touched)
+	args := []any{n.NextSeq, n.NextOrd, w.Tokens.Input, w.Tokens.Output, touch, w.Touch.Time, w.ConversationID, len(w.Events) > 0, n.Head}
+	if c.touched = storeutil.Touched(w, st.owner); c.touched == nil {
+		batch.Queue(qUpdateAfterCommit, args...)
+		return nil
 	}
+	payload, err := storeutil.AgentPayload(c.touched)
+	if err != nil {
+		return err
+	}
+	ev := c.touched
+	batch.Queue(qUpdateTouched, append(args, ev.Owner, ev.Type, ev.Date.Time, payload, st.agent)...)
 	return nil
 }
 
@@ -430,15 +436,4 @@ func (c *commitStates) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, id)
-}
-
-// queueAgentEvent queues the insert of ev, unnumbered: the sequencer gives
-// it its cursor after commit (qSequence), so ev.Cursor stays 0.
-func queueAgentEvent(b *pgx.Batch, agent string, ev *agentik.AgentEvent) error {
-	payload, err := storeutil.AgentPayload(ev)
-	if err != nil {
-		return err
-	}
-	b.Queue(qInsertAgentEvent, ev.ConversationID, ev.Owner, ev.Type, ev.Date.Time, payload, agent)
-	return nil
 }

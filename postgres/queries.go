@@ -164,6 +164,11 @@ const (
 		last_cursor = CASE WHEN $8::boolean THEN currval('event_cursors') ELSE last_cursor END,
 		head = $9
 		WHERE id = $7`
+	// qUpdateTouched is qUpdateAfterCommit with the write's touched agent
+	// event inserted by the same statement ($10–$14: owner, type, date,
+	// payload, agent), one statement fewer per commit.
+	qUpdateTouched = `WITH a AS (INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id)
+		VALUES ($7, $10, $11, $12, $13, $14)) ` + qUpdateAfterCommit
 
 	// qSequence numbers up to $1 committed agent events that have no cursor
 	// yet, in arrival order, with the next values of the agent_events

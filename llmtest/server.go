@@ -40,6 +40,7 @@ type Server struct {
 	handle   func(Request) Reply
 	requests []Request
 	seq      int
+	lean     bool // see Lean
 
 	emb embeddings // POST /v1/embeddings (embeddings.go)
 }
@@ -89,6 +90,49 @@ func (s *Server) Handle(f func(Request) Reply) {
 	s.mu.Lock()
 	s.handle = f
 	s.mu.Unlock()
+}
+
+// Lean makes the server cheap to run under load, for a benchmark's model
+// that shares the machine with what it measures: it keeps no requests
+// (Requests returns none), and a request's Messages hold only its last user
+// message and the messages after it, the rest being skipped, not decoded
+// (they stay in Raw). A request with no user message has them all.
+func (s *Server) Lean() {
+	s.mu.Lock()
+	s.lean = true
+	s.mu.Unlock()
+}
+
+// decodeLean decodes a request as Lean says.
+func decodeLean(raw []byte, req *Request) error {
+	var top struct {
+		Request
+		Messages []json.RawMessage `json:"messages"` // shadows Request's
+	}
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return err
+	}
+	*req = top.Request
+	from := 0
+	for i := len(top.Messages) - 1; i >= 0; i-- {
+		var m struct {
+			Role string `json:"role"`
+		}
+		if err := json.Unmarshal(top.Messages[i], &m); err != nil {
+			return err
+		}
+		if m.Role == "user" {
+			from = i
+			break
+		}
+	}
+	req.Messages = make([]Message, len(top.Messages)-from)
+	for i, m := range top.Messages[from:] {
+		if err := json.Unmarshal(m, &req.Messages[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Pending returns how many scripted replies have not been used yet.
@@ -239,8 +283,16 @@ func (s *Server) serveChat(w http.ResponseWriter, hr *http.Request) {
 	if err != nil {
 		return
 	}
+	s.mu.Lock()
+	lean := s.lean
+	s.mu.Unlock()
 	var req Request
-	if err := json.Unmarshal(raw, &req); err != nil {
+	if lean {
+		err = decodeLean(raw, &req)
+	} else {
+		err = json.Unmarshal(raw, &req)
+	}
+	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		b, _ := json.Marshal(map[string]any{"error": map[string]any{
@@ -254,7 +306,9 @@ func (s *Server) serveChat(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Lock()
 	s.seq++
 	req.N = s.seq
-	s.requests = append(s.requests, req)
+	if !s.lean {
+		s.requests = append(s.requests, req)
+	}
 	var reply Reply
 	if len(s.queue) > 0 {
 		reply = s.queue[0]

@@ -236,3 +236,44 @@ func TestDelaysCutByClose(t *testing.T) {
 		}
 	}
 }
+
+// TestLean: a lean server hands its handler the last user message and what
+// follows it (here the tool round after it), decoded as a full server
+// decodes them, with the request's other fields and its raw body; it keeps
+// no requests, and refuses bad JSON as before. A request without a user
+// message keeps all its messages.
+func TestLean(t *testing.T) {
+	full := llmtest.NewServer()
+	defer full.Close()
+	lean := llmtest.NewServer()
+	defer lean.Close()
+	lean.Lean()
+	got := make(chan llmtest.Request, 2)
+	lean.Handle(func(r llmtest.Request) llmtest.Reply { got <- r; return llmtest.Text("ok") })
+	body := strings.Replace(chatBody, `"messages":[`, `"messages":[{"role":"user","content":"earlier"},{"role":"assistant","content":"before"},`, 1)
+	io.Copy(io.Discard, post(t, full, body).Body)
+	io.Copy(io.Discard, post(t, lean, body).Body)
+	want, r := full.Requests()[0], <-got
+	if len(want.Messages) != 6 || !reflect.DeepEqual(r.Messages, want.Messages[3:]) {
+		t.Errorf("lean messages %+v, want %+v", r.Messages, want.Messages[3:])
+	}
+	if r.Model != "m1" || !r.Stream || r.StreamOptions == nil || !reflect.DeepEqual(r.Tools, want.Tools) || string(r.Raw) != body {
+		t.Errorf("lean request %+v", r)
+	}
+	if r.LastUserText() != "hi " {
+		t.Errorf("last user text %q", r.LastUserText())
+	}
+	if n := len(lean.Requests()); n != 0 {
+		t.Errorf("a lean server kept %d requests", n)
+	}
+	io.Copy(io.Discard, post(t, lean, `{"messages":[{"role":"system","content":"s"},{"role":"assistant","content":"a"}]}`).Body)
+	if r := <-got; len(r.Messages) != 2 || r.Messages[1].Text() != "a" {
+		t.Errorf("without a user message: %+v", r.Messages)
+	}
+	if resp := post(t, lean, `{"messages":[{"role":"user","content":"x"},`); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("bad JSON: %d", resp.StatusCode)
+	}
+	if resp := post(t, lean, `{"messages":[{"role":7}]}`); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a role that is not a string: %d", resp.StatusCode)
+	}
+}

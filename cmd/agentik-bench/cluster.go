@@ -73,6 +73,12 @@ type ClusterRun struct {
 	Backends       int     `json:"backends"`        // PostgreSQL backends of the run at its end
 	OwnDatabase    bool    `json:"own_database"`    // transactions are the run's alone
 	PerProcessRate float64 `json:"turns_per_sec_per_process"`
+	// The whole machine during the measured turns, from /proc/stat: the
+	// share of all its CPUs busy (1: none idle), and the CPU per turn of
+	// this process — the load generator and the scripted model, which
+	// share the machine with the processes and PostgreSQL.
+	MachineBusy float64 `json:"machine_busy"`
+	LoadCPUMs   float64 `json:"load_cpu_ms"`
 }
 
 // Cluster is the phase's outcome.
@@ -117,9 +123,9 @@ func (r *runner) cluster(ctx context.Context) error {
 					return fmt.Errorf("%d processes, %d conversations, %s: %w", n, convs, mode, err)
 				}
 				res.Runs = append(res.Runs, run)
-				r.logf("cluster %d procs %d convs %s: %.1f turns/s, p50 %.1f p99 %.1f ms, lost ends %d (longest wait %.0f ms), CPU/turn agentik %.2f postgres %.2f ms, per turn %.1f round trips %.1f statements %.2f transactions",
+				r.logf("cluster %d procs %d convs %s: %.1f turns/s, p50 %.1f p99 %.1f ms, lost ends %d (longest wait %.0f ms), CPU/turn agentik %.2f postgres %.2f ms, per turn %.1f round trips %.1f statements %.2f transactions; machine %.0f %% busy, load generator %.2f ms/turn",
 					n, convs, mode, run.TurnsPerSec, run.Latency.P50Ms, run.Latency.P99Ms, run.LostEnds, run.MaxEndWaitMs,
-					run.AgentikCPUMs, run.PostgresCPUMs, run.RoundTrips, run.Statements, run.Transactions)
+					run.AgentikCPUMs, run.PostgresCPUMs, run.RoundTrips, run.Statements, run.Transactions, 100*run.MachineBusy, run.LoadCPUMs)
 				if run.LostEnds > 0 {
 					failed = append(failed, fmt.Sprintf("%d processes %d conversations %s: %d streams waited more than %v for an end", n, convs, mode, run.LostEnds, cp.MaxWait))
 				}
@@ -171,9 +177,9 @@ func (r *runner) clusterRun(ctx context.Context, n, convs int, mode string) (run
 	if err != nil {
 		return run, err
 	}
-	t0 := time.Now()
+	t0, m0, self0 := time.Now(), readMachineCPU(), selfCPU()
 	lat := load.turns(ctx, cp.Turns, cp.MaxWait, promptFor(cp.Deltas))
-	elapsed := time.Since(t0)
+	elapsed, m1, self1 := time.Since(t0), readMachineCPU(), selfCPU()
 	settleStats()
 	after, err := r.clusterSnapshot(ctx, db, procs)
 	if err != nil {
@@ -187,8 +193,52 @@ func (r *runner) clusterRun(ctx context.Context, n, convs int, mode string) (run
 		run.TurnsPerSec = round3(float64(run.Turns) / elapsed.Seconds())
 		run.PerProcessRate = round3(run.TurnsPerSec / float64(n))
 		after.perTurn(before, run.Turns, &run)
+		run.MachineBusy = round3(m1.busySince(m0))
+		run.LoadCPUMs = round3(ms(self1-self0) / float64(run.Turns))
 	}
 	return run, nil
+}
+
+// machineCPU is /proc/stat's first line: the jiffies of all CPUs, busy
+// and in all (zero where it cannot be read).
+type machineCPU struct{ busy, total uint64 }
+
+func readMachineCPU() machineCPU {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineCPU{}
+	}
+	// user nice system idle iowait irq softirq steal (guest time is
+	// counted in user already).
+	var m machineCPU
+	for i, v := range f[1:9] {
+		n, _ := strconv.ParseUint(v, 10, 64)
+		m.total += n
+		if i != 3 && i != 4 {
+			m.busy += n
+		}
+	}
+	return m
+}
+
+// busySince is the share of the machine's CPU time busy between before and
+// m.
+func (m machineCPU) busySince(before machineCPU) float64 {
+	if m.total <= before.total {
+		return 0
+	}
+	return float64(m.busy-before.busy) / float64(m.total-before.total)
+}
+
+// selfCPU is the CPU time this process has used (0 where unknown).
+func selfCPU() time.Duration {
+	d, _ := cpuTime(os.Getpid())
+	return d
 }
 
 func promptFor(deltas int) string { return relayPrefix + strconv.Itoa(deltas) }
@@ -626,7 +676,7 @@ func clusterMarkdown(p func(string, ...any), c *Cluster) {
 		p("Skipped: %s.\n\n", c.Skipped)
 		return
 	}
-	p("| processes | conversations | messages posted | CPU quota each | turns/s | per process | p50 | p99 | lost ends | longest wait for end | agentik CPU/turn | PostgreSQL CPU/turn | round trips/turn | statements/turn | transactions/turn |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| processes | conversations | messages posted | CPU quota each | turns/s | per process | p50 | p99 | lost ends | longest wait for end | agentik CPU/turn | PostgreSQL CPU/turn | round trips/turn | statements/turn | transactions/turn | machine busy | load generator CPU/turn |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range c.Runs {
 		posted := "to another process"
 		if r.Mode == "affinity" {
@@ -636,9 +686,9 @@ func clusterMarkdown(p func(string, ...any), c *Cluster) {
 		if r.QuotaCPU > 0 {
 			quota = strconv.FormatFloat(r.QuotaCPU, 'g', -1, 64) + " CPU"
 		}
-		p("| %d | %d | %s | %s | **%.0f** | %.0f | %.1f ms | %.1f ms | %d | %.0f ms | %.2f ms | %.2f ms | %.1f | %.1f | %.2f |\n",
+		p("| %d | %d | %s | %s | **%.0f** | %.0f | %.1f ms | %.1f ms | %d | %.0f ms | %.2f ms | %.2f ms | %.1f | %.1f | %.2f | %.0f %% | %.2f ms |\n",
 			r.Processes, r.Conversations, posted, quota, r.TurnsPerSec, r.PerProcessRate, r.Latency.P50Ms, r.Latency.P99Ms,
-			r.LostEnds, r.MaxEndWaitMs, r.AgentikCPUMs, r.PostgresCPUMs, r.RoundTrips, r.Statements, r.Transactions)
+			r.LostEnds, r.MaxEndWaitMs, r.AgentikCPUMs, r.PostgresCPUMs, r.RoundTrips, r.Statements, r.Transactions, 100*r.MachineBusy, r.LoadCPUMs)
 	}
 	p("\n")
 }

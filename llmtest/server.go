@@ -113,6 +113,10 @@ func decodeLean(raw []byte, req *Request) error {
 		return err
 	}
 	*req = top.Request
+	if top.Messages == nil {
+		req.Messages = nil // absent or null, as the full decode leaves it
+		return nil
+	}
 	from := 0
 	for i := len(top.Messages) - 1; i >= 0; i-- {
 		var m struct {
@@ -306,7 +310,7 @@ func (s *Server) serveChat(w http.ResponseWriter, hr *http.Request) {
 	s.mu.Lock()
 	s.seq++
 	req.N = s.seq
-	if !s.lean {
+	if !lean {
 		s.requests = append(s.requests, req)
 	}
 	var reply Reply

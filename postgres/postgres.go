@@ -92,10 +92,12 @@ func (s *Store) AdoptConversations(ctx context.Context, id string) (int64, error
 			return err
 		}
 		n = tag.RowsAffected()
-		if _, err = tx.Exec(ctx, qAdoptAgentEvents, id); err != nil {
+		// Unnumbered first: a row the sequencer numbers between the two
+		// statements is then found by the second.
+		if _, err = tx.Exec(ctx, qAdoptUnnumbered, id); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, qAdoptUnnumbered, id)
+		_, err = tx.Exec(ctx, qAdoptAgentEvents, id)
 		return err
 	})
 	s.states.clear() // the agents remembered for the next commits moved

@@ -128,8 +128,8 @@ const (
 	// The conversations and agent events of before agents (agent_id '')
 	// go to the default agent.
 	qAdoptConversations = `UPDATE conversations SET agent_id = $1 WHERE agent_id = ''`
-	// The two halves of qAdoptAgentEvents each read an index: numbered
-	// events agent_events_agent_cursor, unnumbered ones
+	// Agent events are adopted in two statements, each reading an index:
+	// numbered ones agent_events_agent_cursor, unnumbered ones
 	// agent_events_unnumbered.
 	qAdoptAgentEvents = `UPDATE agent_events SET agent_id = $1 WHERE agent_id = '' AND cursor IS NOT NULL`
 	qAdoptUnnumbered  = `UPDATE agent_events SET agent_id = $1 WHERE agent_id = '' AND cursor IS NULL`

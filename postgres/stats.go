@@ -10,7 +10,7 @@ var _ agentik.StatsReader = (*Store)(nil)
 
 // Stats counts the view's conversations, their messages (from the seq
 // counters, one row per conversation), their durable events (the
-// events_conversation_cursor index) and the agent's events, in one
+// events primary key, (conversation_id, cursor)) and the agent's events, in one
 // statement, and reports the size of the store's tables in its schema
 // with their indexes and TOAST (pg_total_relation_size): other schemas of
 // the same database are not counted.

@@ -257,7 +257,7 @@ func TestSchedulesAndWebhooksThroughTheAPI(t *testing.T) {
 				done++
 			}
 		}
-		return n == len(runs.Runs) && done == len(log.Deliveries)
+		return n == len(runs.Runs) && len(log.Deliveries) == len(runs.Runs) && done == len(runs.Runs)
 	})
 	seen := map[string]bool{}
 	for _, d := range recv.deliveries() {

@@ -12,7 +12,15 @@
 -- counter row hands each cursor out once, across agents.
 --
 -- Each plain turn writes two events and two agent events: eight index
--- entries fewer per turn (docs/postgres.md, fourteenth session).
+-- entries fewer per turn (docs/postgres.md, "Issue 53, fourteenth
+-- session").
+--
+-- Both tables' indexes are built again here, and the tables stay locked
+-- (ACCESS EXCLUSIVE) until the migration commits: commits of processes of
+-- the previous version wait meanwhile. The build is not cut by the pool's
+-- statement timeout, which would roll it back at every start of a big
+-- store.
+SET LOCAL statement_timeout = 0;
 ALTER TABLE events DROP CONSTRAINT events_pkey;
 DROP INDEX events_conversation_cursor;
 ALTER TABLE events ADD PRIMARY KEY (conversation_id, cursor);

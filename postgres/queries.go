@@ -3,8 +3,9 @@ package postgres
 import "github.com/agentik/agentik/storeutil"
 
 // Every statement the store runs. pgx prepares each once per connection and
-// caches it. Reads are answered from an index without a sort step
-// (TestQueryPlans checks it), so their cost does not grow with the journal.
+// caches it. Reads are answered from an index without a sort step, so their
+// cost does not grow with the journal (TestMigrationToFewerEventIndexes
+// checks it for the reads of events and agent events).
 
 const conversationColumns = "id, owner, title, temporal, created_at, updated_at, tokens_in, tokens_out, head, forked_from, forked_seq"
 

@@ -204,6 +204,9 @@ func decodePayload(p string, unfollowed func(conv string) bool) (ns []notificati
 	if err != nil {
 		return nil, 0, errBadNotification
 	}
+	// One allocation for the entries: a notification is large, and
+	// growing the slice copied it over and over.
+	ns = make([]notification, 0, strings.Count(rest, "\n")+1)
 	for line := range strings.SplitSeq(rest, "\n") {
 		if unfollowed != nil && line != "" && line[0] == kindDurable {
 			if h, ok := durableHead(line); ok && unfollowed(h.conv) {

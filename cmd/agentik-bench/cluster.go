@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,14 @@ type ClusterRun struct {
 	// share the machine with the processes and PostgreSQL.
 	MachineBusy float64 `json:"machine_busy"`
 	LoadCPUMs   float64 `json:"load_cpu_ms"`
+	// MachineCeiling is the turns/s at which this run's CPU per turn
+	// (agentik, PostgreSQL's backends, the load generator) would keep
+	// every CPU of the machine busy: no run with these costs goes faster
+	// on this machine. It leaves out what else runs here (PostgreSQL's
+	// own background processes, the kernel's threads), so the real limit
+	// is lower. A ratio of processes that needs more than the ceiling of
+	// its run is out of this machine's reach, whatever the processes do.
+	MachineCeiling float64 `json:"machine_ceiling_turns_per_sec"`
 }
 
 // Cluster is the phase's outcome.
@@ -123,9 +132,9 @@ func (r *runner) cluster(ctx context.Context) error {
 					return fmt.Errorf("%d processes, %d conversations, %s: %w", n, convs, mode, err)
 				}
 				res.Runs = append(res.Runs, run)
-				r.logf("cluster %d procs %d convs %s: %.1f turns/s, p50 %.1f p99 %.1f ms, lost ends %d (longest wait %.0f ms), CPU/turn agentik %.2f postgres %.2f ms, per turn %.1f round trips %.1f statements %.2f transactions; machine %.0f %% busy, load generator %.2f ms/turn",
+				r.logf("cluster %d procs %d convs %s: %.1f turns/s, p50 %.1f p99 %.1f ms, lost ends %d (longest wait %.0f ms), CPU/turn agentik %.2f postgres %.2f ms, per turn %.1f round trips %.1f statements %.2f transactions; machine %.0f %% busy, load generator %.2f ms/turn, machine ceiling %.0f turns/s",
 					n, convs, mode, run.TurnsPerSec, run.Latency.P50Ms, run.Latency.P99Ms, run.LostEnds, run.MaxEndWaitMs,
-					run.AgentikCPUMs, run.PostgresCPUMs, run.RoundTrips, run.Statements, run.Transactions, 100*run.MachineBusy, run.LoadCPUMs)
+					run.AgentikCPUMs, run.PostgresCPUMs, run.RoundTrips, run.Statements, run.Transactions, 100*run.MachineBusy, run.LoadCPUMs, run.MachineCeiling)
 				if run.LostEnds > 0 {
 					failed = append(failed, fmt.Sprintf("%d processes %d conversations %s: %d streams waited more than %v for an end", n, convs, mode, run.LostEnds, cp.MaxWait))
 				}
@@ -195,8 +204,19 @@ func (r *runner) clusterRun(ctx context.Context, n, convs int, mode string) (run
 		after.perTurn(before, run.Turns, &run)
 		run.MachineBusy = round3(m1.busySince(m0))
 		run.LoadCPUMs = round3(ms(self1-self0) / float64(run.Turns))
+		run.MachineCeiling = round3(machineCeiling(runtime.NumCPU(), run))
 	}
 	return run, nil
+}
+
+// machineCeiling is ClusterRun.MachineCeiling for a machine of cpus CPUs
+// (0 when the run's CPU per turn is unknown).
+func machineCeiling(cpus int, r ClusterRun) float64 {
+	perTurn := r.AgentikCPUMs + r.PostgresCPUMs + r.LoadCPUMs
+	if perTurn <= 0 {
+		return 0
+	}
+	return float64(cpus) * 1000 / perTurn
 }
 
 // machineCPU is /proc/stat's first line: the jiffies of all CPUs, busy
@@ -676,7 +696,7 @@ func clusterMarkdown(p func(string, ...any), c *Cluster) {
 		p("Skipped: %s.\n\n", c.Skipped)
 		return
 	}
-	p("| processes | conversations | messages posted | CPU quota each | turns/s | per process | p50 | p99 | lost ends | longest wait for end | agentik CPU/turn | PostgreSQL CPU/turn | round trips/turn | statements/turn | transactions/turn | machine busy | load generator CPU/turn |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| processes | conversations | messages posted | CPU quota each | turns/s | per process | p50 | p99 | lost ends | longest wait for end | agentik CPU/turn | PostgreSQL CPU/turn | round trips/turn | statements/turn | transactions/turn | machine busy | load generator CPU/turn | machine ceiling |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range c.Runs {
 		posted := "to another process"
 		if r.Mode == "affinity" {
@@ -686,9 +706,9 @@ func clusterMarkdown(p func(string, ...any), c *Cluster) {
 		if r.QuotaCPU > 0 {
 			quota = strconv.FormatFloat(r.QuotaCPU, 'g', -1, 64) + " CPU"
 		}
-		p("| %d | %d | %s | %s | **%.0f** | %.0f | %.1f ms | %.1f ms | %d | %.0f ms | %.2f ms | %.2f ms | %.1f | %.1f | %.2f | %.0f %% | %.2f ms |\n",
+		p("| %d | %d | %s | %s | **%.0f** | %.0f | %.1f ms | %.1f ms | %d | %.0f ms | %.2f ms | %.2f ms | %.1f | %.1f | %.2f | %.0f %% | %.2f ms | %.0f turns/s |\n",
 			r.Processes, r.Conversations, posted, quota, r.TurnsPerSec, r.PerProcessRate, r.Latency.P50Ms, r.Latency.P99Ms,
-			r.LostEnds, r.MaxEndWaitMs, r.AgentikCPUMs, r.PostgresCPUMs, r.RoundTrips, r.Statements, r.Transactions, 100*r.MachineBusy, r.LoadCPUMs)
+			r.LostEnds, r.MaxEndWaitMs, r.AgentikCPUMs, r.PostgresCPUMs, r.RoundTrips, r.Statements, r.Transactions, 100*r.MachineBusy, r.LoadCPUMs, r.MachineCeiling)
 	}
 	p("\n")
 }

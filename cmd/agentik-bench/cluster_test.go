@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +53,12 @@ func TestBenchCluster(t *testing.T) {
 		run.RoundTrips <= 0 || run.Statements < run.RoundTrips || run.Transactions <= 0 || run.AgentikCPUMs <= 0 || run.PostgresCPUMs <= 0 || run.Backends == 0 ||
 		run.MachineBusy < 0 || run.MachineBusy > 1 {
 		t.Fatalf("run %+v", run)
+	}
+	if want := float64(runtime.NumCPU()) * 1000 / (run.AgentikCPUMs + run.PostgresCPUMs + run.LoadCPUMs); math.Abs(run.MachineCeiling-want) > 0.01 {
+		t.Errorf("machine ceiling %v, want %v", run.MachineCeiling, want)
+	}
+	if c := machineCeiling(2, ClusterRun{}); c != 0 {
+		t.Errorf("machine ceiling without CPU figures: %v", c)
 	}
 	if !strings.Contains(markdown(res), "| 2 | 4 | to another process | none |") {
 		t.Errorf("markdown:\n%s", markdown(res))

@@ -102,16 +102,18 @@ func quickPlan() plan {
 }
 
 // Phases, in the order they run.
-var allPhases = []string{"startup", "latency", "openai", "concurrency", "memory", "subscribers", "length", "replay", "branches", "hostile", "schedules", "cluster"}
+var allPhases = []string{"startup", "latency", "openai", "concurrency", "memory", "subscribers", "length", "replay", "branches", "hostile", "schedules", "cluster", "pgfloor"}
 
 // defaultPhases are those a run without --phases measures: the cluster
-// phase needs --pg (and root for its CPU quotas) and is asked for by name.
-var defaultPhases = allPhases[:len(allPhases)-1]
+// phase needs --pg (and root for its CPU quotas), the pgfloor phase --pg,
+// and both are asked for by name.
+var defaultPhases = allPhases[:len(allPhases)-2]
 
 // runner runs the phases against fresh servers and fills res.
 type runner struct {
 	plan        plan
 	clusterPlan clusterPlan
+	floorPlan   floorPlan
 	server      serverConfig // binary and model; the database is set per server
 	pg          *pgSchemas   // --pg: a fresh schema per server; nil for SQLite
 	dir         string       // scratch directory for databases
@@ -222,6 +224,8 @@ func (r *runner) run(ctx context.Context, phases []string) error {
 			err = r.schedules(ctx)
 		case "cluster":
 			err = r.cluster(ctx)
+		case "pgfloor":
+			err = r.floor(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)

@@ -62,6 +62,7 @@ type flags struct {
 	chunkDelay    time.Duration
 	settle        time.Duration
 	cluster       clusterPlan
+	floor         floorPlan
 }
 
 func parseFlags(args []string, stderr io.Writer) (f flags, err error) {
@@ -83,10 +84,14 @@ func parseFlags(args []string, stderr io.Writer) (f flags, err error) {
 	fs.DurationVar(&f.chunkDelay, "chunk-delay", 0, "the model's delay between chunks (1/tokens per second)")
 	fs.DurationVar(&f.settle, "subscriber-settle", 0, "subscribers phase: how long after the answer to read RSS (default 130s; quick 5s)")
 	cl := clusterFlags(fs)
+	fl := floorFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
 	if f.cluster, err = cl(); err != nil {
+		return f, err
+	}
+	if f.floor, err = fl(); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
@@ -199,7 +204,7 @@ func bench(ctx context.Context, f flags, progress io.Writer) (*Results, error) {
 	if f.pg != "" {
 		res.Store = "postgres"
 	}
-	r := &runner{plan: p, clusterPlan: f.cluster, dir: dir, hc: newHTTPClient(), out: progress, t0: time.Now(), res: res}
+	r := &runner{plan: p, clusterPlan: f.cluster, floorPlan: f.floor, dir: dir, hc: newHTTPClient(), out: progress, t0: time.Now(), res: res}
 	if f.pg != "" {
 		r.pg = &pgSchemas{dsn: f.pg}
 		defer func() {
@@ -213,6 +218,8 @@ func bench(ctx context.Context, f flags, progress io.Writer) (*Results, error) {
 		res.Server = "in-process"
 	case f.binary != "":
 		r.server.binary = f.binary
+	case f.phases == "pgfloor":
+		// No agentik process takes part.
 	default:
 		r.logf("building ./cmd/agentik")
 		if r.server.binary, err = buildBinary(ctx, dir); err != nil {

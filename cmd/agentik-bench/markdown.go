@@ -108,6 +108,9 @@ func markdown(res *Results) string {
 	if c := res.Cluster; c != nil {
 		clusterMarkdown(p, c)
 	}
+	if f := res.PGFloor; f != nil {
+		floorMarkdown(p, f)
+	}
 	p("### Targets\n\n| issue | target | goal | this run | |\n|---|---|---|---|---|\n")
 	for _, t := range res.Targets {
 		state := "met"

@@ -25,6 +25,7 @@ type Results struct {
 	Hostile     *Hostile           `json:"hostile,omitempty"`
 	Schedules   *Schedules         `json:"schedules,omitempty"`
 	Cluster     *Cluster           `json:"cluster,omitempty"`
+	PGFloor     *Floor             `json:"pg_floor,omitempty"`
 
 	Targets []Target `json:"targets"`
 	Notes   []string `json:"notes,omitempty"`

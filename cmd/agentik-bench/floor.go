@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The pgfloor phase (--phases pgfloor, with --pg) measures what PostgreSQL
+// itself charges on this machine for the least a plain turn must store:
+// two durable commits (the user message before the 202, the answer after
+// the model), each one statement and one round trip that inserts one
+// journal row and moves its conversation's counters. No agentik process
+// takes part. Its backends' CPU per such turn is a floor under the
+// cluster phase's PostgreSQL CPU per turn: a turn of any storage design
+// that keeps SPEC's promises (202 means committed, the answer committed
+// with its turn's close) costs at least this much, before its event log,
+// working memory, agent stream, lease and queue read.
+
+// floorPlan is what the phase measures.
+type floorPlan struct {
+	Clients  int           // connections, each with its own conversations
+	Convs    int           // conversations in all
+	Duration time.Duration // measured (after a warm-up of a fifth of it)
+	Payload  int           // bytes of each journal row's payload
+}
+
+// Floor is the phase's outcome.
+type Floor struct {
+	Clients       int     `json:"clients"`
+	Conversations int     `json:"conversations"`
+	PayloadBytes  int     `json:"payload_bytes"`
+	Turns         int64   `json:"turns"`
+	Seconds       float64 `json:"seconds"`
+	TurnsPerSec   float64 `json:"turns_per_sec"`
+	PostgresCPUMs float64 `json:"postgres_cpu_ms"` // per turn, the run's backends
+	Skipped       string  `json:"skipped,omitempty"`
+}
+
+// floorSchema is the least a journal needs: conversations with their
+// counters, and messages keyed by conversation and seq.
+const floorSchema = `
+CREATE SEQUENCE floor_cursors;
+CREATE TABLE floor_conversations (id text COLLATE "C" PRIMARY KEY, next_seq bigint NOT NULL, last_cursor bigint NOT NULL);
+CREATE TABLE floor_messages (
+	conversation_id text COLLATE "C" NOT NULL,
+	seq bigint NOT NULL,
+	id text COLLATE "C" NOT NULL,
+	payload text NOT NULL,
+	PRIMARY KEY (conversation_id, seq)
+);`
+
+// qFloorCommit is one commit of a minimal turn: the conversation's
+// counters moved and its journal row inserted, one statement.
+const qFloorCommit = `WITH c AS (UPDATE floor_conversations SET next_seq = next_seq + 1, last_cursor = nextval('floor_cursors')
+	WHERE id = $1 RETURNING next_seq)
+	INSERT INTO floor_messages (conversation_id, seq, id, payload) SELECT $1, c.next_seq, $2, $3 FROM c`
+
+// floorFlags registers the phase's flags; the function returned checks
+// them once parsed.
+func floorFlags(fs *flag.FlagSet) func() (floorPlan, error) {
+	clients := fs.Int("pgfloor-clients", 8, "pgfloor phase: connections (agentik's pool has 8)")
+	convs := fs.Int("pgfloor-convs", 120, "pgfloor phase: conversations")
+	dur := fs.Duration("pgfloor-duration", 8*time.Second, "pgfloor phase: how long to measure (after a warm-up of a fifth of it)")
+	payload := fs.Int("pgfloor-payload", 300, "pgfloor phase: bytes of each journal row")
+	return func() (floorPlan, error) {
+		p := floorPlan{Clients: *clients, Convs: *convs, Duration: *dur, Payload: *payload}
+		switch {
+		case p.Clients < 1 || p.Clients > 256:
+			return p, errors.New("--pgfloor-clients: 1…256")
+		case p.Convs < p.Clients || p.Convs > 100_000:
+			return p, errors.New("--pgfloor-convs: at least --pgfloor-clients, at most 100000")
+		case p.Duration < 100*time.Millisecond || p.Duration > time.Hour:
+			return p, errors.New("--pgfloor-duration: 100ms…1h")
+		case p.Payload < 0 || p.Payload > 1<<20:
+			return p, errors.New("--pgfloor-payload: 0…1 MiB")
+		}
+		return p, nil
+	}
+}
+
+// floor runs the phase.
+func (r *runner) floor(ctx context.Context) error {
+	fp := r.floorPlan
+	res := &Floor{Clients: fp.Clients, Conversations: fp.Convs, PayloadBytes: fp.Payload}
+	r.res.PGFloor = res
+	if r.pg == nil {
+		res.Skipped = "needs PostgreSQL (--pg)"
+		r.logf("pgfloor: skipped: %s", res.Skipped)
+		return nil
+	}
+	db, err := r.pg.freshDatabase(ctx)
+	if err != nil {
+		return err
+	}
+	if !db.own {
+		res.Skipped = "needs a database of its own (CREATE DATABASE was refused)"
+		r.logf("pgfloor: skipped: %s", res.Skipped)
+		return nil
+	}
+	cfg, err := pgxpool.ParseConfig(db.dsn)
+	if err != nil {
+		return err
+	}
+	cfg.MaxConns = int32(fp.Clients)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, floorSchema); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO floor_conversations SELECT 'c' || i, 0, 0 FROM generate_series(1, $1::int) i`, fp.Convs); err != nil {
+		return err
+	}
+	var turns atomic.Int64
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var wg sync.WaitGroup
+	errs := make(chan error, fp.Clients)
+	payload := strings.Repeat("x", fp.Payload)
+	for i := range fp.Clients {
+		wg.Go(func() {
+			if err := floorClient(runCtx, pool, i, fp, payload, &turns); err != nil && runCtx.Err() == nil {
+				errs <- err
+				stopRun()
+			}
+		})
+	}
+	warm := fp.Duration / 5
+	select {
+	case <-time.After(warm):
+	case <-runCtx.Done():
+	}
+	before, err := r.floorSnapshot(ctx, db)
+	if err != nil {
+		stopRun()
+		wg.Wait()
+		return err
+	}
+	t0, n0 := time.Now(), turns.Load()
+	select {
+	case <-time.After(fp.Duration):
+	case <-runCtx.Done():
+	}
+	elapsed, n := time.Since(t0), turns.Load()-n0
+	after, err := r.floorSnapshot(ctx, db)
+	stopRun()
+	wg.Wait()
+	close(errs)
+	if e := <-errs; e != nil {
+		return fmt.Errorf("client: %w", e)
+	}
+	if err != nil {
+		return err
+	}
+	// Every turn counted committed its two rows (a turn cut by the stop
+	// may have committed one more).
+	var rows int64
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM floor_messages").Scan(&rows); err != nil {
+		return err
+	}
+	if all := turns.Load(); rows < 2*all || rows > 2*all+int64(fp.Clients) {
+		return fmt.Errorf("%d journal rows for %d turns", rows, all)
+	}
+	if n == 0 {
+		return fmt.Errorf("no turn committed in %v", fp.Duration)
+	}
+	res.Turns, res.Seconds = n, round3(elapsed.Seconds())
+	res.TurnsPerSec = round3(float64(n) / elapsed.Seconds())
+	var cpu time.Duration
+	for pid, d := range after.backends {
+		cpu += d - before.backends[pid]
+	}
+	res.PostgresCPUMs = round3(ms(cpu) / float64(n))
+	r.logf("pgfloor: %d clients, %d conversations: %.0f minimal turns/s, PostgreSQL CPU %.3f ms per turn (two one-row commits)",
+		fp.Clients, fp.Convs, res.TurnsPerSec, res.PostgresCPUMs)
+	return nil
+}
+
+// floorClient runs minimal turns on its share of the conversations
+// (client i takes every Clients-th), until ctx ends.
+func floorClient(ctx context.Context, pool *pgxpool.Pool, i int, fp floorPlan, payload string, turns *atomic.Int64) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	for k := 0; ctx.Err() == nil; k++ {
+		conv := "c" + strconv.Itoa(1+(i+k*fp.Clients)%fp.Convs)
+		for _, role := range []string{"u", "a"} {
+			id := role + strconv.Itoa(i) + "-" + strconv.Itoa(k)
+			if _, err := conn.Exec(ctx, qFloorCommit, conv, id, payload); err != nil {
+				return err
+			}
+		}
+		turns.Add(1)
+	}
+	return nil
+}
+
+// floorSnapshot reads the CPU of the database's backends.
+func (r *runner) floorSnapshot(ctx context.Context, db clusterDB) (clusterStats, error) {
+	st := clusterStats{backends: map[int]time.Duration{}}
+	conn, err := pgx.Connect(ctx, r.pg.dsn)
+	if err != nil {
+		return st, err
+	}
+	defer conn.Close(ctx)
+	pids, err := runBackends(ctx, conn, db, nil)
+	if err != nil {
+		return st, err
+	}
+	for _, pid := range pids {
+		if d, err := schedTime(pid); err == nil {
+			st.backends[pid] = d
+		}
+	}
+	return st, nil
+}
+
+// floorMarkdown writes the phase's line.
+func floorMarkdown(p func(string, ...any), f *Floor) {
+	p("### PostgreSQL floor of a plain turn\n\n")
+	if f.Skipped != "" {
+		p("Skipped: %s.\n\n", f.Skipped)
+		return
+	}
+	p("Two one-row commits per turn (%d clients, %d conversations, %d-byte rows): **%.3f ms** of PostgreSQL CPU per turn, %.0f turns/s.\n\n",
+		f.Clients, f.Conversations, f.PayloadBytes, f.PostgresCPUMs, f.TurnsPerSec)
+}

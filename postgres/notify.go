@@ -83,6 +83,9 @@ type notification struct {
 
 var errBadNotification = errors.New("malformed notification")
 
+// maxPresized bounds the entries decodePayload allocates room for at once.
+const maxPresized = 64
+
 // encodeNotification renders n as a payload of its own.
 func encodeNotification(n notification) (string, error) {
 	e, err := encodeEntry(n)
@@ -204,9 +207,11 @@ func decodePayload(p string, unfollowed func(conv string) bool) (ns []notificati
 	if err != nil {
 		return nil, 0, errBadNotification
 	}
-	// One allocation for the entries: a notification is large, and
-	// growing the slice copied it over and over.
-	ns = make([]notification, 0, strings.Count(rest, "\n")+1)
+	// One allocation for the entries of a payload as senders pack them: a
+	// notification is large, and growing the slice copied it over and
+	// over. Bounded, so that a forged payload of empty lines does not
+	// allocate for each.
+	ns = make([]notification, 0, min(strings.Count(rest, "\n")+1, maxPresized))
 	for line := range strings.SplitSeq(rest, "\n") {
 		if unfollowed != nil && line != "" && line[0] == kindDurable {
 			if h, ok := durableHead(line); ok && unfollowed(h.conv) {

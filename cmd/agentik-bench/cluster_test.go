@@ -57,9 +57,6 @@ func TestBenchCluster(t *testing.T) {
 	if want := float64(runtime.NumCPU()) * 1000 / (run.AgentikCPUMs + run.PostgresCPUMs + run.LoadCPUMs); math.Abs(run.MachineCeiling-want) > 0.01 {
 		t.Errorf("machine ceiling %v, want %v", run.MachineCeiling, want)
 	}
-	if c := machineCeiling(2, ClusterRun{}); c != 0 {
-		t.Errorf("machine ceiling without CPU figures: %v", c)
-	}
 	if !strings.Contains(markdown(res), "| 2 | 4 | to another process | none |") {
 		t.Errorf("markdown:\n%s", markdown(res))
 	}
@@ -129,6 +126,21 @@ func TestClusterFlags(t *testing.T) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// TestMachineCeiling: the turns/s at which a run's CPU per turn fills the
+// machine's CPUs.
+func TestMachineCeiling(t *testing.T) {
+	if c := machineCeiling(2, ClusterRun{}); c != 0 {
+		t.Errorf("machine ceiling without CPU figures: %v", c)
+	}
+	// 2 ms of CPU a turn in all, on 2 CPUs: 1,000 turns/s fill them.
+	if c := machineCeiling(2, ClusterRun{AgentikCPUMs: 1, PostgresCPUMs: 0.5, LoadCPUMs: 0.5}); c != 1000 {
+		t.Errorf("machine ceiling of 2 ms a turn on 2 CPUs: %v", c)
+	}
+	if c := machineCeiling(4, ClusterRun{AgentikCPUMs: 2, PostgresCPUMs: 1.5, LoadCPUMs: 0.5}); c != 1000 {
+		t.Errorf("machine ceiling of 4 ms a turn on 4 CPUs: %v", c)
+	}
 }
 
 // TestPGFloor runs the pgfloor phase briefly on real PostgreSQL: it counts

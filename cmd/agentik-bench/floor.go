@@ -28,7 +28,7 @@ import (
 
 // floorPlan is what the phase measures.
 type floorPlan struct {
-	Clients  int           // connections, each with its own conversations
+	Clients  int           // connections, each with conversations of its own
 	Convs    int           // conversations in all
 	Duration time.Duration // measured (after a warm-up of a fifth of it)
 	Payload  int           // bytes of each journal row's payload
@@ -68,7 +68,7 @@ const qFloorCommit = `WITH c AS (UPDATE floor_conversations SET next_seq = next_
 // floorFlags registers the phase's flags; the function returned checks
 // them once parsed.
 func floorFlags(fs *flag.FlagSet) func() (floorPlan, error) {
-	clients := fs.Int("pgfloor-clients", 8, "pgfloor phase: connections (agentik's pool has 8)")
+	clients := fs.Int("pgfloor-clients", 8, "pgfloor phase: connections (the cluster phase gives each agentik process a pool of 8)")
 	convs := fs.Int("pgfloor-convs", 120, "pgfloor phase: conversations")
 	dur := fs.Duration("pgfloor-duration", 8*time.Second, "pgfloor phase: how long to measure (after a warm-up of a fifth of it)")
 	payload := fs.Int("pgfloor-payload", 300, "pgfloor phase: bytes of each journal row")
@@ -127,34 +127,19 @@ func (r *runner) floor(ctx context.Context) error {
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	var wg sync.WaitGroup
+	var connected sync.WaitGroup
+	connected.Add(fp.Clients)
 	errs := make(chan error, fp.Clients)
 	payload := strings.Repeat("x", fp.Payload)
 	for i := range fp.Clients {
 		wg.Go(func() {
-			if err := floorClient(runCtx, pool, i, fp, payload, &turns); err != nil && runCtx.Err() == nil {
+			if err := floorClient(runCtx, pool, i, fp, payload, &turns, connected.Done); err != nil && runCtx.Err() == nil {
 				errs <- err
 				stopRun()
 			}
 		})
 	}
-	warm := fp.Duration / 5
-	select {
-	case <-time.After(warm):
-	case <-runCtx.Done():
-	}
-	before, err := r.floorSnapshot(ctx, db)
-	if err != nil {
-		stopRun()
-		wg.Wait()
-		return err
-	}
-	t0, n0 := time.Now(), turns.Load()
-	select {
-	case <-time.After(fp.Duration):
-	case <-runCtx.Done():
-	}
-	elapsed, n := time.Since(t0), turns.Load()-n0
-	after, err := r.floorSnapshot(ctx, db)
+	n, elapsed, cpu, err := r.floorMeasure(runCtx, db, fp, &turns, connected.Wait)
 	stopRun()
 	wg.Wait()
 	close(errs)
@@ -179,26 +164,85 @@ func (r *runner) floor(ctx context.Context) error {
 	}
 	res.Turns, res.Seconds = n, round3(elapsed.Seconds())
 	res.TurnsPerSec = round3(float64(n) / elapsed.Seconds())
-	var cpu time.Duration
-	for pid, d := range after.backends {
-		cpu += d - before.backends[pid]
-	}
 	res.PostgresCPUMs = round3(ms(cpu) / float64(n))
 	r.logf("pgfloor: %d clients, %d conversations: %.0f minimal turns/s, PostgreSQL CPU %.3f ms per turn (two one-row commits)",
 		fp.Clients, fp.Convs, res.TurnsPerSec, res.PostgresCPUMs)
 	return nil
 }
 
-// floorClient runs minimal turns on its share of the conversations
-// (client i takes every Clients-th), until ctx ends.
-func floorClient(ctx context.Context, pool *pgxpool.Pool, i int, fp floorPlan, payload string, turns *atomic.Int64) error {
+// floorMeasure waits for every client's connection and the warm-up, then
+// measures for fp.Duration: the turns counted, the time, and the CPU of
+// the clients' backends, each read at the same two edges. The backends
+// are found once, after the warm-up; every one must be readable here
+// (PostgreSQL on this machine, in this pid namespace), or the figure
+// would leave some out.
+func (r *runner) floorMeasure(ctx context.Context, db clusterDB, fp floorPlan, turns *atomic.Int64, waitConnected func()) (n int64, elapsed, cpu time.Duration, err error) {
+	mon, err := pgx.Connect(ctx, r.pg.dsn)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer mon.Close(context.WithoutCancel(ctx))
+	waitConnected()
+	select {
+	case <-time.After(fp.Duration / 5):
+	case <-ctx.Done():
+		return 0, 0, 0, ctx.Err()
+	}
+	rows, err := mon.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend' AND pid <> pg_backend_pid()", db.name)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if len(pids) != fp.Clients {
+		return 0, 0, 0, fmt.Errorf("%d backends for %d clients", len(pids), fp.Clients)
+	}
+	cpu0, err := backendsCPU(pids)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	t0, n0 := time.Now(), turns.Load()
+	select {
+	case <-time.After(fp.Duration):
+	case <-ctx.Done():
+		return 0, 0, 0, ctx.Err()
+	}
+	cpu1, err := backendsCPU(pids)
+	elapsed, n = time.Since(t0), turns.Load()-n0
+	return n, elapsed, cpu1 - cpu0, err
+}
+
+// backendsCPU is the CPU time the backends have run, all of them or an
+// error.
+func backendsCPU(pids []int) (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range pids {
+		d, err := schedTime(pid)
+		if err != nil {
+			return 0, fmt.Errorf("backend %d: %w (PostgreSQL must run on this machine)", pid, err)
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+// floorClient runs minimal turns on its share of the conversations until
+// ctx ends: client i takes conversations i, i+Clients, i+2·Clients, …, so
+// no two clients share one. It calls connected once it holds its
+// connection.
+func floorClient(ctx context.Context, pool *pgxpool.Pool, i int, fp floorPlan, payload string, turns *atomic.Int64, connected func()) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
+		connected()
 		return err
 	}
 	defer conn.Release()
+	connected()
+	mine := (fp.Convs - i + fp.Clients - 1) / fp.Clients // at least 1: Convs ≥ Clients
 	for k := 0; ctx.Err() == nil; k++ {
-		conv := "c" + strconv.Itoa(1+(i+k*fp.Clients)%fp.Convs)
+		conv := "c" + strconv.Itoa(1+i+fp.Clients*(k%mine))
 		for _, role := range []string{"u", "a"} {
 			id := role + strconv.Itoa(i) + "-" + strconv.Itoa(k)
 			if _, err := conn.Exec(ctx, qFloorCommit, conv, id, payload); err != nil {
@@ -208,26 +252,6 @@ func floorClient(ctx context.Context, pool *pgxpool.Pool, i int, fp floorPlan, p
 		turns.Add(1)
 	}
 	return nil
-}
-
-// floorSnapshot reads the CPU of the database's backends.
-func (r *runner) floorSnapshot(ctx context.Context, db clusterDB) (clusterStats, error) {
-	st := clusterStats{backends: map[int]time.Duration{}}
-	conn, err := pgx.Connect(ctx, r.pg.dsn)
-	if err != nil {
-		return st, err
-	}
-	defer conn.Close(ctx)
-	pids, err := runBackends(ctx, conn, db, nil)
-	if err != nil {
-		return st, err
-	}
-	for _, pid := range pids {
-		if d, err := schedTime(pid); err == nil {
-			st.backends[pid] = d
-		}
-	}
-	return st, nil
 }
 
 // floorMarkdown writes the phase's line.

@@ -219,7 +219,7 @@ func bench(ctx context.Context, f flags, progress io.Writer) (*Results, error) {
 	case f.binary != "":
 		r.server.binary = f.binary
 	case f.phases == "pgfloor":
-		// No agentik process takes part.
+		res.Server = "none" // no agentik process takes part
 	default:
 		r.logf("building ./cmd/agentik")
 		if r.server.binary, err = buildBinary(ctx, dir); err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,24 +57,25 @@ type clusterPlan struct {
 
 // ClusterRun is one configuration's figures.
 type ClusterRun struct {
-	Processes      int     `json:"processes"`
-	Conversations  int     `json:"conversations"`
-	Mode           string  `json:"mode"` // spread or affinity
-	QuotaCPU       float64 `json:"quota_cpu"`
-	Turns          int     `json:"turns"`
-	Seconds        float64 `json:"seconds"`
-	TurnsPerSec    float64 `json:"turns_per_sec"`
-	Latency        Dist    `json:"latency"`
-	LostEnds       int     `json:"lost_ends"`       // streams whose end did not come within MaxWait (warm-up included)
-	MaxEndWaitMs   float64 `json:"max_end_wait_ms"` // the longest wait for an end, warm-up included
-	AgentikCPUMs   float64 `json:"agentik_cpu_ms"`  // per turn, every process
-	PostgresCPUMs  float64 `json:"postgres_cpu_ms"` // per turn, the run's backends
-	RoundTrips     float64 `json:"round_trips"`     // per turn
-	Statements     float64 `json:"statements"`      // per turn
-	Transactions   float64 `json:"transactions"`    // per turn (commits and rollbacks)
-	Backends       int     `json:"backends"`        // PostgreSQL backends of the run at its end
-	OwnDatabase    bool    `json:"own_database"`    // transactions are the run's alone
-	PerProcessRate float64 `json:"turns_per_sec_per_process"`
+	Processes      int      `json:"processes"`
+	Conversations  int      `json:"conversations"`
+	Mode           string   `json:"mode"` // spread or affinity
+	QuotaCPU       float64  `json:"quota_cpu"`
+	Turns          int      `json:"turns"`
+	Seconds        float64  `json:"seconds"`
+	TurnsPerSec    float64  `json:"turns_per_sec"`
+	Latency        Dist     `json:"latency"`
+	LostEnds       int      `json:"lost_ends"`          // streams whose end did not come within MaxWait, or came with another reason than completed, or broke (warm-up included)
+	Failures       []string `json:"failures,omitempty"` // the first few of those, why
+	MaxEndWaitMs   float64  `json:"max_end_wait_ms"`    // the longest wait for an end, warm-up included
+	AgentikCPUMs   float64  `json:"agentik_cpu_ms"`     // per turn, every process
+	PostgresCPUMs  float64  `json:"postgres_cpu_ms"`    // per turn, the run's backends
+	RoundTrips     float64  `json:"round_trips"`        // per turn
+	Statements     float64  `json:"statements"`         // per turn
+	Transactions   float64  `json:"transactions"`       // per turn (commits and rollbacks)
+	Backends       int      `json:"backends"`           // PostgreSQL backends of the run at its end
+	OwnDatabase    bool     `json:"own_database"`       // transactions are the run's alone
+	PerProcessRate float64  `json:"turns_per_sec_per_process"`
 	// The whole machine during the measured turns, from /proc/stat: the
 	// share of all its CPUs busy (1: none idle), and the CPU per turn of
 	// this process — the load generator and the scripted model, which
@@ -135,6 +137,9 @@ func (r *runner) cluster(ctx context.Context) error {
 				r.logf("cluster %d procs %d convs %s: %.1f turns/s, p50 %.1f p99 %.1f ms, lost ends %d (longest wait %.0f ms), CPU/turn agentik %.2f postgres %.2f ms, per turn %.1f round trips %.1f statements %.2f transactions; machine %.0f %% busy, load generator %.2f ms/turn, machine ceiling %.0f turns/s",
 					n, convs, mode, run.TurnsPerSec, run.Latency.P50Ms, run.Latency.P99Ms, run.LostEnds, run.MaxEndWaitMs,
 					run.AgentikCPUMs, run.PostgresCPUMs, run.RoundTrips, run.Statements, run.Transactions, 100*run.MachineBusy, run.LoadCPUMs, run.MachineCeiling)
+				for _, why := range run.Failures {
+					r.logf("cluster: a stream failed: %s", why)
+				}
 				if run.LostEnds > 0 {
 					failed = append(failed, fmt.Sprintf("%d processes %d conversations %s: %d streams waited more than %v for an end", n, convs, mode, run.LostEnds, cp.MaxWait))
 				}
@@ -198,6 +203,7 @@ func (r *runner) clusterRun(ctx context.Context, n, convs int, mode string) (run
 	run.Seconds = round3(elapsed.Seconds())
 	run.Latency = dist(lat).rounded()
 	run.LostEnds, run.MaxEndWaitMs = load.lost(), round3(ms(load.longest()))
+	run.Failures = load.failures()
 	if run.Turns > 0 {
 		run.TurnsPerSec = round3(float64(run.Turns) / elapsed.Seconds())
 		run.PerProcessRate = round3(run.TurnsPerSec / float64(n))
@@ -344,7 +350,11 @@ type clusterLoad struct {
 	mu     sync.Mutex
 	lostN  int
 	waitMx time.Duration
+	why    []string // the first few failures, each with its conversation
 }
+
+// maxFailures is how many failures a run keeps the reasons of.
+const maxFailures = 5
 
 type clusterConv struct {
 	id     string
@@ -423,7 +433,7 @@ func (l *clusterLoad) conversationTurns(ctx context.Context, c *clusterConv, k i
 		t0 := time.Now()
 		if err := c.post.send(ctx, c.id, prompt); err != nil {
 			c.dead = true
-			l.fail(0)
+			l.fail(0, c.id+": post: "+err.Error())
 			return lat
 		}
 		// A stream whose end does not come within maxWait is closed: the
@@ -434,7 +444,11 @@ func (l *clusterLoad) conversationTurns(ctx context.Context, c *clusterConv, k i
 		d := time.Since(t0)
 		if err != nil || !stopped {
 			c.dead = true
-			l.fail(d)
+			why := fmt.Sprintf("%s: after %v: %v", c.id, d.Round(time.Millisecond), err)
+			if !stopped {
+				why = fmt.Sprintf("%s: no end within %v", c.id, maxWait)
+			}
+			l.fail(d, why)
 			return lat
 		}
 		l.waited(d)
@@ -443,11 +457,20 @@ func (l *clusterLoad) conversationTurns(ctx context.Context, c *clusterConv, k i
 	return lat
 }
 
-func (l *clusterLoad) fail(d time.Duration) {
+func (l *clusterLoad) fail(d time.Duration, why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lostN++
 	l.waitMx = max(l.waitMx, d)
+	if len(l.why) < maxFailures {
+		l.why = append(l.why, why)
+	}
+}
+
+func (l *clusterLoad) failures() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.why)
 }
 
 func (l *clusterLoad) waited(d time.Duration) {

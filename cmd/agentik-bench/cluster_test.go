@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +189,17 @@ func TestPGFloor(t *testing.T) {
 	r = &runner{out: &progress, t0: time.Now(), res: skip, floorPlan: r.floorPlan}
 	if err := r.run(t.Context(), []string{"pgfloor"}); err != nil || skip.PGFloor == nil || !strings.Contains(skip.PGFloor.Skipped, "--pg") {
 		t.Errorf("without --pg: %v %+v", err, skip.PGFloor)
+	}
+}
+
+// TestClusterLoadFailures: every failure counts; the first few keep why.
+func TestClusterLoadFailures(t *testing.T) {
+	l := &clusterLoad{}
+	for i := range maxFailures + 2 {
+		l.fail(time.Duration(i)*time.Second, "conversation "+strconv.Itoa(i))
+	}
+	why := l.failures()
+	if l.lost() != maxFailures+2 || len(why) != maxFailures || why[0] != "conversation 0" || l.longest() != (maxFailures+1)*time.Second {
+		t.Errorf("lost %d, longest %v, why %q", l.lost(), l.longest(), why)
 	}
 }

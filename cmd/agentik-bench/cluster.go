@@ -87,8 +87,8 @@ type ClusterRun struct {
 	// every CPU of the machine busy: no run with these costs goes faster
 	// on this machine. It leaves out what else runs here (PostgreSQL's
 	// own background processes, the kernel's threads), so the real limit
-	// is lower. A ratio of processes that needs more than the ceiling of
-	// its run is out of this machine's reach, whatever the processes do.
+	// is lower. The costs per turn grow on a busy machine, so it bounds
+	// this run: a ratio that needs more than it was out of the run's reach.
 	MachineCeiling float64 `json:"machine_ceiling_turns_per_sec"`
 }
 
@@ -141,7 +141,7 @@ func (r *runner) cluster(ctx context.Context) error {
 					r.logf("cluster: a stream failed: %s", why)
 				}
 				if run.LostEnds > 0 {
-					failed = append(failed, fmt.Sprintf("%d processes %d conversations %s: %d streams waited more than %v for an end", n, convs, mode, run.LostEnds, cp.MaxWait))
+					failed = append(failed, fmt.Sprintf("%d processes %d conversations %s: %d streams failed (no end within %v, an end other than completed, a broken stream or a refused post)", n, convs, mode, run.LostEnds, cp.MaxWait))
 				}
 			}
 		}

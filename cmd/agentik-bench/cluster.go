@@ -65,16 +65,18 @@ type ClusterRun struct {
 	Seconds        float64  `json:"seconds"`
 	TurnsPerSec    float64  `json:"turns_per_sec"`
 	Latency        Dist     `json:"latency"`
-	LostEnds       int      `json:"lost_ends"`          // streams whose end did not come within MaxWait, or came with another reason than completed, or broke (warm-up included)
-	Failures       []string `json:"failures,omitempty"` // the first few of those, why
-	MaxEndWaitMs   float64  `json:"max_end_wait_ms"`    // the longest wait for an end, warm-up included
-	AgentikCPUMs   float64  `json:"agentik_cpu_ms"`     // per turn, every process
-	PostgresCPUMs  float64  `json:"postgres_cpu_ms"`    // per turn, the run's backends
-	RoundTrips     float64  `json:"round_trips"`        // per turn
-	Statements     float64  `json:"statements"`         // per turn
-	Transactions   float64  `json:"transactions"`       // per turn (commits and rollbacks)
-	Backends       int      `json:"backends"`           // PostgreSQL backends of the run at its end
-	OwnDatabase    bool     `json:"own_database"`       // transactions are the run's alone
+	LostEnds       int      `json:"lost_ends"`                      // streams whose end did not come within MaxWait, or came with another reason than completed, or broke (warm-up included)
+	Failures       []string `json:"failures,omitempty"`             // the first few of those, why
+	MaxEndWaitMs   float64  `json:"max_end_wait_ms"`                // the longest wait for an end, warm-up included
+	Warnings       int      `json:"server_warnings"`                // log lines at WARN or ERROR, every process, start-up to the last turn
+	WarningLines   []string `json:"server_warning_lines,omitempty"` // the first few of each process
+	AgentikCPUMs   float64  `json:"agentik_cpu_ms"`                 // per turn, every process
+	PostgresCPUMs  float64  `json:"postgres_cpu_ms"`                // per turn, the run's backends
+	RoundTrips     float64  `json:"round_trips"`                    // per turn
+	Statements     float64  `json:"statements"`                     // per turn
+	Transactions   float64  `json:"transactions"`                   // per turn (commits and rollbacks)
+	Backends       int      `json:"backends"`                       // PostgreSQL backends of the run at its end
+	OwnDatabase    bool     `json:"own_database"`                   // transactions are the run's alone
 	PerProcessRate float64  `json:"turns_per_sec_per_process"`
 	// The whole machine during the measured turns, from /proc/stat: the
 	// share of all its CPUs busy (1: none idle), and the CPU per turn of
@@ -140,6 +142,9 @@ func (r *runner) cluster(ctx context.Context) error {
 				for _, why := range run.Failures {
 					r.logf("cluster: a stream failed: %s", why)
 				}
+				if run.Warnings > 0 {
+					r.logf("cluster: the processes logged %d warnings; the first: %s", run.Warnings, strings.Join(run.WarningLines, "\n  "))
+				}
 				if run.LostEnds > 0 {
 					failed = append(failed, fmt.Sprintf("%d processes %d conversations %s: %d streams failed (no end within %v, an end other than completed, a broken stream or a refused post)", n, convs, mode, run.LostEnds, cp.MaxWait))
 				}
@@ -150,6 +155,17 @@ func (r *runner) cluster(ctx context.Context) error {
 		return errors.New(strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// clusterWarnings sums the warnings the processes logged and keeps the
+// first few of each.
+func clusterWarnings(procs []*clusterProc) (n int, first []string) {
+	for _, p := range procs {
+		k, lines := p.t.warns.seen()
+		n += k
+		first = append(first, lines...)
+	}
+	return n, first
 }
 
 // clusterProc is one agentik process of a run.
@@ -204,6 +220,7 @@ func (r *runner) clusterRun(ctx context.Context, n, convs int, mode string) (run
 	run.Latency = dist(lat).rounded()
 	run.LostEnds, run.MaxEndWaitMs = load.lost(), round3(ms(load.longest()))
 	run.Failures = load.failures()
+	run.Warnings, run.WarningLines = clusterWarnings(procs)
 	if run.Turns > 0 {
 		run.TurnsPerSec = round3(float64(run.Turns) / elapsed.Seconds())
 		run.PerProcessRate = round3(run.TurnsPerSec / float64(n))

@@ -203,3 +203,22 @@ func TestClusterLoadFailures(t *testing.T) {
 		t.Errorf("lost %d, longest %v, why %q", l.lost(), l.longest(), why)
 	}
 }
+
+// TestLogWarnings: lines at WARN and ERROR count, others do not; the
+// first few are kept.
+func TestLogWarnings(t *testing.T) {
+	w := &logWarnings{}
+	w.add(`{"time":"t","level":"INFO","msg":"agentik listening","addr":"127.0.0.1:1"}`)
+	w.add(`not JSON`)
+	for i := range maxWarnings + 1 {
+		level := "WARN"
+		if i%2 == 1 {
+			level = "ERROR"
+		}
+		w.add(`{"level":"` + level + `","msg":"m` + strconv.Itoa(i) + `"}`)
+	}
+	n, first := w.seen()
+	if n != maxWarnings+1 || len(first) != maxWarnings || !strings.Contains(first[0], `"msg":"m0"`) || !strings.Contains(first[1], "ERROR") {
+		t.Errorf("%d warnings, first %q", n, first)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,7 @@ type proc struct {
 	base   string
 	exited chan struct{}
 	tail   *logTail
+	warns  *logWarnings
 
 	mu        sync.Mutex
 	listeners map[string]string // "irc listening" → its address, from the log
@@ -176,7 +178,7 @@ func startProcess(ctx context.Context, sc serverConfig) (target, time.Duration, 
 	if err != nil {
 		return nil, 0, err
 	}
-	p := &proc{cmd: cmd, exited: make(chan struct{}), tail: &logTail{}, listeners: map[string]string{}}
+	p := &proc{cmd: cmd, exited: make(chan struct{}), tail: &logTail{}, warns: &logWarnings{}, listeners: map[string]string{}}
 	addr := make(chan string, 1)
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -190,6 +192,7 @@ func startProcess(ctx context.Context, sc serverConfig) (target, time.Duration, 
 		for sc.Scan() {
 			line := sc.Text()
 			p.tail.add(line)
+			p.warns.add(line)
 			var rec struct {
 				Msg  string `json:"msg"`
 				Addr string `json:"addr"`
@@ -330,6 +333,37 @@ func (t *logTail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return "server log (last lines):\n  " + strings.Join(t.lines, "\n  ")
+}
+
+// logWarnings counts the server's log lines at WARN or ERROR and keeps
+// the first few: a failed stream of a benchmark says what the server saw.
+type logWarnings struct {
+	mu    sync.Mutex
+	n     int
+	first []string
+}
+
+// maxWarnings is how many warning lines a process keeps.
+const maxWarnings = 5
+
+// add takes one line of the JSON log (AGENTIK_LOG_FORMAT=json).
+func (w *logWarnings) add(l string) {
+	if !strings.Contains(l, `"level":"WARN"`) && !strings.Contains(l, `"level":"ERROR"`) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	if len(w.first) < maxWarnings {
+		w.first = append(w.first, l)
+	}
+}
+
+// seen returns how many warnings were logged and the first few.
+func (w *logWarnings) seen() (int, []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n, slices.Clone(w.first)
 }
 
 // inProcess runs the same stack as `agentik serve` (SQLite store, in-process

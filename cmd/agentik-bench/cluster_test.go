@@ -205,9 +205,11 @@ func TestClusterLoadFailures(t *testing.T) {
 }
 
 // TestLogWarnings: lines at WARN and ERROR count, others do not; the
-// first few are kept.
+// first few are kept; restart forgets those before it.
 func TestLogWarnings(t *testing.T) {
 	w := &logWarnings{}
+	w.add(`{"level":"WARN","msg":"start-up"}`)
+	w.restart()
 	w.add(`{"time":"t","level":"INFO","msg":"agentik listening","addr":"127.0.0.1:1"}`)
 	w.add(`not JSON`)
 	for i := range maxWarnings + 1 {

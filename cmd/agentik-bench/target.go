@@ -359,6 +359,13 @@ func (w *logWarnings) add(l string) {
 	}
 }
 
+// restart forgets the warnings logged so far (start-up's).
+func (w *logWarnings) restart() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n, w.first = 0, nil
+}
+
 // seen returns how many warnings were logged and the first few.
 func (w *logWarnings) seen() (int, []string) {
 	w.mu.Lock()

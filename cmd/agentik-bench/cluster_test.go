@@ -144,49 +144,56 @@ func TestMachineCeiling(t *testing.T) {
 	}
 }
 
-// TestPGFloor runs the pgfloor phase briefly on real PostgreSQL: it counts
-// turns whose rows it finds committed, reports its backends' CPU per turn,
-// and leaves no database behind; without --pg it says why it skips.
+// TestPGFloor runs the pgfloor phase briefly on real PostgreSQL, in each
+// shape: it counts turns whose rows it finds committed, reports its
+// backends' CPU per turn, and leaves no database behind; without --pg it
+// says why it skips.
 func TestPGFloor(t *testing.T) {
 	dsn := os.Getenv("AGENTIK_TEST_DATABASE_URL")
 	if dsn == "" {
 		testenv.Missing(t, "AGENTIK_TEST_DATABASE_URL is not set: the bench's pgfloor phase is not tested")
 	}
-	var progress bytes.Buffer
-	res := &Results{Mode: "test"}
-	pg := &pgSchemas{dsn: dsn}
-	r := &runner{out: &progress, t0: time.Now(), res: res, pg: pg,
-		floorPlan: floorPlan{Clients: 2, Convs: 4, Duration: 500 * time.Millisecond, Payload: 50}}
-	err := r.run(t.Context(), []string{"pgfloor"})
-	dbs := append([]string(nil), pg.databases...)
-	if derr := pg.dropAll(); derr != nil {
-		t.Error(derr)
-	}
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, progress.String())
-	}
-	f := res.PGFloor
-	if f == nil || f.Skipped != "" || f.Turns <= 0 || f.TurnsPerSec <= 0 || f.PostgresCPUMs <= 0 || f.Clients != 2 || f.Conversations != 4 {
-		t.Fatalf("floor %+v\n%s", f, progress.String())
-	}
-	if md := markdown(res); !strings.Contains(md, "### PostgreSQL floor of a plain turn") || !strings.Contains(md, "(2 clients, 4 conversations, 50-byte rows)") {
-		t.Errorf("markdown:\n%s", md)
-	}
-	if len(dbs) != 1 {
-		t.Fatalf("databases %v", dbs)
-	}
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var n int
-	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_database WHERE datname = $1", dbs[0]).Scan(&n); err != nil || n != 0 {
-		t.Errorf("database %s left behind: %d %v", dbs[0], n, err)
+	heading := map[string]string{"minimal": "Two one-row commits per turn", "journal": "A turn's journal on agentik's schema", "agentik": "Everything a plain turn writes"}
+	for _, shape := range floorShapes {
+		t.Run(shape, func(t *testing.T) {
+			var progress bytes.Buffer
+			res := &Results{Mode: "test"}
+			pg := &pgSchemas{dsn: dsn}
+			r := &runner{out: &progress, t0: time.Now(), res: res, pg: pg,
+				floorPlan: floorPlan{Clients: 2, Convs: 4, Duration: 500 * time.Millisecond, Payload: 50, Shape: shape}}
+			err := r.run(t.Context(), []string{"pgfloor"})
+			dbs := append([]string(nil), pg.databases...)
+			if derr := pg.dropAll(); derr != nil {
+				t.Error(derr)
+			}
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, progress.String())
+			}
+			f := res.PGFloor
+			if f == nil || f.Skipped != "" || f.Shape != shape || f.Turns <= 0 || f.TurnsPerSec <= 0 || f.PostgresCPUMs <= 0 || f.Clients != 2 || f.Conversations != 4 {
+				t.Fatalf("floor %+v\n%s", f, progress.String())
+			}
+			if md := markdown(res); !strings.Contains(md, "### PostgreSQL floor of a plain turn") || !strings.Contains(md, heading[shape]) || !strings.Contains(md, "(2 clients, 4 conversations, 50-byte rows)") {
+				t.Errorf("markdown:\n%s", md)
+			}
+			if len(dbs) != 1 {
+				t.Fatalf("databases %v", dbs)
+			}
+			conn, err := pgx.Connect(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			var n int
+			if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_database WHERE datname = $1", dbs[0]).Scan(&n); err != nil || n != 0 {
+				t.Errorf("database %s left behind: %d %v", dbs[0], n, err)
+			}
+		})
 	}
 
+	var progress bytes.Buffer
 	skip := &Results{}
-	r = &runner{out: &progress, t0: time.Now(), res: skip, floorPlan: r.floorPlan}
+	r := &runner{out: &progress, t0: time.Now(), res: skip, floorPlan: floorPlan{Clients: 2, Convs: 4, Duration: 500 * time.Millisecond, Shape: "minimal"}}
 	if err := r.run(t.Context(), []string{"pgfloor"}); err != nil || skip.PGFloor == nil || !strings.Contains(skip.PGFloor.Skipped, "--pg") {
 		t.Errorf("without --pg: %v %+v", err, skip.PGFloor)
 	}

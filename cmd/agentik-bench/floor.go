@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,10 +33,12 @@ type floorPlan struct {
 	Convs    int           // conversations in all
 	Duration time.Duration // measured (after a warm-up of a fifth of it)
 	Payload  int           // bytes of each journal row's payload
+	Shape    string        // minimal, journal or agentik (floorshape.go)
 }
 
 // Floor is the phase's outcome.
 type Floor struct {
+	Shape         string  `json:"shape"`
 	Clients       int     `json:"clients"`
 	Conversations int     `json:"conversations"`
 	PayloadBytes  int     `json:"payload_bytes"`
@@ -72,9 +75,12 @@ func floorFlags(fs *flag.FlagSet) func() (floorPlan, error) {
 	convs := fs.Int("pgfloor-convs", 120, "pgfloor phase: conversations")
 	dur := fs.Duration("pgfloor-duration", 8*time.Second, "pgfloor phase: how long to measure (after a warm-up of a fifth of it)")
 	payload := fs.Int("pgfloor-payload", 300, "pgfloor phase: bytes of each journal row")
+	shape := fs.String("pgfloor-shape", "minimal", "pgfloor phase: minimal (two one-row commits), journal or agentik (agentik's schema, each commit one statement; floorshape.go)")
 	return func() (floorPlan, error) {
-		p := floorPlan{Clients: *clients, Convs: *convs, Duration: *dur, Payload: *payload}
+		p := floorPlan{Clients: *clients, Convs: *convs, Duration: *dur, Payload: *payload, Shape: *shape}
 		switch {
+		case !slices.Contains(floorShapes, p.Shape):
+			return p, fmt.Errorf("--pgfloor-shape: one of %s", strings.Join(floorShapes, ", "))
 		case p.Clients < 1 || p.Clients > 256:
 			return p, errors.New("--pgfloor-clients: 1…256")
 		case p.Convs < p.Clients || p.Convs > 100_000:
@@ -91,7 +97,7 @@ func floorFlags(fs *flag.FlagSet) func() (floorPlan, error) {
 // floor runs the phase.
 func (r *runner) floor(ctx context.Context) error {
 	fp := r.floorPlan
-	res := &Floor{Clients: fp.Clients, Conversations: fp.Convs, PayloadBytes: fp.Payload}
+	res := &Floor{Shape: fp.Shape, Clients: fp.Clients, Conversations: fp.Convs, PayloadBytes: fp.Payload}
 	r.res.PGFloor = res
 	if r.pg == nil {
 		res.Skipped = "needs PostgreSQL (--pg)"
@@ -117,10 +123,7 @@ func (r *runner) floor(ctx context.Context) error {
 		return err
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, floorSchema); err != nil {
-		return fmt.Errorf("schema: %w", err)
-	}
-	if _, err := pool.Exec(ctx, `INSERT INTO floor_conversations SELECT 'c' || i, 0, 0 FROM generate_series(1, $1::int) i`, fp.Convs); err != nil {
+	if err := floorPrepare(ctx, pool, db.dsn, fp.Shape, fp.Convs); err != nil {
 		return err
 	}
 	var turns atomic.Int64
@@ -149,15 +152,8 @@ func (r *runner) floor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Every turn counted committed its two rows. A turn cut by the stop
-	// is not counted, and may have committed one or both of its rows:
-	// the server commits a statement whose caller gave up waiting.
-	var rows int64
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM floor_messages").Scan(&rows); err != nil {
+	if err := floorCheck(ctx, pool, fp.Shape, turns.Load(), int64(fp.Clients)); err != nil {
 		return err
-	}
-	if all := turns.Load(); rows < 2*all || rows > 2*all+2*int64(fp.Clients) {
-		return fmt.Errorf("%d journal rows for %d turns", rows, all)
 	}
 	if n == 0 {
 		return fmt.Errorf("no turn committed in %v", fp.Duration)
@@ -165,8 +161,8 @@ func (r *runner) floor(ctx context.Context) error {
 	res.Turns, res.Seconds = n, round3(elapsed.Seconds())
 	res.TurnsPerSec = round3(float64(n) / elapsed.Seconds())
 	res.PostgresCPUMs = round3(ms(cpu) / float64(n))
-	r.logf("pgfloor: %d clients, %d conversations: %.0f minimal turns/s, PostgreSQL CPU %.3f ms per turn (two one-row commits)",
-		fp.Clients, fp.Convs, res.TurnsPerSec, res.PostgresCPUMs)
+	r.logf("pgfloor: %s shape, %d clients, %d conversations: %.0f turns/s, PostgreSQL CPU %.3f ms per turn",
+		fp.Shape, fp.Clients, fp.Convs, res.TurnsPerSec, res.PostgresCPUMs)
 	return nil
 }
 
@@ -241,11 +237,13 @@ func floorClient(ctx context.Context, pool *pgxpool.Pool, i int, fp floorPlan, p
 	defer conn.Release()
 	connected()
 	mine := (fp.Convs - i + fp.Clients - 1) / fp.Clients // at least 1: Convs ≥ Clients
+	turn := floorTurnOf(fp.Shape)
 	for k := 0; ctx.Err() == nil; k++ {
 		conv := "c" + strconv.Itoa(1+i+fp.Clients*(k%mine))
-		for _, role := range []string{"u", "a"} {
-			id := role + strconv.Itoa(i) + "-" + strconv.Itoa(k)
-			if _, err := conn.Exec(ctx, qFloorCommit, conv, id, payload); err != nil {
+		for j, st := range turn {
+			id := strconv.Itoa(j) + "-" + strconv.Itoa(i) + "-" + strconv.Itoa(k)
+			args := []any{conv, id, payload, time.Now(), floorVector}
+			if _, err := conn.Exec(ctx, st.sql, args[:st.args]...); err != nil {
 				return err
 			}
 		}
@@ -261,6 +259,11 @@ func floorMarkdown(p func(string, ...any), f *Floor) {
 		p("Skipped: %s.\n\n", f.Skipped)
 		return
 	}
-	p("Two one-row commits per turn (%d clients, %d conversations, %d-byte rows): **%.3f ms** of PostgreSQL CPU per turn, %.0f turns/s.\n\n",
-		f.Clients, f.Conversations, f.PayloadBytes, f.PostgresCPUMs, f.TurnsPerSec)
+	what := map[string]string{
+		"minimal": "Two one-row commits per turn",
+		"journal": "A turn's journal on agentik's schema, each commit one statement",
+		"agentik": "Everything a plain turn writes on agentik's schema, each commit one statement",
+	}[f.Shape]
+	p("%s (%d clients, %d conversations, %d-byte rows): **%.3f ms** of PostgreSQL CPU per turn, %.0f turns/s.\n\n",
+		what, f.Clients, f.Conversations, f.PayloadBytes, f.PostgresCPUMs, f.TurnsPerSec)
 }

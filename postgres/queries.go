@@ -38,16 +38,19 @@ const (
 	// first open turn's payload is read: the others are listed (TurnQueue).
 	// Part 2 is the conversation's head (TurnQueue.Head), when a turn is
 	// open. Part 1 takes the first turn's seq as a value (no turn: NULL,
-	// no rows), so that the index scan starts at it whatever the planner
-	// knows: joined with f instead, a young database's plan (no statistics
-	// yet, autovacuum's first ANALYZE up to a minute away) read every
-	// message of the conversation.
+	// no rows) and asks for seq order, so that it is one range of the
+	// primary key, starting at the turn, in every plan. Joined with f, a
+	// plan made while the journal was empty (a young database; a
+	// connection keeps its cached plan until an ANALYZE) read every
+	// message of the conversation; without the order it scanned
+	// messages_children, every entry of the conversation.
 	qQueue = `WITH o AS (SELECT seq, id FROM open_turns WHERE conversation_id = $1),
 		f AS (SELECT seq, id FROM o ORDER BY seq LIMIT 1)
 		SELECT 0 AS part, o.seq, o.id, NULL::text AS payload, NULL::text AS images FROM o, f WHERE o.seq > f.seq
 		UNION ALL
-		SELECT 1, m.seq, m.id, m.payload, m.images FROM messages m
+		(SELECT 1, m.seq, m.id, m.payload, m.images FROM messages m
 			WHERE m.conversation_id = $1 AND m.seq >= (SELECT seq FROM f) AND (m.seq = (SELECT seq FROM f) OR m.reply_to = (SELECT id FROM f))
+			ORDER BY m.seq)
 		UNION ALL
 		SELECT 2, c.head, '', NULL, NULL FROM conversations c, f WHERE c.id = $1
 		ORDER BY part, seq`

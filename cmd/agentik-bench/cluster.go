@@ -68,7 +68,7 @@ type ClusterRun struct {
 	LostEnds       int      `json:"lost_ends"`                      // streams whose end did not come within MaxWait, or came with another reason than completed, or broke (warm-up included)
 	Failures       []string `json:"failures,omitempty"`             // the first few of those, why
 	MaxEndWaitMs   float64  `json:"max_end_wait_ms"`                // the longest wait for an end, warm-up included
-	Warnings       int      `json:"server_warnings"`                // log lines at WARN or ERROR, every process, from the first conversation created to the last turn
+	Warnings       int      `json:"server_warnings"`                // log lines at WARN or ERROR, every process, from the first conversation created to the end of the measurement
 	WarningLines   []string `json:"server_warning_lines,omitempty"` // the first few of each process
 	AgentikCPUMs   float64  `json:"agentik_cpu_ms"`                 // per turn, every process
 	PostgresCPUMs  float64  `json:"postgres_cpu_ms"`                // per turn, the run's backends

@@ -224,7 +224,7 @@ func backendsCPU(pids []int) (time.Duration, error) {
 	return sum, nil
 }
 
-// floorClient runs minimal turns on its share of the conversations until
+// floorClient runs its shape's turns on its share of the conversations until
 // ctx ends: client i takes conversations i, i+Clients, i+2·Clients, …, so
 // no two clients share one. It calls connected once it holds its
 // connection.

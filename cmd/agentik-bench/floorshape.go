@@ -26,7 +26,8 @@ import (
 //     statement: the journal rows with their search vectors, the event
 //     log (the user message; the answer and end), one agent event per
 //     commit, the working memory, the open turn and the counters with
-//     updated_at, and the queue read.
+//     updated_at, and the queue read. Not counted: the sequencer's later
+//     numbering of the agent events (agentik's runs number many at once).
 var floorShapes = []string{"minimal", "journal", "agentik"}
 
 // floorStmt is one statement of a shape's turn. Its parameters are the
@@ -54,7 +55,8 @@ func floorTurnOf(shape string) []floorStmt {
 }
 
 // floorVector is the search vector of each journal row of the agentik
-// shape, sent as agentik sends the one it computes.
+// shape. It goes as text, which the server parses; agentik sends the one
+// it computes in binary.
 const floorVector = "floor:1 plain:2 turn:3 five:4 words:5 answer:6 question:7"
 
 // qFloorQueue reads the conversation's first open turn's message. The

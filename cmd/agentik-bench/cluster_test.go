@@ -153,7 +153,7 @@ func TestPGFloor(t *testing.T) {
 	if dsn == "" {
 		testenv.Missing(t, "AGENTIK_TEST_DATABASE_URL is not set: the bench's pgfloor phase is not tested")
 	}
-	heading := map[string]string{"minimal": "Two one-row commits per turn", "journal": "A turn's journal on agentik's schema", "agentik": "Everything a plain turn writes"}
+	heading := map[string]string{"minimal": "Two one-row commits per turn", "journal": "A turn's journal on agentik's schema", "agentik": "Everything a plain turn writes on agentik's schema, each commit one statement", "split": "one statement a row, each commit one batch"}
 	for _, shape := range floorShapes {
 		t.Run(shape, func(t *testing.T) {
 			var progress bytes.Buffer

@@ -75,7 +75,7 @@ func floorFlags(fs *flag.FlagSet) func() (floorPlan, error) {
 	convs := fs.Int("pgfloor-convs", 120, "pgfloor phase: conversations")
 	dur := fs.Duration("pgfloor-duration", 8*time.Second, "pgfloor phase: how long to measure (after a warm-up of a fifth of it)")
 	payload := fs.Int("pgfloor-payload", 300, "pgfloor phase: bytes of each journal row")
-	shape := fs.String("pgfloor-shape", "minimal", "pgfloor phase: minimal (two one-row commits), journal or agentik (agentik's schema, each commit one statement; floorshape.go)")
+	shape := fs.String("pgfloor-shape", "minimal", "pgfloor phase: minimal (two one-row commits), journal or agentik (agentik's schema, each commit one statement), split (agentik's writes one statement a row, each commit one batch; floorshape.go)")
 	return func() (floorPlan, error) {
 		p := floorPlan{Clients: *clients, Convs: *convs, Duration: *dur, Payload: *payload, Shape: *shape}
 		switch {
@@ -238,18 +238,45 @@ func floorClient(ctx context.Context, pool *pgxpool.Pool, i int, fp floorPlan, p
 	connected()
 	mine := (fp.Convs - i + fp.Clients - 1) / fp.Clients // at least 1: Convs ≥ Clients
 	turn := floorTurnOf(fp.Shape)
+	seqs := map[string]int64{} // each conversation's next seq (conversations start at 1)
 	for k := 0; ctx.Err() == nil; k++ {
 		conv := "c" + strconv.Itoa(1+i+fp.Clients*(k%mine))
-		for j, st := range turn {
+		seq := max(seqs[conv], 1)
+		for j, step := range turn {
 			id := strconv.Itoa(j) + "-" + strconv.Itoa(i) + "-" + strconv.Itoa(k)
-			args := []any{conv, id, payload, time.Now(), floorVector}
-			if _, err := conn.Exec(ctx, st.sql, args[:st.args]...); err != nil {
+			values := [...]any{argConv: conv, argID: id, argPayload: payload, argTime: time.Now(), argSeq: seq, argVector: floorVector}
+			if err := floorRun(ctx, conn.Conn(), step, values[:]); err != nil {
 				return err
 			}
+			if len(step) > 1 {
+				seq++ // a split commit inserted message seq (other shapes number in SQL)
+			}
 		}
+		seqs[conv] = seq
 		turns.Add(1)
 	}
 	return nil
+}
+
+// floorRun runs one transaction of a turn: its statement, or its
+// statements in one batch.
+func floorRun(ctx context.Context, conn *pgx.Conn, step floorStep, values []any) error {
+	args := func(st floorStmt) []any {
+		a := make([]any, len(st.args))
+		for i, k := range st.args {
+			a[i] = values[k]
+		}
+		return a
+	}
+	if len(step) == 1 {
+		_, err := conn.Exec(ctx, step[0].sql, args(step[0])...)
+		return err
+	}
+	var b pgx.Batch
+	for _, st := range step {
+		b.Queue(st.sql, args(st)...)
+	}
+	return conn.SendBatch(ctx, &b).Close()
 }
 
 // floorMarkdown writes the phase's line.
@@ -263,6 +290,7 @@ func floorMarkdown(p func(string, ...any), f *Floor) {
 		"minimal": "Two one-row commits per turn",
 		"journal": "A turn's journal on agentik's schema, each commit one statement",
 		"agentik": "Everything a plain turn writes on agentik's schema, each commit one statement",
+		"split":   "Everything a plain turn writes on agentik's schema, one statement a row, each commit one batch",
 	}[f.Shape]
 	p("%s (%d clients, %d conversations, %d-byte rows): **%.3f ms** of PostgreSQL CPU per turn, %.0f turns/s.\n\n",
 		what, f.Clients, f.Conversations, f.PayloadBytes, f.PostgresCPUMs, f.TurnsPerSec)

@@ -11,10 +11,10 @@ import (
 )
 
 // The pgfloor phase's shapes (--pgfloor-shape). "minimal" is the floor
-// itself: two one-row commits on a schema of two tables. The other two
-// run on agentik's own schema (its migrations), with every write of a
-// commit in one statement, the fewest a storage design of that schema
-// could send, so that they bound what merging statements could save:
+// itself: two one-row commits on a schema of two tables. The others run
+// on agentik's own schema (its migrations). "journal" and "agentik" send
+// every write of a commit in one statement, the fewest a storage design
+// of that schema could send; "split" sends them as agentik does:
 //
 //   - "journal": a turn's journal and nothing else. The user message's
 //     commit inserts its journal row (the schema's trigger opens the
@@ -28,30 +28,85 @@ import (
 //     commit, the working memory, the open turn and the counters with
 //     updated_at, and the queue read. Not counted: the sequencer's later
 //     numbering of the agent events (agentik's runs number many at once).
-var floorShapes = []string{"minimal", "journal", "agentik"}
+//   - "split": the agentik shape's writes as agentik's store sends them,
+//     one statement a row behind a guard that takes the row lock, each
+//     commit one batch. Against "agentik" it measures what merging the
+//     statements of a commit would save.
+var floorShapes = []string{"minimal", "journal", "agentik", "split"}
 
-// floorStmt is one statement of a shape's turn. Its parameters are the
-// first args of (conversation, message id, payload, time, search vector).
+// The values a turn's statements draw their parameters from (floorStmt).
+const (
+	argConv = iota
+	argID
+	argPayload
+	argTime
+	argSeq // the message's seq, from the client's count (split)
+	argVector
+)
+
+// floorStmt is one statement of a shape's turn; its parameters are the
+// turn's values at args, in order.
 type floorStmt struct {
 	sql  string
-	args int
+	args []int
 }
 
-// floorTurnOf returns a shape's turn, its statements in order.
-func floorTurnOf(shape string) []floorStmt {
-	if shape == "minimal" {
-		return []floorStmt{{qFloorCommit, 3}, {qFloorCommit, 3}}
+// floorStep is one transaction of a turn: one statement, or several sent
+// as one batch (one round trip, one implicit transaction), as agentik
+// sends a commit.
+type floorStep []floorStmt
+
+// floorTurnOf returns a shape's turn, its transactions in order.
+func floorTurnOf(shape string) []floorStep {
+	switch shape {
+	case "minimal":
+		c := floorStep{{qFloorCommit, []int{argConv, argID, argPayload}}}
+		return []floorStep{c, c}
+	case "split":
+		return []floorStep{
+			floorSplitCommit("user_message", []string{"user_message"}, false),
+			{{qFloorQueue, []int{argConv}}},
+			floorSplitCommit("assistant_message", []string{"assistant_message", "end"}, true),
+		}
 	}
 	full := shape == "agentik"
-	args := 4
+	args := []int{argConv, argID, argPayload, argTime}
 	if full {
-		args = 5
+		args = append(args, argVector)
 	}
-	return []floorStmt{
-		{floorCommit(full, "user_message", []string{"user_message"}, false), args},
-		{qFloorQueue, 1},
-		{floorCommit(full, "assistant_message", []string{"assistant_message", "end"}, true), args},
+	return []floorStep{
+		{{floorCommit(full, "user_message", []string{"user_message"}, false), args}},
+		{{qFloorQueue, []int{argConv}}},
+		{{floorCommit(full, "assistant_message", []string{"assistant_message", "end"}, true), args}},
 	}
+}
+
+// floorSplitCommit is one commit of the split shape: the agentik shape's
+// writes as agentik's store sends them, one statement a row, in one
+// batch. The guard takes the conversation's row lock and checks the
+// client's count; the last statement inserts the agent event and moves
+// the counters.
+func floorSplitCommit(msgType string, events []string, closes bool) floorStep {
+	step := floorStep{
+		{`SELECT 1 / coalesce((SELECT CASE WHEN next_seq = $2 THEN 1 ELSE 0 END FROM conversations WHERE id = $1 FOR UPDATE), 0)`,
+			[]int{argConv, argSeq}},
+		{`INSERT INTO messages (conversation_id, seq, id, type, date, reply_to, payload, parent, search, search_scope)
+			VALUES ($1, $2::bigint, $3, '` + msgType + `', $4, '', $5, $2::bigint - 1, $6::tsvector, 'scope')`,
+			[]int{argConv, argSeq, argID, argTime, argPayload, argVector}},
+	}
+	if closes {
+		step = append(step, floorStmt{`DELETE FROM open_turns WHERE conversation_id = $1`, []int{argConv}})
+	}
+	for _, e := range events {
+		step = append(step, floorStmt{`INSERT INTO events (cursor, conversation_id, type, date, payload)
+			VALUES (nextval('event_cursors'), $1, '` + e + `', $2, $3)`, []int{argConv, argTime, argPayload}})
+	}
+	return append(step,
+		floorStmt{`INSERT INTO memory (conversation_id, ord, payload) VALUES ($1, $2, $3)`, []int{argConv, argSeq, argPayload}},
+		floorStmt{`WITH a AS (INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id)
+			VALUES ($1, 'floor', 'conversation_updated', $3, left($4, 150), 'default'))
+			UPDATE conversations SET next_seq = $2::bigint + 1, next_ord = next_ord + 1, head = $2::bigint, updated_at = $3,
+				last_cursor = currval('event_cursors') WHERE id = $1`, []int{argConv, argSeq, argTime, argPayload}})
 }
 
 // floorVector is the search vector of each journal row of the agentik
@@ -111,6 +166,7 @@ func floorWrites(shape string) []floorRows {
 	case "journal":
 		return []floorRows{{"messages", 2}, {"open_turns", 0}}
 	}
+	// agentik and split
 	return []floorRows{{"messages", 2}, {"open_turns", 0}, {"events", 3}, {"agent_events", 2}, {"memory", 2}}
 }
 

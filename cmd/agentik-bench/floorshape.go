@@ -24,7 +24,7 @@ import (
 //     stream, working memory or search vectors.
 //   - "agentik": what a plain turn of this store writes, each commit one
 //     statement: the journal rows with their search vectors, the event
-//     log (the user message; the answer and end), one agent event per
+//     log (the user message, the answer: `end` is not stored), one agent event per
 //     commit, the working memory, the open turn and the counters with
 //     updated_at, and the queue read. Not counted: the sequencer's later
 //     numbering of the agent events (agentik's runs number many at once).
@@ -64,9 +64,9 @@ func floorTurnOf(shape string) []floorStep {
 		return []floorStep{c, c}
 	case "split":
 		return []floorStep{
-			floorSplitCommit("user_message", []string{"user_message"}, false),
+			floorSplitCommit("user_message", false),
 			{{qFloorQueue, []int{argConv}}},
-			floorSplitCommit("assistant_message", []string{"assistant_message", "end"}, true),
+			floorSplitCommit("assistant_message", true),
 		}
 	}
 	full := shape == "agentik"
@@ -75,9 +75,9 @@ func floorTurnOf(shape string) []floorStep {
 		args = append(args, argVector)
 	}
 	return []floorStep{
-		{{floorCommit(full, "user_message", []string{"user_message"}, false), args}},
+		{{floorCommit(full, "user_message", false), args}},
 		{{qFloorQueue, []int{argConv}}},
-		{{floorCommit(full, "assistant_message", []string{"assistant_message", "end"}, true), args}},
+		{{floorCommit(full, "assistant_message", true), args}},
 	}
 }
 
@@ -86,7 +86,7 @@ func floorTurnOf(shape string) []floorStep {
 // batch. The guard takes the conversation's row lock and checks the
 // client's count; the last statement inserts the agent event and moves
 // the counters.
-func floorSplitCommit(msgType string, events []string, closes bool) floorStep {
+func floorSplitCommit(msgType string, closes bool) floorStep {
 	step := floorStep{
 		{`SELECT 1 / coalesce((SELECT CASE WHEN next_seq = $2 THEN 1 ELSE 0 END FROM conversations WHERE id = $1 FOR UPDATE), 0)`,
 			[]int{argConv, argSeq}},
@@ -97,11 +97,9 @@ func floorSplitCommit(msgType string, events []string, closes bool) floorStep {
 	if closes {
 		step = append(step, floorStmt{`DELETE FROM open_turns WHERE conversation_id = $1`, []int{argConv}})
 	}
-	for _, e := range events {
-		step = append(step, floorStmt{`INSERT INTO events (cursor, conversation_id, type, date, payload)
-			VALUES (nextval('event_cursors'), $1, '` + e + `', $2, $3)`, []int{argConv, argTime, argPayload}})
-	}
 	return append(step,
+		floorStmt{`INSERT INTO events (cursor, conversation_id, type, date, payload)
+			VALUES (nextval('event_cursors'), $1, '` + msgType + `', $2, $3)`, []int{argConv, argTime, argPayload}},
 		floorStmt{`INSERT INTO memory (conversation_id, ord, payload) VALUES ($1, $2, $3)`, []int{argConv, argSeq, argPayload}},
 		floorStmt{`WITH a AS (INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id)
 			VALUES ($1, 'floor', 'conversation_updated', $3, left($4, 150), 'default'))
@@ -125,11 +123,11 @@ const qFloorQueue = `SELECT payload FROM messages
 // statement: the counters' update locks the conversation's row and
 // numbers the message, the rest hangs off it. It fails (division by
 // zero) when the conversation is missing.
-func floorCommit(full bool, msgType string, events []string, closes bool) string {
+func floorCommit(full bool, msgType string, closes bool) string {
 	var b strings.Builder
 	b.WriteString(`WITH u AS (UPDATE conversations SET next_seq = next_seq + 1, next_ord = next_ord + 1, head = next_seq`)
 	if full {
-		b.WriteString(`, updated_at = $4, last_cursor = last_cursor + ` + fmt.Sprint(len(events)))
+		b.WriteString(`, updated_at = $4, last_cursor = last_cursor + 1`)
 	}
 	b.WriteString(` WHERE id = $1 RETURNING next_seq - 1 AS seq)`)
 	search := "NULL, NULL"
@@ -143,7 +141,7 @@ func floorCommit(full bool, msgType string, events []string, closes bool) string
 	}
 	if full {
 		fmt.Fprintf(&b, `, e AS (INSERT INTO events (cursor, conversation_id, type, date, payload)
-			SELECT nextval('event_cursors'), $1, t, $4, $3 FROM u, unnest(ARRAY['%s']) AS t)`, strings.Join(events, "','"))
+			SELECT nextval('event_cursors'), $1, '%s', $4, $3 FROM u)`, msgType)
 		b.WriteString(`, a AS (INSERT INTO agent_events (conversation_id, owner, type, date, payload, agent_id)
 			SELECT $1, 'floor', 'conversation_updated', $4, left($3, 150), 'default' FROM u)`)
 		b.WriteString(`, w AS (INSERT INTO memory (conversation_id, ord, payload) SELECT $1, u.seq, $3 FROM u)`)
@@ -167,7 +165,7 @@ func floorWrites(shape string) []floorRows {
 		return []floorRows{{"messages", 2}, {"open_turns", 0}}
 	}
 	// agentik and split
-	return []floorRows{{"messages", 2}, {"open_turns", 0}, {"events", 3}, {"agent_events", 2}, {"memory", 2}}
+	return []floorRows{{"messages", 2}, {"open_turns", 0}, {"events", 2}, {"agent_events", 2}, {"memory", 2}}
 }
 
 // floorPrepare makes the shape's schema in the run's database, with

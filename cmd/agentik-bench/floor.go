@@ -33,7 +33,7 @@ type floorPlan struct {
 	Convs    int           // conversations in all
 	Duration time.Duration // measured (after a warm-up of a fifth of it)
 	Payload  int           // bytes of each journal row's payload
-	Shape    string        // minimal, journal or agentik (floorshape.go)
+	Shape    string        // minimal, journal, agentik or split (floorshape.go)
 }
 
 // Floor is the phase's outcome.

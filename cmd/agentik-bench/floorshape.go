@@ -28,9 +28,10 @@ import (
 //     commit, the working memory, the open turn and the counters with
 //     updated_at, and the queue read. Not counted: the sequencer's later
 //     numbering of the agent events (agentik's runs number many at once).
-//   - "split": the agentik shape's writes as agentik's store sends them,
-//     one statement a row behind a guard that takes the row lock, each
-//     commit one batch. Against "agentik" it measures what merging the
+//   - "split": the agentik shape's writes sent the way agentik's store
+//     sends a commit on its one-round-trip path: one statement a row
+//     behind a guard that takes the row lock, each commit one batch (the
+//     guard checks only the seq; the vector goes as text). Against "agentik" it measures what merging the
 //     statements of a commit would save.
 var floorShapes = []string{"minimal", "journal", "agentik", "split"}
 

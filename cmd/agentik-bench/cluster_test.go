@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"math"
 	"os"
 	"runtime"
@@ -37,11 +39,7 @@ func TestBenchCluster(t *testing.T) {
 	r := &runner{plan: tinyPlan(), dir: t.TempDir(), hc: newHTTPClient(), out: &progress, t0: time.Now(), res: res, model: m, pg: pg,
 		server:      serverConfig{binary: bin, model: m.URL()},
 		clusterPlan: clusterPlan{Procs: []int{2}, Convs: []int{4}, Turns: 2, Modes: []string{"spread"}, MaxWait: 30 * time.Second, Deltas: 3}}
-	err := r.run(t.Context(), []string{"cluster"})
-	dbs := append([]string(nil), pg.databases...)
-	if derr := pg.dropAll(); derr != nil {
-		t.Error(derr)
-	}
+	dbs, err := runAndDrop(t, r, pg, "cluster")
 	if err != nil {
 		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
 	}
@@ -61,7 +59,24 @@ func TestBenchCluster(t *testing.T) {
 	if !strings.Contains(markdown(res), "| 2 | 4 | to another process | none |") {
 		t.Errorf("markdown:\n%s", markdown(res))
 	}
-	// The run's database is gone.
+	checkDropped(t, dsn, dbs)
+}
+
+// runAndDrop runs one phase that makes databases of its own, drops them,
+// and returns their names and the phase's error.
+func runAndDrop(t *testing.T, r *runner, pg *pgSchemas, phase string) ([]string, error) {
+	t.Helper()
+	err := r.run(t.Context(), []string{phase})
+	dbs := append([]string(nil), pg.databases...)
+	if derr := pg.dropAll(); derr != nil {
+		t.Error(derr)
+	}
+	return dbs, err
+}
+
+// checkDropped checks that none of the databases is left.
+func checkDropped(t *testing.T, dsn string, dbs []string) {
+	t.Helper()
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -161,11 +176,7 @@ func TestPGFloor(t *testing.T) {
 			pg := &pgSchemas{dsn: dsn}
 			r := &runner{out: &progress, t0: time.Now(), res: res, pg: pg,
 				floorPlan: floorPlan{Clients: 2, Convs: 4, Duration: 500 * time.Millisecond, Payload: 50, Shape: shape}}
-			err := r.run(t.Context(), []string{"pgfloor"})
-			dbs := append([]string(nil), pg.databases...)
-			if derr := pg.dropAll(); derr != nil {
-				t.Error(derr)
-			}
+			dbs, err := runAndDrop(t, r, pg, "pgfloor")
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, progress.String())
 			}
@@ -179,15 +190,7 @@ func TestPGFloor(t *testing.T) {
 			if len(dbs) != 1 {
 				t.Fatalf("databases %v", dbs)
 			}
-			conn, err := pgx.Connect(context.Background(), dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(context.Background())
-			var n int
-			if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_database WHERE datname = $1", dbs[0]).Scan(&n); err != nil || n != 0 {
-				t.Errorf("database %s left behind: %d %v", dbs[0], n, err)
-			}
+			checkDropped(t, dsn, dbs)
 		})
 	}
 
@@ -229,5 +232,23 @@ func TestLogWarnings(t *testing.T) {
 	n, first := w.seen()
 	if n != maxWarnings+1 || len(first) != maxWarnings || !strings.Contains(first[0], `"msg":"m0"`) || !strings.Contains(first[1], "ERROR") {
 		t.Errorf("%d warnings, first %q", n, first)
+	}
+}
+
+// TestFloorFlags: an unknown shape is refused with the shapes named; a
+// result without a shape (written before shapes) renders as minimal.
+func TestFloorFlags(t *testing.T) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	check := floorFlags(fs)
+	if err := fs.Parse([]string{"--pgfloor-shape", "merged"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := check(); err == nil || !strings.Contains(err.Error(), "minimal, journal, agentik, split") {
+		t.Errorf("unknown shape: %v", err)
+	}
+	var md strings.Builder
+	floorMarkdown(func(f string, a ...any) { fmt.Fprintf(&md, f, a...) }, &Floor{Clients: 8, Conversations: 120, PayloadBytes: 300})
+	if !strings.Contains(md.String(), "Two one-row commits per turn (8 clients") {
+		t.Errorf("markdown without a shape:\n%s", md.String())
 	}
 }

@@ -287,6 +287,7 @@ func floorMarkdown(p func(string, ...any), f *Floor) {
 		return
 	}
 	what := map[string]string{
+		"":        "Two one-row commits per turn", // results written before shapes
 		"minimal": "Two one-row commits per turn",
 		"journal": "A turn's journal on agentik's schema, each commit one statement",
 		"agentik": "Everything a plain turn writes on agentik's schema, each commit one statement",
